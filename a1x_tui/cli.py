@@ -1,0 +1,83 @@
+"""The ``a1x-tui`` command line: a thin dispatcher over ``a1x_tui.commands``.
+
+``a1x-tui`` alone opens the interactive app; ``a1x-tui --check PATH`` is the headless report
+for agents (it never imports Textual); everything else is a subcommand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from a1x_tui import __version__
+
+# name -> (module under a1x_tui.commands, one-line help). Modules load lazily, on use.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "lint": ("lint", "check a recipe TOML before launch (same findings and exit codes as --check)"),
+    "fix": ("fix", "show or apply the TOML change that cures a finding"),
+    "watch": ("watch", "follow a live run headlessly and print findings as they come and go"),
+    "attach": ("attach", "open the dashboard on a run directory or a Cosmos-RL log directory"),
+    "init": ("init", "write a commented run spec with defaults"),
+    "preflight": ("preflight", "check this machine against a run spec before anything downloads"),
+    "run": ("run", "start a supervised run from a run spec (detached)"),
+    "status": ("status", "show the state of a supervised run"),
+    "stop": ("stop", "stop a supervised run and every process it started"),
+    "restart": ("restart", "restart one stage of a supervised run"),
+    "gpu-agent": ("gpu_agent", "sample this node's GPUs into a run directory"),
+    "demo": ("demo", "a complete simulated run: no GPU, no network"),
+}
+
+
+def _load(module: str) -> ModuleType:
+    return importlib.import_module(f"a1x_tui.commands.{module}")
+
+
+def _check_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="a1x-tui --check",
+        description="Diagnose a Cosmos-RL run from its logs. stdout: the report only; "
+        "stderr: diagnostics. Exit: 0 ok, 1 warning, 2 critical, 3 unknown.",
+    )
+    p.add_argument("--check", dest="check", action="store_true", required=True)
+    _load("check").add_arguments(p)
+    return p
+
+
+def _main_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="a1x-tui",
+        description="Drive, watch and diagnose Alpamayo RL post-training (Cosmos-RL + GRPO). "
+        "Run with no arguments for the interactive app; `a1x-tui --check PATH` for a headless report.",
+    )
+    p.add_argument("--version", action="version", version=f"a1x-tui {__version__}")
+    p.add_argument("--check", metavar="PATH", nargs="?", const="",
+                   help="headless health report for a run (see `a1x-tui --check --help`)")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_text) in COMMANDS.items():
+        sp = sub.add_parser(name, help=help_text, description=help_text)
+        _load(module).add_arguments(sp)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if "--check" in args_list:
+        args = _check_parser().parse_args(args_list)
+        return int(_load("check").run(args))
+    if not args_list:
+        from a1x_tui.commands import app
+
+        return int(app.run_app())
+    args = _main_parser().parse_args(args_list)
+    if args.command is None:
+        _main_parser().print_help()
+        return 0
+    module, _ = COMMANDS[args.command]
+    return int(_load(module).run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""The finding catalog: every finding id a1x-tui can raise, in one place.
+
+Ids are a public contract (agents match on them). ``docs/findings.md`` lists the same ids; a
+test keeps the two in step. ``origin`` says which kind of input raises it: ``logs`` (``--check``,
+``watch``), ``config`` (``lint``, ``--check --config``), ``gpu`` (NVML, on the node) or
+``preflight`` (before a run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from diagnostics.findings import Severity
+
+W = Severity.WARNING
+C = Severity.CRITICAL
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    id: str
+    severity: Severity  # the usual severity; a detector may raise or lower it with reason
+    title: str
+    origins: tuple[str, ...]
+
+
+def _e(id_: str, severity: Severity, title: str, *origins: str) -> CatalogEntry:
+    return CatalogEntry(id_, severity, title, origins)
+
+
+_ENTRIES: tuple[CatalogEntry, ...] = (
+    # --- the five pathologies and run health (issue: diagnostics engine) ---
+    _e("rollout_buffer_growth", W, "Rollouts outpace the policy: pending rollouts keep growing", "logs", "config"),
+    _e("rollout_starved", W, "The policy waits for rollouts: pending rollouts stay at zero", "logs"),
+    _e("weight_sync_lag", W, "Rollouts generate with weights that are too old", "logs", "config"),
+    _e("prefetch_misconfig", W, "Prefetch is misconfigured or failing", "logs", "config"),
+    _e("vllm_oom", C, "A rollout replica ran out of GPU memory", "logs"),
+    _e("policy_oom", C, "A policy replica ran out of GPU memory", "logs"),
+    _e("grpo_collapse", W, "GRPO groups collapsed: identical rewards, zero advantage, no learning", "logs"),
+    _e("insufficient_gpus", C, "The replicas need more GPUs than this node has", "logs", "config"),
+    _e("stalled", C, "The run is alive but not progressing", "logs"),
+    _e("replica_died", C, "A policy or rollout replica died while the launcher kept going", "logs"),
+    _e("shutdown_hang", W, "Training finished but the job does not exit", "logs"),
+    _e("nccl_timeout", C, "NCCL collective timed out or was aborted", "logs"),
+    _e("nccl_p2p_hang", C, "A weight-sync receive started and never finished", "logs"),
+    _e("premature_end", C, "Rollouts ended while training is far from its last step", "logs"),
+    _e("checkpoint_incomplete", W, "A checkpoint is incomplete or failed to save", "logs"),
+    _e("config_load_failed", C, "Cosmos-RL could not load the TOML", "logs"),
+    _e("controller_unreachable", C, "Replicas cannot reach the controller", "logs"),
+    _e("rollout_generation_failed", W, "Rollout generation batches fail and are discarded", "logs"),
+    _e("logging_blind", W, "Per-step metrics are not logged: the console logger is off", "logs", "config"),
+    # --- failure table rows (alpamayo-recipe.md §14) ---
+    _e("hydra_none_string", C, "Hydra turned None into the string 'None'", "logs"),
+    _e("gated_repo", C, "Hugging Face refused a gated repository", "logs", "preflight"),
+    _e("hf_rate_limit", W, "Hugging Face rate limit (HTTP 429)", "logs"),
+    _e("grader_missing", C, "The Lingo-Judge reasoning grader is not on disk", "logs", "config", "preflight"),
+    _e("mini_parquet_missing", C, "The curated clip index parquet is missing", "logs", "preflight"),
+    _e("missing_env_var", C, "A required environment variable is not set", "logs", "preflight"),
+    _e("pth_loaded_directly", C, "A Cosmos policy checkpoint was loaded without export", "logs"),
+    _e("policy_oom_config", W, "Policy memory pressure: too little sharding", "config"),
+    _e("wandb_forbidden", W, "W&B refused the run (403 / permission denied)", "logs"),
+    _e("redis_missing", C, "redis-server is not installed", "logs", "preflight"),
+    _e("model_not_converted", C, "model_name_or_path is not a converted training checkpoint", "logs"),
+    _e("recipe_parallelism_unsupported", C, "The recipe does not support TP/CP/PP or compile", "logs", "config"),
+    _e("duplicate_samples", W, "Multi-node run without data_dispatch_as_rank_in_mesh", "config"),
+    _e("wrong_alpamayo_version", C, "Hydra config does not match the converted Alpamayo version", "config"),
+    _e("download_empty", C, "A download 'succeeded' without the expected files", "preflight"),
+    _e("dangling_model_symlinks", C, "The converted model's weight symlinks are dangling", "preflight"),
+    _e("export_rank_mismatch", C, "The exporter found mismatched rank shards", "logs"),
+    _e("unknown_toml_key", W, "A TOML key Cosmos-RL does not know is silently ignored", "config"),
+    # --- config lint (issue: TOML model and lint) ---
+    _e("placeholder_path", C, "A placeholder path (/path/to/...) is still in the TOML", "config"),
+    _e("batch_not_divisible", C, "train_batch_per_replica is not divisible by dp_shard_size x mini_batch", "config"),
+    _e("grpo_became_sft", C, "The GRPO section silently becomes SFT", "config"),
+    _e("no_group_signal", C, "n_generation < 2: GRPO has no group to compare", "config"),
+    _e("gpu_memory_utilization_range", W, "gpu_memory_utilization is out of range", "config"),
+    _e("wandb_key_missing", W, "W&B logger requested but WANDB_API_KEY is not set", "config", "preflight"),
+    _e("outdated_steps_below_sync", W, "allowed_outdated_steps < sync_weight_interval - 1 is raised silently", "config"),
+    _e("tp_size_implicit", W, "tp_size is not set explicitly (launcher and schema disagree)", "config"),
+    _e("checkpointing_disabled", W, "Checkpointing is disabled: the run will leave nothing to export", "config"),
+    _e("recommended_value", W, "A value differs from the recipe's recommended local/cluster value", "config"),
+    _e("invalid_value", C, "A TOML value is invalid", "config"),
+    # --- GPU (issue: GPU monitor) ---
+    _e("gpu_orphan", C, "GPU memory is held by processes that are not part of this run", "gpu", "preflight"),
+    _e("vllm_oom_risk", C, "Not enough free GPU memory for the vLLM engine", "gpu", "preflight"),
+    _e("gpu_idle", W, "A training replica's GPU has been idle for a long stretch", "gpu"),
+    _e("gpu_memory_near_limit", W, "GPU memory is near its limit", "gpu"),
+    _e("gpu_unavailable", W, "NVML is not available on this node", "gpu", "preflight"),
+    # --- preflight (issue: supervisor) ---
+    _e("gpus_too_few", C, "Fewer usable GPUs than the replicas need", "preflight"),
+    _e("disk_space_low", C, "Not enough free disk for what the stages will write", "preflight"),
+    _e("hf_token_missing", C, "No Hugging Face token: gated downloads will fail", "preflight"),
+    _e("binary_missing", C, "A required program is not on PATH", "preflight"),
+    _e("recipe_checkout_missing", C, "The alpamayo-recipes checkout is not where the spec says", "preflight"),
+)
+
+CATALOG: dict[str, CatalogEntry] = {e.id: e for e in _ENTRIES}
+
+
+def entry(finding_id: str) -> CatalogEntry:
+    """The catalog entry for ``finding_id``; a KeyError names an id that is not in the contract."""
+    return CATALOG[finding_id]

@@ -1,0 +1,124 @@
+"""Findings and the report: the public contract that agents match on.
+
+A ``Finding`` is what a detector (log, config or GPU) concludes, always with the evidence that
+proves it and, where a TOML change helps, the ``Fix``. A ``Report`` is what ``--check``,
+``lint``, ``preflight`` and ``watch`` print. Change field names, finding ids or exit codes only
+on purpose, and bump ``SCHEMA_VERSION`` when you do.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = "1.0"
+
+
+class Severity(str, Enum):
+    WARNING = "warning"
+    CRITICAL = "critical"
+
+
+class Status(str, Enum):
+    """Overall status, as monitoring plugins use it."""
+
+    OK = "ok"
+    WARNING = "warning"
+    CRITICAL = "critical"
+    UNKNOWN = "unknown"
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self]
+
+
+EXIT_CODES: dict[Status, int] = {
+    Status.OK: 0,
+    Status.WARNING: 1,
+    Status.CRITICAL: 2,
+    Status.UNKNOWN: 3,
+}
+
+
+class Evidence(BaseModel):
+    """A line that proves a finding. ``line`` is ``None`` for non-file evidence (an NVML sample)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file: str
+    line: int | None = None
+    text: str
+
+
+class Fix(BaseModel):
+    """A TOML change that cures (or mitigates) a finding."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str = Field(description="dotted TOML path, e.g. 'rollout.gpu_memory_utilization'")
+    current: Any = Field(default=None, description="value in the given TOML, or null when unknown/unset")
+    proposed: Any = Field(description="the value to set; null means 'remove the key'")
+    why: str
+
+
+class Finding(BaseModel):
+    """One conclusion, with the lines that prove it."""
+
+    id: str = Field(description="stable id from the catalog, e.g. 'rollout_buffer_growth'")
+    severity: Severity
+    title: str
+    explanation: str = Field(description="a few plain sentences: what happens, why it matters")
+    evidence: list[Evidence] = Field(min_length=1)
+    fixes: list[Fix] = Field(default_factory=list)
+    action: str | None = Field(default=None, description="what to do when no TOML change cures it")
+    data: dict[str, Any] = Field(default_factory=dict, description="numbers behind the finding")
+
+
+class CheckState(str, Enum):
+    OK = "ok"
+    FINDING = "finding"
+    BLIND = "blind"  # the detector cannot see: its input is missing from the logs or config
+    SKIPPED = "skipped"  # not applicable to this input (e.g. GPU checks off the node)
+
+
+class CheckResult(BaseModel):
+    """One detector's verdict, shown as a ``[+]``/``[-]`` line in the text report."""
+
+    id: str
+    state: CheckState
+    note: str | None = None
+
+
+class Report(BaseModel):
+    """What ``a1x-tui --check`` (and ``lint``, ``preflight``) prints with ``--format json``."""
+
+    schema_version: Literal["1.0"] = SCHEMA_VERSION
+    tool: str = "a1x-tui"
+    kind: Literal["check", "lint", "preflight", "watch"] = "check"
+    target: str = Field(description="the path that was examined")
+    run: str | None = Field(default=None, description="the logs_<ts> folder or run id examined")
+    generated_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    status: Status
+    exit_code: int
+    summary: str = Field(description="the first line of the text report, without perfdata")
+    findings: list[Finding] = Field(default_factory=list)
+    checks: list[CheckResult] = Field(default_factory=list)
+    metrics: dict[str, float | int | str | None] = Field(default_factory=dict)
+    files: list[str] = Field(default_factory=list, description="log files read")
+    notes: list[str] = Field(default_factory=list, description="things the user should know")
+
+
+def overall_status(findings: list[Finding]) -> Status:
+    """Worst severity wins; no finding is OK."""
+    if any(f.severity is Severity.CRITICAL for f in findings):
+        return Status.CRITICAL
+    if findings:
+        return Status.WARNING
+    return Status.OK
+
+
+def report_json_schema() -> dict[str, Any]:
+    return Report.model_json_schema()

@@ -1,0 +1,1 @@
+"""Runs the Alpamayo RL pipeline as supervised stages, detached from any client."""
