@@ -47,36 +47,40 @@ def _check_parser() -> argparse.ArgumentParser:
 
 
 def _main_parser() -> argparse.ArgumentParser:
+    commands = "\n".join(f"  {name:<10} {help_text}" for name, (_, help_text) in COMMANDS.items())
     p = argparse.ArgumentParser(
         prog="a1x-tui",
         description="Drive, watch and diagnose Alpamayo RL post-training (Cosmos-RL + GRPO). "
         "Run with no arguments for the interactive app; `a1x-tui --check PATH` for a headless report.",
+        epilog=f"commands:\n{commands}\n\n`a1x-tui COMMAND --help` for a command's options.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"a1x-tui {__version__}")
-    p.add_argument("--check", metavar="PATH", nargs="?", const="",
-                   help="headless health report for a run (see `a1x-tui --check --help`)")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (module, help_text) in COMMANDS.items():
-        sp = sub.add_parser(name, help=help_text, description=help_text)
-        _load(module).add_arguments(sp)
+    p.add_argument("--check", metavar="PATH", help="headless health report (see `a1x-tui --check --help`)")
+    return p
+
+
+def _command_parser(name: str) -> argparse.ArgumentParser:
+    module, help_text = COMMANDS[name]
+    p = argparse.ArgumentParser(prog=f"a1x-tui {name}", description=help_text)
+    _load(module).add_arguments(p)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Dispatch; only the chosen command's module is imported."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     if "--check" in args_list:
         args = _check_parser().parse_args(args_list)
         return int(_load("check").run(args))
     if not args_list:
-        from a1x_tui.commands import app
-
-        return int(app.run_app())
-    args = _main_parser().parse_args(args_list)
-    if args.command is None:
-        _main_parser().print_help()
-        return 0
-    module, _ = COMMANDS[args.command]
-    return int(_load(module).run(args))
+        return int(_load("app").run_app())
+    name = args_list[0]
+    if name not in COMMANDS:
+        _main_parser().parse_args(args_list)  # prints help/version, or the usage error
+        return 2
+    args = _command_parser(name).parse_args(args_list[1:])
+    return int(_load(COMMANDS[name][0]).run(args))
 
 
 if __name__ == "__main__":

@@ -75,7 +75,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("no_group_signal", C, "n_generation < 2: GRPO has no group to compare", "config"),
     _e("gpu_memory_utilization_range", W, "gpu_memory_utilization is out of range", "config"),
     _e("wandb_key_missing", W, "W&B logger requested but WANDB_API_KEY is not set", "config", "preflight"),
-    _e("outdated_steps_below_sync", W, "allowed_outdated_steps < sync_weight_interval - 1 is raised silently", "config"),
+    _e("outdated_steps_below_sync", W, "allowed_outdated_steps below sync_weight_interval - 1 is raised", "config"),
     _e("tp_size_implicit", W, "tp_size is not set explicitly (launcher and schema disagree)", "config"),
     _e("checkpointing_disabled", W, "Checkpointing is disabled: the run will leave nothing to export", "config"),
     _e("recommended_value", W, "A value differs from the recipe's recommended local/cluster value", "config"),
