@@ -95,7 +95,7 @@ class CheckResult(BaseModel):
 class Report(BaseModel):
     """What ``a1x-tui --check`` (and ``lint``, ``preflight``) prints with ``--format json``."""
 
-    schema_version: Literal["1.0"] = SCHEMA_VERSION
+    schema_version: Literal["1.0"] = "1.0"
     tool: str = "a1x-tui"
     kind: Literal["check", "lint", "preflight", "watch"] = "check"
     target: str = Field(description="the path that was examined")
