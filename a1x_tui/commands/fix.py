@@ -1,0 +1,136 @@
+"""``a1x-tui fix TOML --finding ID [--apply]``: show, then write, the TOML change that cures a finding.
+
+stdout: the unified diff (or JSON with ``--format json``); stderr: what happened. Exit 0 when
+the diff was shown or written, 1 when the fix is refused (one line says why), 2 when the TOML
+or the report cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from a1x_tui.commands.lint import add_context_arguments
+from diagnostics.findings import Finding, Report
+
+_DOTTED = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("toml", type=Path, metavar="TOML", help="the recipe TOML to change")
+    parser.add_argument("--finding", required=True, metavar="ID", help="the finding id to cure (see `a1x-tui lint`)")
+    parser.add_argument("--apply", action="store_true", help="write the change (atomically, with a .bak backup)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="[PATH=]VALUE",
+        help="a value only you know (e.g. a model path); PATH= may be left out when the fix needs one value",
+    )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        metavar="JSON",
+        help="take the finding from a saved `--check --format json` report instead of linting the TOML",
+    )
+    add_context_arguments(parser)
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+
+
+class _BadReport(Exception):
+    pass
+
+
+def _finding_from_report(path: Path, finding_id: str) -> Finding:
+    try:
+        report = Report.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise _BadReport(f"{path}: not a readable a1x-tui JSON report: {str(exc).splitlines()[0]}") from None
+    for finding in report.findings:
+        if finding.id == finding_id:
+            return finding
+    raise _BadReport(f"{path}: the report has no {finding_id} finding")
+
+
+def _values(settings: list[str], finding: Finding | None) -> dict[str, Any]:
+    from diagnostics.config import parse_value
+
+    values: dict[str, Any] = {}
+    for setting in settings:
+        path, sep, raw = setting.partition("=")
+        if sep and _DOTTED.match(path):
+            values[path] = parse_value(raw)
+            continue
+        candidates = (finding.data.get("needs_value") or [f.path for f in finding.fixes]) if finding else []
+        if len(candidates) != 1:
+            raise ValueError(f"--set {setting}: say which key, as --set PATH=VALUE")
+        values[candidates[0]] = parse_value(setting)
+    return values
+
+
+def run(args: argparse.Namespace) -> int:
+    from diagnostics.config import (
+        ConfigError,
+        FixRefused,
+        apply_fix,
+        lint_config,
+        load_config,
+        make_context,
+        plan_fix,
+    )
+
+    context = make_context(gpus_per_node=args.gpus, nodes=args.nodes, compute=args.compute)
+    try:
+        loaded = load_config(args.toml)
+        given = _finding_from_report(args.report, args.finding) if args.report else None
+    except (ConfigError, _BadReport) as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    finding = given or next(
+        (
+            f
+            for f in lint_config(loaded, gpus_per_node=args.gpus, nodes=args.nodes, compute=args.compute)
+            if f.id == args.finding
+        ),
+        None,
+    )
+    try:
+        values = _values(args.set, finding)
+        if args.apply:
+            result = apply_fix(
+                args.toml, args.finding, expected_sha256=loaded.sha256, values=values, finding=given, context=context
+            )
+            diff, after, backup = result.diff, result.after, str(result.backup)
+        else:
+            plan = plan_fix(loaded, args.finding, values=values, finding=given, context=context)
+            diff, after, backup = plan.diff, plan.after, None
+    except (FixRefused, ValueError) as exc:
+        print(str(exc).splitlines()[0], file=sys.stderr)
+        return 1
+    if args.format == "json":
+        print(
+            json.dumps(
+                {
+                    "finding": args.finding,
+                    "applied": args.apply,
+                    "backup": backup,
+                    "diff": diff,
+                    "after": json.loads(after.model_dump_json()),
+                },
+                indent=2,
+            )
+        )
+    else:
+        sys.stdout.write(diff)
+    if args.apply:
+        print(f"wrote {args.toml} (backup: {backup}); lint now: {after.summary}", file=sys.stderr)
+    else:
+        print(
+            f"not written; after the change lint says: {after.summary}. Re-run with --apply to write it.",
+            file=sys.stderr,
+        )
+    return 0

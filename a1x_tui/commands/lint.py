@@ -1,0 +1,76 @@
+"""``a1x-tui lint TOML``: check a recipe TOML before launch.
+
+stdout: the report only (text or JSON, the same ``Report`` as ``--check``); exit 0 ok,
+1 warning, 2 critical, 3 unknown (the file could not be read).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from diagnostics.findings import CheckState, Report
+
+_CHECK_MARKS = {CheckState.OK: "[+]", CheckState.FINDING: "[-]", CheckState.BLIND: "[?]", CheckState.SKIPPED: "[ ]"}
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def add_context_arguments(parser: argparse.ArgumentParser) -> None:
+    """What the TOML cannot say: shared by ``lint`` and ``fix``."""
+    parser.add_argument("--gpus", type=positive_int, metavar="N", help="GPUs per node the launcher will see")
+    parser.add_argument("--nodes", type=positive_int, metavar="N", help="number of nodes (default: 1)")
+    parser.add_argument(
+        "--compute",
+        choices=("local", "cluster"),
+        help="compare with the recipe's local or cluster values (default: cluster when --nodes > 1)",
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("toml", type=Path, metavar="TOML", help="the recipe TOML to check")
+    add_context_arguments(parser)
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="report format (default: text)")
+
+
+def render_text(report: Report) -> str:
+    """The human report: summary line, each finding with its lines and fixes, then the checks."""
+    out = [report.summary]
+    for f in report.findings:
+        out.append("")
+        out.append(f"{f.severity.value.upper()} {f.id}: {f.title}")
+        out.append(f"  {f.explanation}")
+        for ev in f.evidence:
+            where = f"{ev.file}:{ev.line}" if ev.line is not None else ev.file
+            out.append(f"  > {where}: {ev.text.strip()}")
+        for fix in f.fixes:
+            proposed = "remove the key" if fix.proposed is None else repr(fix.proposed)
+            out.append(f"  fix: {fix.path}: {fix.current!r} -> {proposed} ({fix.why})")
+        if f.fixes:
+            out.append(f"  apply: a1x-tui fix {report.target} --finding {f.id}")
+        if f.action:
+            out.append(f"  action: {f.action}")
+    if report.checks:
+        out.append("")
+        for check in report.checks:
+            note = f" ({check.note})" if check.note else ""
+            out.append(f"{_CHECK_MARKS[check.state]} {check.id}{note}")
+    for note in report.notes:
+        out.append(f"note: {note}")
+    return "\n".join(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    from diagnostics.config import lint_report
+
+    report = lint_report(args.toml, gpus_per_node=args.gpus, nodes=args.nodes, compute=args.compute)
+    print(report.model_dump_json(indent=2) if args.format == "json" else render_text(report))
+    return report.exit_code
