@@ -1,0 +1,879 @@
+"""Message rules: which log message means what, in all three Cosmos-RL generations.
+
+Each ``Rule`` has a ``needle`` (a fixed string every line it matches contains), a regex and a
+builder. The needles double as the fixed-string markers of the grep prefilter (``_prefilter``):
+a line without any needle can only ever be a ``LogLine``. ``classify_message`` tries the rules
+whose needles occur in the message, in catalogue order, and returns the first match.
+
+"Wrapper" rules (a failure that quotes another error: ``Failed to load or parse config file
+{path}: {e}``, ``[Rollout] Failed in rollout generation: {e}``...) also classify the quoted error,
+so ``... : CUDA out of memory`` yields both the wrapper signal and an ``OOM`` signal.
+
+Texts come from cosmos-rl.md §2.3-§2.8, §4-§6, §8.6, §13.6, §14 and alpamayo-recipe.md §8, §11, §14;
+each group below names its section.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import signal as _signal
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from diagnostics.events import (
+    Checkpoint,
+    CheckpointPhase,
+    ConfigDump,
+    DynamicSampling,
+    Event,
+    PromptRejected,
+    Signal,
+    SignalKind,
+    Source,
+    Staleness,
+    Stat,
+    Step,
+    SyncPhase,
+    Throttle,
+    ThrottleState,
+    TrainReport,
+    WeightSync,
+)
+from diagnostics.parsing._literal import read_literal
+
+MAX_TEXT = 8192  # characters of a line kept in an event (the whole line is still parsed)
+MAX_FIELD = 2048  # characters of an error message kept in a signal field
+
+
+def cap(text: str, limit: int = MAX_TEXT) -> str:
+    return text if len(text) <= limit else text[:limit]
+
+
+@dataclass(slots=True)
+class Ctx:
+    """Where a message was read: the common fields of every event built from it."""
+
+    source: Source
+    line: int
+    text: str
+    ts: datetime | None
+    level: str | None
+    rank: int | None
+
+    def kw(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "line": self.line,
+            "text": self.text if len(self.text) <= MAX_TEXT else self.text[:MAX_TEXT],
+            "ts": self.ts,
+            "level": self.level,
+            "rank": self.rank,
+        }
+
+
+Builder = Callable[[Any, Ctx], Event | None]  # gets a re.Match (or a _MatchView with the same API)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    needle: str
+    pattern: re.Pattern[str]
+    build: Builder
+    wrapper: bool = False  # the ``error`` group quotes another message: classify it too
+    gates: frozenset[str] = frozenset()  # in replica/controller logs: the line must hold one of these
+    alt_groups: bool = False  # the regex has ``<name>2`` alternatives to fold into ``<name>``
+
+
+_RULES: list[Rule] = []
+
+
+def rule(needle: str, pattern: str, *, wrapper: bool = False, flags: int = 0) -> Callable[[Builder], Builder]:
+    compiled = re.compile(pattern, flags)
+
+    def register(build: Builder) -> Builder:
+        _RULES.append(Rule(needle, compiled, build, wrapper))
+        return build
+
+    return register
+
+
+def signal_rule(needle: str, pattern: str, signal_kind: SignalKind, /, *, wrapper: bool = False, flags: int = 0,
+                **const: Any) -> None:
+    """A rule whose event is a ``Signal``: named groups become fields (ints where they look like ints)."""
+
+    def build(m: re.Match[str], c: Ctx) -> Event:
+        fields: dict[str, Any] = dict(const)
+        for k, v in m.groupdict().items():
+            fields[k] = _auto(v)
+        return Signal(**c.kw(), kind=signal_kind, fields=fields)
+
+    rule(needle, pattern, wrapper=wrapper, flags=flags)(build)
+
+
+def _auto(v: str | None) -> Any:
+    if v is None:
+        return None
+    if re.fullmatch(r"-?\d+", v):
+        return int(v)
+    return cap(v, MAX_FIELD)
+
+
+def _int(v: str | None) -> int | None:
+    if v is None or v == "None":
+        return None
+    try:
+        return int(v)
+    except ValueError:
+        return None
+
+
+def _float(v: str | None) -> float | None:
+    if v is None:
+        return None
+    v = v.strip().rstrip(",")
+    if v.endswith("s."):
+        v = v[:-2]
+    elif v.endswith(("s", ".")):
+        v = v[:-1]
+    try:
+        return float(v)
+    except ValueError:
+        return None
+
+
+def _step_from_path(path: str | None) -> int | None:
+    if not path:
+        return None
+    m = re.search(r"step_(\d+)", path)
+    return int(m.group(1)) if m else None
+
+
+# ---------------------------------------------------------------- controller metrics (§4.3-§4.5)
+
+
+@rule(
+    "[Controller] Stat: ",
+    r"\[Controller\] Stat: (\d+) samples, (\d+) completion tokens, (\d+) pending rollouts, "
+    r"(?:(\d+) in-flight, (\d+) filtered \(outdated\), )?([\d.eE+-]+|nan|inf)(?:s| seconds) elapsed",
+)
+def _stat(m: re.Match[str], c: Ctx) -> Event | None:
+    elapsed = _float(m.group(6))
+    if elapsed is None:
+        return None
+    return Stat(
+        **c.kw(),
+        samples=int(m.group(1)),
+        completion_tokens=int(m.group(2)),
+        pending=int(m.group(3)),
+        in_flight=_int(m.group(4)),
+        outdated_filtered=_int(m.group(5)),
+        elapsed_s=elapsed,
+    )
+
+
+# Step line names -> Step fields. GRPO shape (status.py:1805) and SFT shape (status.py:1507,
+# ``Loss: x, Max Loss y, Grad norm: z``); lower-cased, so both spellings of "grad norm" map.
+_STEP_FIELDS = {
+    "reward mean": "reward_mean",
+    "reward std": "reward_std",
+    "reward max": "reward_max",
+    "reward min": "reward_min",
+    "completion length mean": "completion_length_mean",
+    "completion length max": "completion_length_max",
+    "average loss": "loss_avg",
+    "loss": "loss_avg",
+    "max loss": "loss_max",
+    "learning rate": "learning_rate",
+    "entropy": "entropy",
+    "effective entropy": "effective_entropy",
+    "grad norm": "grad_norm",
+    "kl loss avg": "kl_loss_avg",
+    "kl loss max": "kl_loss_max",
+    "iteration time": "iteration_time_s",
+}
+_STEP_PAIR = re.compile(r"([A-Za-z][A-Za-z ]*?):? (\S+)")
+
+
+@rule("Step: ", r"^Step: (\d+)/(\d+)(?:, (.*))?$")
+def _step(m: re.Match[str], c: Ctx) -> Event | None:
+    values: dict[str, Any] = {}
+    for piece in (m.group(3) or "").split(", "):
+        pm = _STEP_PAIR.fullmatch(piece.strip())
+        if not pm:
+            continue
+        name = _STEP_FIELDS.get(pm.group(1).strip().lower())
+        if name is not None:
+            values[name] = _float(pm.group(2))
+    return Step(**c.kw(), step=int(m.group(1)), total=int(m.group(2)), **values)
+
+
+_REPORT_KEY = re.compile(r"(?:^|, )([A-Za-z0-9_./-]+): ")
+
+
+def parse_report_pairs(text: str) -> dict[str, float | str]:
+    """``k: v, k2: v2`` where a value may itself hold ``, `` (custom metrics; cosmos-rl.md §7.2)."""
+    keys = list(_REPORT_KEY.finditer(text))
+    out: dict[str, float | str] = {}
+    for i, km in enumerate(keys):
+        end = keys[i + 1].start() if i + 1 < len(keys) else len(text)
+        raw = text[km.end() : end].strip()
+        try:
+            out[km.group(1)] = float(raw)
+        except ValueError:
+            out[km.group(1)] = cap(raw, MAX_FIELD)
+    return out
+
+
+@rule("Train report data from total ", r"Train report data from total (\d+) rollouts: ?(.*)$")
+def _train_report(m: re.Match[str], c: Ctx) -> Event | None:
+    return TrainReport(**c.kw(), rollouts=int(m.group(1)), metrics=parse_report_pairs(m.group(2)))
+
+
+@rule("Dynamic sampling rewards distribution so far: ", r"Dynamic sampling rewards distribution so far: (.*)$")
+def _dynamic_sampling(m: re.Match[str], c: Ctx) -> Event | None:
+    raw = m.group(1)
+    start, end = raw.find("{"), raw.rfind("}")
+    if start < 0 or end < start:
+        return None
+    try:
+        value = read_literal(raw[start : end + 1])
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    counts: dict[str, int] = {}
+    for k, v in value.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v):
+            counts[str(k)] = int(v)
+    return DynamicSampling(**c.kw(), counts=counts)
+
+
+@rule(
+    "weight staleness: ",
+    r"weight staleness: accepted p50=(-?\d+) p99=(-?\d+) max=(-?\d+), discarded=(\d+)/(\d+) "
+    r"\(allowed_outdated_steps=(-?\d+), sync_weight_interval=(-?\d+)\)",
+)
+def _staleness(m: re.Match[str], c: Ctx) -> Event | None:
+    g = [int(x) for x in m.groups()]
+    return Staleness(
+        **c.kw(), p50=g[0], p99=g[1], max=g[2], discarded=g[3], total=g[4],
+        allowed_outdated_steps=g[5], sync_weight_interval=g[6],
+    )
+
+
+# ---------------------------------------------------------------- throttle (§4.3; absent at 747d1bd)
+
+
+@rule("Soft throttle ", r"Soft throttle (ENGAGED|still engaged after|RELEASED after) ?([\d.]+s)?:? "
+      r"samples_on_the_fly=(\d+) (?:>= |< )?threshold=(\d+)")
+def _throttle(m: re.Match[str], c: Ctx) -> Event | None:
+    word = m.group(1)
+    state = (
+        ThrottleState.ENGAGED if word == "ENGAGED"
+        else ThrottleState.STILL_ENGAGED if word.startswith("still")
+        else ThrottleState.RELEASED
+    )
+    return Throttle(**c.kw(), state=state, in_flight=int(m.group(3)), threshold=int(m.group(4)),
+                    seconds=_float(m.group(2)))
+
+
+@rule("Current pending rollouts ", r"Current pending rollouts (\d+) is larger than the allowed outdated version "
+      r"count (\d+)\. Generate with batch (\d+)")
+def _pending_over(m: re.Match[str], c: Ctx) -> Event | None:
+    # The printed "count" is allowed_outdated_steps * n_policy, not the throttle threshold (§4.3).
+    return Throttle(**c.kw(), state=ThrottleState.PENDING_OVER_ALLOWED, pending=int(m.group(1)),
+                    batch=int(m.group(3)))
+
+
+# ---------------------------------------------------------------- weight sync (§5.2, §6.2)
+
+
+def _sync(phase: SyncPhase, step: int | None = None, seconds: float | None = None, mb: float | None = None,
+          qd: int | None = None) -> Callable[[Ctx], Event]:
+    return lambda c: WeightSync(**c.kw(), phase=phase, step=step, seconds=seconds, megabytes=mb, queue_depth=qd)
+
+
+@rule("weight sync receives", r"\[Rollout\] Starting to execute (\d+); (\d+), (\d+) weight sync receives")
+def _recv_start(m: re.Match[str], c: Ctx) -> Event | None:
+    return _sync(SyncPhase.RECV_START)(c)
+
+
+@rule("recv operations finished", r"All (\d+) at step (\d+|None) recv operations finished in ([\d.eE+-]+) seconds"
+      r"(?: with ([\d.eE+-]+) MB received)?")
+def _recv_done(m: re.Match[str], c: Ctx) -> Event | None:
+    return _sync(SyncPhase.RECV_DONE, _int(m.group(2)), _float(m.group(3)), _float(m.group(4)))(c)
+
+
+@rule("send operations", r"All (\d+) at step (\d+|None) send operations(?: of)? finished in ([\d.eE+-]+) seconds"
+      r"(?: with ([\d.eE+-]+) MB sent)?")
+def _policy_send(m: re.Match[str], c: Ctx) -> Event | None:
+    return _sync(SyncPhase.POLICY_SEND_DONE, _int(m.group(2)), _float(m.group(3)), _float(m.group(4)))(c)
+
+
+@rule("Starting broadcasting of parameters", r"Starting broadcasting of parameters")
+def _bcast_start(m: re.Match[str], c: Ctx) -> Event | None:
+    return _sync(SyncPhase.BROADCAST_START)(c)
+
+
+@rule("Starting full-model broadcast", r"Starting full-model broadcast")
+def _bcast_full_start(m: re.Match[str], c: Ctx) -> Event | None:
+    return _sync(SyncPhase.BROADCAST_START)(c)
+
+
+@rule("Finished broadcasting of parameters", r"Finished broadcasting of parameters")
+def _bcast_done(m: re.Match[str], c: Ctx) -> Event | None:
+    return _sync(SyncPhase.BROADCAST_DONE)(c)
+
+
+@rule("Finished full-model broadcast", r"Finished full-model broadcast(?:: (\d+) params, ([\d.]+) MB, ([\d.]+) s)?")
+def _bcast_full_done(m: re.Match[str], c: Ctx) -> Event | None:
+    return _sync(SyncPhase.BROADCAST_DONE, None, _float(m.group(3)), _float(m.group(2)))(c)
+
+
+@rule("Setting weight_synced after broadcast", r"Setting weight_synced after broadcast(?: \(n_dst=\d+, step=(\w+)\))?")
+def _synced_after(m: re.Match[str], c: Ctx) -> Event | None:
+    return _sync(SyncPhase.SYNCED_AFTER_BROADCAST, _int(m.group(1)))(c)
+
+
+@rule("[WeightSyncThread] Enqueued ", r"\[WeightSyncThread\] Enqueued (P2R|R2R) \(step=(\w+)(?:, .*?qdepth=(\d+))?")
+def _wst_enqueued(m: re.Match[str], c: Ctx) -> Event | None:
+    return _sync(SyncPhase.ASYNC_ENQUEUED, _int(m.group(2)), qd=_int(m.group(3)))(c)
+
+
+@rule("[WeightSyncThread] P2R done", r"\[WeightSyncThread\] P2R done \(step=(\w+), ver=\w+, ([\d.]+) ms"
+      r"(?:, qdepth_after=(\d+))?")
+def _wst_p2r_done(m: re.Match[str], c: Ctx) -> Event | None:
+    ms = _float(m.group(2))
+    return _sync(SyncPhase.ASYNC_DONE, _int(m.group(1)), ms / 1000 if ms is not None else None,
+                 qd=_int(m.group(3)))(c)
+
+
+@rule("[WeightSyncThread] R2R done", r"\[WeightSyncThread\] R2R done: (\d+) params, ([\d.]+) MB, ([\d.]+) ms, "
+      r"step=(\w+)(?:, ver=\w+, qdepth_after=(\d+))?")
+def _wst_r2r_done(m: re.Match[str], c: Ctx) -> Event | None:
+    ms = _float(m.group(3))
+    return _sync(SyncPhase.ASYNC_DONE, _int(m.group(4)), ms / 1000 if ms is not None else None,
+                 _float(m.group(2)), _int(m.group(5)))(c)
+
+
+@rule("[R2R Barrier] Timed out", r"\[R2R Barrier\] Timed out after (\d+)s waiting for go signal(?: \(step=(\w+)\))?")
+def _barrier(m: re.Match[str], c: Ctx) -> Event | None:
+    return _sync(SyncPhase.BARRIER_TIMEOUT, _int(m.group(2)), float(m.group(1)))(c)
+
+
+# ---------------------------------------------------------------- version gate (§6.3; HEAD/0.4.7 only)
+
+
+@rule("prompt rejected: ", r"prompt rejected: prompt\.weight_version=(-?\d+) current_weight_version=(-?\d+) "
+      r"allowed_outdated=(-?\d+) ceiling=(-?\d+)")
+def _prompt_rejected(m: re.Match[str], c: Ctx) -> Event | None:
+    p, cur, a, ceil = (int(x) for x in m.groups())
+    return PromptRejected(**c.kw(), prompt_version=p, current_version=cur, allowed_outdated=a, ceiling=ceil)
+
+
+# ---------------------------------------------------------------- checkpoints (§5.3)
+
+
+def _ckpt(phase: CheckpointPhase, c: Ctx, step: int | None, path: str | None) -> Event:
+    return Checkpoint(**c.kw(), phase=phase, step=step, path=cap(path, MAX_FIELD) if path else None)
+
+
+@rule("Saving cosmos checkpoint at step", r"Saving cosmos checkpoint at step (\d+)")
+def _ckpt_saving(m: re.Match[str], c: Ctx) -> Event | None:
+    return _ckpt(CheckpointPhase.SAVING, c, int(m.group(1)), None)
+
+
+@rule("checkpoint saved successfully at ", r"Step: (\d+), checkpoint saved successfully at (.*?)\.?\s*$")
+def _ckpt_saved(m: re.Match[str], c: Ctx) -> Event | None:
+    return _ckpt(CheckpointPhase.SAVED, c, int(m.group(1)), m.group(2))
+
+
+@rule("Marking checkpoint as incomplete", r"Checkpoint (?:complete marker for rank (\d+)|config) not found at "
+      r"(.*?)\. Marking checkpoint as incomplete")
+def _ckpt_incomplete(m: re.Match[str], c: Ctx) -> Event | None:
+    return _ckpt(CheckpointPhase.INCOMPLETE, c, _step_from_path(m.group(2)), m.group(2))
+
+
+@rule("Async checkpoint save/upload failed", r"Async checkpoint save/upload failed")
+def _ckpt_failed(m: re.Match[str], c: Ctx) -> Event | None:
+    return _ckpt(CheckpointPhase.FAILED, c, None, None)
+
+
+@rule("Failed to finalize checkpoint manager", r"Failed to finalize checkpoint manager")
+def _ckpt_finalize_failed(m: re.Match[str], c: Ctx) -> Event | None:
+    return _ckpt(CheckpointPhase.FAILED, c, None, None)
+
+
+@rule("on another rank in the policy replica", r"Final checkpoint (?:invalidation )?failed on another rank in the "
+      r"policy replica")
+def _ckpt_final_failed(m: re.Match[str], c: Ctx) -> Event | None:
+    return _ckpt(CheckpointPhase.FAILED, c, None, None)
+
+
+@rule("Pruned corrupted checkpoint: ", r"Pruned corrupted checkpoint: (.*?)\s*$")
+def _ckpt_pruned(m: re.Match[str], c: Ctx) -> Event | None:
+    return _ckpt(CheckpointPhase.PRUNED, c, _step_from_path(m.group(1)), m.group(1))
+
+
+# ---------------------------------------------------------------- config dumps (§5.1, §6.1)
+
+
+def _config_dump(scope: str) -> Builder:
+    def build(m: re.Match[str], c: Ctx) -> Event | None:
+        try:
+            value = read_literal(m.group(1).strip())
+        except ValueError:
+            value = None
+        return ConfigDump(**c.kw(), config=value if isinstance(value, dict) else None, scope=scope)
+
+    return build
+
+
+rule("Loaded configuration: ", r"Loaded configuration: (.*)$")(_config_dump("full"))
+rule("Loaded rollout configuration: ", r"Loaded rollout configuration: (.*)$")(_config_dump("rollout"))
+
+# ---------------------------------------------------------------- wrapped failures first (their cause is re-read)
+
+S = SignalKind
+signal_rule("Failed to load or parse config file ", r"Failed to load or parse config file (?P<path>.+?\.toml|\S+): "
+            r"(?P<error>.*?)\.?\s*$", S.CONFIG_LOAD_FAILED, wrapper=True)
+signal_rule("Error reading config file ", r"Error reading config file (?P<path>.+?\.toml|\S+): (?P<error>.*)$",
+            S.CONFIG_READ_ERROR, wrapper=True)
+signal_rule("Failed in rollout generation", r"Failed in rollout generation:? ?(?P<error>.*)$",
+            S.ROLLOUT_GENERATION_FAILED, wrapper=True)
+
+# ---------------------------------------------------------------- vLLM / CUDA out of memory (§6.7, §13.4)
+
+signal_rule("No available memory for the cache blocks", r"No available memory for the cache blocks",
+            S.OOM, kind="no_cache_blocks")
+signal_rule("KV cache is needed", r"(?:max seq len \((?P<max_model_len>\d+)\).*?)?KV cache is needed, which is larger "
+            r"than the available KV cache memory(?:.*?estimated maximum model length is (?P<estimated>\d+))?",
+            S.OOM, kind="kv_cache")
+signal_rule("max seq len", r"max seq len \((?P<max_model_len>\d+)\) is larger than the maximum number of tokens that "
+            r"can be stored in KV cache(?: \((?P<kv_tokens>\d+)\))?", S.OOM, kind="max_model_len")
+signal_rule("less than desired GPU memory utilization", r"Free memory on device.*? on startup is less than desired "
+            r"GPU memory utilization", S.OOM, kind="free_memory")
+signal_rule("CUDA out of memory", r"CUDA out of memory", S.OOM, kind="cuda_oom")
+signal_rule("OutOfMemoryError", r"OutOfMemoryError", S.OOM, kind="cuda_oom")
+signal_rule("is longer than the maximum model length", r"prompt \(length (?P<prompt_len>\d+)\) is longer than the "
+            r"maximum model length(?: of (?P<max_model_len>\d+))?", S.OOM, kind="prompt_too_long")
+
+# ---------------------------------------------------------------- launcher (§2.3, §2.4, §2.7, §11.1)
+
+signal_rule("GPUs: ", r"Detected (?P<count>\d+) GPUs: ?(?P<ids>.*)$", S.GPUS_DETECTED)
+signal_rule(" replicas: ", r"Number of (?P<role>policy|rollout|reference) replicas: (?P<count>\d+) with "
+            r"(?P<gpus_each>\d+) gpus each", S.REPLICAS_PLANNED)
+signal_rule("Number of workers required", r"Number of workers required: (?P<count>\d+)", S.WORKERS_REQUIRED)
+signal_rule("Multiple worker nodes will be used", r"Multiple worker nodes will be used", S.MULTIPLE_WORKERS)
+signal_rule("Controller is ready at ", r"Controller is ready at (?P<url>\S+)", S.CONTROLLER_READY)
+signal_rule("failed with return code", r"Process (?P<process>\S+) failed with return code (?P<rc>-?\d+)",
+            S.PROCESS_FAILED)
+signal_rule("failed with exit code", r"(?P<process>Policy|Rollout|Controller|Reference) failed with exit code "
+            r"(?P<rc>-?\d+)\. Terminating other processes", S.PROCESS_FAILED)
+signal_rule("completed successfully", r"Process (?P<process>\S+) completed successfully", S.PROCESS_COMPLETED)
+signal_rule("treating as success", r"Process (?P<process>\S+) \((?P<role>\w+)\) exited via the coordinated shutdown "
+            r"path \(rc=(?P<rc>-?\d+)\); treating as success", S.COORDINATED_SUCCESS)
+signal_rule("Terminated all processes due to failure", r"Terminated all processes due to failure", S.TERMINATED_ALL)
+signal_rule("exited with code", r"Process (?P<pid>\S+) exited with code (?P<rc>-?\d+)\. Exiting",
+            S.PROCESS_EXITED_EARLY)
+signal_rule("exited as soon as launched", r"Process (?P<pid>\S+) exited as soon as launched", S.PROCESS_EXITED_EARLY,
+            rc=None)
+signal_rule("Replica with GPUs larger than", r"Replica with GPUs larger than \d+ occurs but not on Lepton job",
+            S.GPU_LAYOUT_ERROR, reason="larger_than_node")
+signal_rule("Not enough GPUs available", r"Not enough GPUs available\.? ?(?:Required: (?P<required>\d+), "
+            r"Available: (?P<available>\d+))?", S.GPU_LAYOUT_ERROR, reason="not_enough")
+signal_rule("No GPUs available", r"No GPUs available", S.GPU_LAYOUT_ERROR, reason="no_gpus")
+signal_rule("Number of GPUs per node must be", r"Number of GPUs per node must be 1, 2, 4, or 8", S.GPU_LAYOUT_ERROR,
+            reason="bad_per_node")
+signal_rule("is already in use", r"Controller port (?P<port>\d+)(?: from --url (?P<url>\S+))? is already in use",
+            S.CONTROLLER_PORT_BUSY)
+
+# ---------------------------------------------------------------- registration and lifecycle (§3.6, §4.2, §4.7, §5, §6)
+
+signal_rule("Replica started at global rank", r"(?P<role>POLICY|ROLLOUT|REFERENCE) Replica started at global rank "
+            r"(?P<global_rank>\d+), with replica name: (?P<uuid>\S+)", S.REPLICA_STARTED)
+signal_rule("registered to controller", r"(?P<role>POLICY|ROLLOUT|REFERENCE) Replica (?P<uuid>\S+) registered to "
+            r"controller", S.REPLICA_REGISTERED)
+signal_rule("All atoms of ", r"All atoms of (?:Role\.)?(?P<role>\w+) Replica (?P<uuid>\S+) has been set",
+            S.REPLICA_ATOMS_SET)
+signal_rule("more replicas to arrive", r"Waiting for (?P<count>-?\d+) more replicas to arrive", S.WAITING_FOR_REPLICAS)
+signal_rule("No valid rollout replicas found", r"No valid rollout replicas found", S.NO_VALID_ROLLOUT)
+signal_rule(" is dead", r"\[Controller\] (?P<role>Policy|Rollout|Reference) (?P<uuid>\S+) is dead", S.REPLICA_DEAD)
+signal_rule("Unregistering replica ", r"Unregistering replica (?P<uuid>\S+)", S.REPLICA_UNREGISTERING)
+signal_rule(" is stopping.", r"Replica (?P<uuid>\S+) is stopping\.", S.REPLICA_STOPPING)
+signal_rule("will clean hang replicas", r"will clean hang replicas: ?(?P<replicas>.*)$", S.HANG_REPLICAS_CLEANED)
+signal_rule("No policy replicas registered", r"No policy replicas registered\. Assuming training is finished",
+            S.NO_POLICY_REPLICAS)
+signal_rule("Received rollout end signal from ",
+            r"Received rollout end signal from (?P<uuid>\S+?)(?: rank=(?P<rank>\S+))?\s*$", S.ROLLOUT_END_SIGNAL)
+signal_rule("-> DRAINING", r"Job phase \w+ -> DRAINING(?: at frozen horizon (?P<horizon>-?\d+))?", S.JOB_DRAINING)
+signal_rule("All epochs finished fetching rollout prompts", r"All epochs finished fetching rollout prompts",
+            S.ALL_EPOCHS_FETCHED)
+# 747d1bd end-of-data lines (run_web_panel.py:437-464 there); ``phase`` tells them apart.
+signal_rule("All rollouts have ended", r"All rollouts have ended, recompute total steps with (?P<remaining>\d+) "
+            r"remaining rollouts", S.ALL_ROLLOUTS_ENDED, phase="recompute")
+signal_rule("There are still remaining steps", r"There are still remaining steps, no op required", S.ALL_ROLLOUTS_ENDED,
+            phase="steps_remain", remaining=None)
+signal_rule("No remaining steps, policy and rollouts", r"No remaining steps, policy and rollouts happen to finish",
+            S.ALL_ROLLOUTS_ENDED, phase="finished_together", remaining=None)
+signal_rule("Clear the rollout buffer", r"Clear the rollout buffer, and trigger an extra", S.ALL_ROLLOUTS_ENDED,
+            phase="extra_fetch", remaining=None)
+signal_rule("Policy side finished", r"Policy side finished; broadcasting STOP(?: to (?P<rollouts>\d+))?",
+            S.POLICY_SIDE_FINISHED)
+signal_rule("All replicas are finished", r"All replicas are finished(?: \((?P<reason>.*?)\))?[;,] finalizing",
+            S.ALL_REPLICAS_FINISHED)
+signal_rule("Rollout checkout gate timed out", r"Rollout checkout gate timed out after (?P<seconds>[\d.]+)s: only "
+            r"(?P<posted>\d+)/(?P<expected>\d+)", S.CONTROLLER_SHUTDOWN_ABNORMAL, reason="checkout_gate_timeout")
+signal_rule("All policy replicas are dead and COSMOS_SHUTDOWN_ON_NO_POLICY_REPLICAS",
+            r"All policy replicas are dead and COSMOS_SHUTDOWN_ON_NO_POLICY_REPLICAS", S.CONTROLLER_SHUTDOWN_ABNORMAL,
+            reason="all_policies_dead")
+signal_rule("Building lr schedulers for total steps", r"Building lr schedulers for total steps (?P<total_steps>\d+)",
+            S.TRAINING_STARTED)
+signal_rule("Training complete at global step", r"Training complete at global step (?P<step>\d+)",
+            S.TRAINING_COMPLETE)
+signal_rule("[Rollout] Engine initialized.", r"\[Rollout\] Engine initialized\.\s*$", S.ENGINE_INITIALIZED)
+signal_rule("[Rollout] Main loop of ", r"\[Rollout\] Main loop of (?P<replica>\S+) finished",
+            S.ROLLOUT_MAIN_LOOP_FINISHED)
+signal_rule("entering destroy_worker()", r"entering destroy_worker\(\)", S.ROLLOUT_DESTROY_WORKER)
+signal_rule("Successfully loaded configuration from ", r"Successfully loaded configuration from (?P<path>.*?)\s*$",
+            S.CONFIG_LOADED)
+
+# ---------------------------------------------------------------- silent auto-adjustments at load (§8.6)
+# ``key`` is the field name as printed.
+
+signal_rule("setting allowed_outdated_steps to", r"setting (?P<key>allowed_outdated_steps) to (?P<value>-?\d+)",
+            S.CONFIG_ADJUSTED)
+signal_rule("on_policy is enabled, so", r"on_policy is enabled, so (?P<key>allowed_outdated_steps) is set to "
+            r"(?P<value>-?\d+)", S.CONFIG_ADJUSTED)
+signal_rule("is below allowed_outdated_steps + 1", r"(?P<key>max_inflight_steps) \(\d+\) is below "
+            r"allowed_outdated_steps \+ 1 \(\d+\); raising to (?P<value>\d+)", S.CONFIG_ADJUSTED)
+signal_rule("coalesce_weight_sync requires off-policy", r"(?P<key>coalesce_weight_sync) requires off-policy training",
+            S.CONFIG_ADJUSTED, value="False")
+signal_rule("is not positive so disable it as None", r"(?P<key>\w+) is not positive so disable it as None",
+            S.CONFIG_ADJUSTED, value="None")
+signal_rule("Seed is negative, setting to", r"Seed is negative, setting to (?P<value>-?\d+)", S.CONFIG_ADJUSTED,
+            key="seed")
+# Not the distillation lines: printed on every load whatever the config (§8.6 calls them noise).
+signal_rule(" is set to ", r"(?:(?:DAPO|Decoupled loss|use_rollout_logprobs_for_loss|Distillation) is enabled), so "
+            r"(?P<key>\w+) is set to (?P<value>[^\s.]+(?:\.\d+)?)", S.CONFIG_ADJUSTED)
+
+# ---------------------------------------------------------------- NCCL (§5.5, §13.6)
+
+signal_rule("NCCL: raw host call exceeded", r"NCCL: raw host call exceeded (?P<ms>\d+) ms for task (?P<task>.*?);",
+            S.NCCL_ERROR, kind="host_call_timeout")
+signal_rule("NCCL: async error detected", r"NCCL: async error detected \(err=(?P<err>.*?)\), task (?P<task>.*?) failed",
+            S.NCCL_ERROR, kind="async_error")
+signal_rule("NCCL: non-blocking enqueue timed out", r"NCCL: non-blocking enqueue timed out for task (?P<task>.*)$",
+            S.NCCL_ERROR, kind="enqueue_timeout")
+signal_rule("NCCL block exceeded", r"\[Watchdog\] NCCL block exceeded (?P<ms>\d+) ms", S.NCCL_ERROR, kind="watchdog")
+signal_rule("[NCCL] Aborted communicator", r"\[NCCL\] Aborted communicator idx=(?P<idx>\d+)", S.NCCL_ERROR,
+            kind="aborted")
+signal_rule("nccl_abort_all aborted", r"nccl_abort_all aborted (?P<count>\d+) communicator", S.NCCL_ERROR,
+            kind="aborted")
+signal_rule("in-flight GPU work exceeded", r"\[ABNORMAL teardown\] (?P<context>.*?): in-flight GPU work exceeded "
+            r"(?P<seconds>[\d.]+)s", S.NCCL_ERROR, kind="abnormal_teardown")
+signal_rule("queue did not drain within", r"\[ABNORMAL teardown\] WeightSyncThread\[(?P<context>.*?)\] queue did not "
+            r"drain within (?P<seconds>[\d.]+)s", S.NCCL_ERROR, kind="abnormal_teardown")
+signal_rule("recovering nccl op", r"recovering nccl op '(?P<op>[^']*)'.* after (?:attempt (?P<attempt>\d+)/"
+            r"(?P<max_attempts>\d+)|(?P<retries>\d+) retries)(?:: (?P<error>.*))?$", S.NCCL_ERROR, kind="ha_recovering")
+signal_rule("failed after", r"nccl op '(?P<op>[^']*)' failed after (?P<attempts>\d+) attempts", S.NCCL_ERROR,
+            kind="ha_failed")
+signal_rule("failed in create nccl comm", r"failed in create nccl comm ?, report to controller:? ?(?P<error>.*)$",
+            S.NCCL_ERROR, kind="ha_failed")
+signal_rule("wait for nccl comm ready timeout", r"wait for nccl comm ready timeout", S.NCCL_ERROR, kind="comm_timeout")
+signal_rule("Watchdog caught collective operation timeout", r"Watchdog caught collective operation timeout:? ?"
+            r"(?P<detail>.*)$", S.NCCL_ERROR, kind="torch_watchdog")
+
+# ---------------------------------------------------------------- controller unreachable (§13.6) and Redis (§4.1)
+
+signal_rule("Failed to send heartbeat to controller", r"Failed to send heartbeat to controller(?: (?P<url>\S+?))?: "
+            r"(?P<error>.*)$", S.HTTP_FAILURE, kind="heartbeat")
+signal_rule("Failed to register to controller", r"Failed to register to controller:? ?(?P<error>.*)$", S.HTTP_FAILURE,
+            kind="register")
+signal_rule("Failed to communicate with controller", r"Failed to communicate with controller after attempts:? ?"
+            r"(?P<error>.*)$", S.HTTP_FAILURE, kind="communicate")
+signal_rule("Failed in fetching next prompt from controller", r"Failed in fetching next prompt from controller after "
+            r"retries ?(?P<error>.*)$", S.HTTP_FAILURE, kind="fetch_prompt")
+signal_rule("Failed in sending rollout completion to controller", r"Failed in sending rollout completion to controller "
+            r"after retries ?(?P<error>.*)$", S.HTTP_FAILURE, kind="send_rollout")
+signal_rule("send train ack to controller after retries", r"Failed in (?:in )?send train ack to controller after "
+            r"retries ?(?P<error>.*)$", S.HTTP_FAILURE, kind="train_ack")
+signal_rule("Failed in query commands from controller", r"Failed in query commands from controller for replica "
+            r"(?P<replica>\S+)", S.HTTP_FAILURE, kind="query_commands")
+signal_rule("Failed to start redis server", r"Failed to start redis server with command: (?P<command>.*) with return "
+            r"code (?P<rc>-?\d+)", S.REDIS_FAILURE)
+signal_rule("Redis server failed to start after", r"Redis server failed to start after (?P<attempts>\d+) attempts",
+            S.REDIS_FAILURE, rc=None)
+signal_rule("[Redis] Failed to", r"\[Redis\] Failed to (?P<error>.*)$", S.REDIS_FAILURE, rc=None)
+
+# ---------------------------------------------------------------- parallel sizes, batch, W&B
+# (§2.2, §5.1, §8.5; recipe §8.4)
+
+signal_rule("Invalid parallel dims", r"Invalid parallel dims: ?(?P<detail>.*)$", S.INVALID_PARALLEL_DIMS)
+signal_rule("the tp_size * pp_size must be equal to world size", r"the tp_size \* pp_size must be equal to world size"
+            r"(?P<detail>.*)$", S.INVALID_PARALLEL_DIMS)
+signal_rule("must be divisible by dp_shard_size", r"train_batch_per_replica\s*\(?(?P<batch>\d+)\)? of \w+ must be "
+            r"divisible by dp_shard_size\s*\(?(?P<dp_shard>\d+)\)? \* mini_batch\s*\(?(?P<mini_batch>\d+)\)?",
+            S.BATCH_NOT_DIVISIBLE)
+signal_rule("Batch size should be divided evenly by mini_batch", r"Batch size should be divided evenly by mini_batch",
+            S.BATCH_NOT_DIVISIBLE)
+signal_rule("must be divisible by pp_micro_batch_size", r"train_batch_per_replica \((?P<batch>\d+)\) must be divisible "
+            r"by pp_micro_batch_size", S.BATCH_NOT_DIVISIBLE)
+signal_rule("must be divisible by mini_batch", r"train_batch_per_replica \((?P<batch>\d+)\) must be divisible by "
+            r"mini_batch", S.BATCH_NOT_DIVISIBLE)
+signal_rule("Wandb is not available", r"Wandb is not available", S.WANDB_UNAVAILABLE)
+
+_FORBIDDEN = re.compile(r"\b403\b|permission denied|upsertBucket|Forbidden", re.IGNORECASE)
+
+
+@rule("Failed to initialize wandb", r"Failed to initialize wandb:? ?(.*)$")
+def _wandb_failed(m: re.Match[str], c: Ctx) -> Event | None:
+    err = m.group(1)
+    return Signal(**c.kw(), kind=S.WANDB_INIT_FAILED,
+                  fields={"error": cap(err, MAX_FIELD), "forbidden": bool(_FORBIDDEN.search(err))})
+
+
+def _wandb_error(m: re.Match[str], c: Ctx) -> Event | None:
+    err = m.group(1)
+    forbidden = bool(_FORBIDDEN.search(err))
+    if not forbidden and "wandb.errors" not in c.text:
+        return None  # a transient W&B error line; not an init failure
+    return Signal(**c.kw(), kind=S.WANDB_INIT_FAILED, fields={"error": cap(err, MAX_FIELD), "forbidden": forbidden})
+
+
+rule("wandb: ERROR", r"wandb: ERROR ?(.*)$")(_wandb_error)
+rule("wandb.errors", r"wandb\.errors\.[\w.]+: ?(.*)$")(_wandb_error)
+
+
+# ---------------------------------------------------------------- recipe failures (alpamayo-recipe.md §8, §14)
+
+signal_rule("Missing required env var", r"Missing required env var (?P<name>\w+)", S.MISSING_ENV_VAR)
+signal_rule("/None", r"(?:No such file|not found|does not exist|FileNotFoundError|Failed to open|not exist).*?"
+            r"(?P<path>[^\s'\"]*/None(?:/[^\s'\"]*)?)(?=['\"\s.,:)]|$)|(?P<path2>[^\s'\"]*/None(?:/[^\s'\"]*)?)['\"]?"
+            r"(?=[\s.,:)]|$).*?(?:No such file|not found|does not exist|Failed to open)", S.HYDRA_NONE_STRING)
+signal_rule("Reasoning grading model directory does not exist", r"Reasoning grading model directory does not exist:"
+            r" ?'?(?P<path>[^']*)'?", S.GRADER_MISSING)
+signal_rule("Lingo-Judge not found", r"Lingo-Judge not found", S.GRADER_MISSING, path=None)
+signal_rule("Cannot access gated repo", r"Cannot access gated repo for url (?P<url>\S+?)\.?\s*$", S.GATED_REPO,
+            reason="gated")
+signal_rule("GatedRepoError", r"GatedRepoError:? ?(?P<error>.*)$", S.GATED_REPO, reason="gated", url=None)
+signal_rule("Repository Not Found for url", r"Repository Not Found for url:? (?P<url>\S+?)\.?\s*$", S.GATED_REPO,
+            reason="repo_not_found")
+signal_rule("429 Client Error", r"429 Client Error(?P<detail>.*)$", S.RATE_LIMITED)
+signal_rule("Too Many Requests", r"Too Many Requests(?P<detail>.*)$", S.RATE_LIMITED)
+signal_rule("HTTP Error 429", r"HTTP Error 429(?P<detail>.*)$", S.RATE_LIMITED)
+signal_rule("ate limit", r"[Rr]ate limit(?:ed| exceeded| reached)", S.RATE_LIMITED)
+signal_rule("model_rank_", r"(?i:could not|cannot|can't|failed to|unable to|error)[^\n]*?(?P<file>\S*model_rank_\S*)"
+            r"|(?P<file2>\S*model_rank_\S*\.pth)[^\n]*?(?i:could not|cannot|error|failed|invalid|not a)",
+            S.PTH_LOAD_FAILED)
+signal_rule("does not appear to have a file named", r"(?P<path>\S*step_\d+\S*) does not appear to have a file named",
+            S.PTH_LOAD_FAILED)
+signal_rule("not supported for vLLM rollout", r"Model type (?P<model_type>\S+) not supported for vLLM rollout",
+            S.MODEL_TYPE_UNSUPPORTED)
+signal_rule("TP not supported for ReasoningVLACosmos", r"TP not supported for ReasoningVLACosmos",
+            S.RECIPE_UNSUPPORTED_PARALLELISM, what="tp")
+signal_rule("CP not supported for ReasoningVLACosmos", r"CP not supported for ReasoningVLACosmos",
+            S.RECIPE_UNSUPPORTED_PARALLELISM, what="cp")
+signal_rule("Compile not supported for ReasoningVLACosmos", r"Compile not supported for ReasoningVLACosmos",
+            S.RECIPE_UNSUPPORTED_PARALLELISM, what="compile")
+signal_rule("Pipeline Parallel is not supported", r"Pipeline Parallel is not supported",
+            S.RECIPE_UNSUPPORTED_PARALLELISM, what="pp")
+signal_rule("_mini.parquet", r"(?P<path>[^\s'\"]*_mini\.parquet)['\"]?.*?(?:No such file|not found|does not exist|"
+            r"Failed to open)|(?:FileNotFoundError|No such file|not found|does not exist|Failed to open).*?"
+            r"(?P<path2>[^\s'\"]*_mini\.parquet)", S.MINI_PARQUET_MISSING)
+signal_rule("Failed to register ReasoningVLA model with vLLM", r"Failed to register ReasoningVLA model with vLLM:? ?"
+            r"(?P<error>.*)$", S.VLLM_REGISTER_FAILED)
+signal_rule("HF/safetensors export is disabled", r"HF/safetensors export is disabled", S.HF_EXPORT_DISABLED)
+
+
+# ---------------------------------------------------------------- gates for replica and controller logs
+#
+# controller.log / policy_<i>.log / rollout_<i>.log are most of the bytes of a run, and mostly
+# DEBUG and vLLM noise. There a rule is tried only when the line also holds one of its *gates*:
+# the cosmos level prefix of the level the message is logged at, or a tag that every line of the
+# message carries. The gates of all rules together are few (22), so GNU grep can look for all
+# of them at once at near disk speed (``_prefilter``); the pure path applies the same gates, so
+# both paths see the same lines. Any rule fires on a WARNING/ERROR/CRITICAL line, and exception
+# lines inside a traceback are read without gates. Launcher captures and stage logs (small) are
+# read without gates.
+
+LEVEL_GATES = (" - WARNING - ", " - ERROR - ", " - CRITICAL - ")
+INFO_CONTROLLER = " - INFO - [Controller] "
+INFO_ROLLOUT = " - INFO - [Rollout"  # also "[Rollout rank=N]"
+INFO_POLICY = " - INFO - [Policy] "
+# HA_NCCL, [NCCL] and [ABNORMAL ...] lines are WARNING/ERROR (§4.7, §5.2, §5.5, §6.2, §15): the level
+# gates cover them. The pynccl ``NCCL: ...`` and ``[Watchdog]`` lines have no documented level, and
+# torch's ``Watchdog caught collective operation timeout`` is a glog line without a cosmos prefix.
+_NCCL = ("NCCL: ", "Watchdog")
+
+# needle -> gates beyond LEVEL_GATES (levels: cosmos-rl.md §4-§6 tables)
+_GATES: dict[str, tuple[str, ...]] = {
+    "[Controller] Stat: ": (INFO_CONTROLLER,),
+    "Step: ": (" - INFO - Step: ",),
+    "Train report data from total ": (INFO_CONTROLLER,),
+    "Dynamic sampling rewards distribution so far: ": (" - INFO - Dynamic sampling",),
+    "weight staleness: ": (INFO_CONTROLLER,),
+    "Soft throttle ": (INFO_CONTROLLER,),
+    "weight sync receives": (INFO_ROLLOUT,),
+    "recv operations finished": (INFO_ROLLOUT,),
+    "send operations": (" send operations",),  # the policy's P2R timing is a DEBUG line (§5.2)
+    "Starting broadcasting of parameters": (INFO_ROLLOUT,),
+    "Starting full-model broadcast": (INFO_ROLLOUT,),
+    "Finished broadcasting of parameters": (INFO_ROLLOUT,),
+    "Finished full-model broadcast": (INFO_ROLLOUT,),
+    "Setting weight_synced after broadcast": (INFO_ROLLOUT,),
+    "[WeightSyncThread] Enqueued ": ("[WeightSyncThread] ",),
+    "[WeightSyncThread] P2R done": ("[WeightSyncThread] ",),
+    "[WeightSyncThread] R2R done": ("[WeightSyncThread] ",),
+    "[R2R Barrier] Timed out": ("[R2R Barrier] ",),
+    "prompt rejected: ": (INFO_ROLLOUT,),
+    "Saving cosmos checkpoint at step": (INFO_POLICY,),
+    "checkpoint saved successfully at ": (INFO_POLICY,),
+    "Pruned corrupted checkpoint: ": ("Pruned corrupted checkpoint",),
+    "Loaded configuration: ": (INFO_POLICY,),
+    "Loaded rollout configuration: ": (INFO_ROLLOUT,),
+    "Replica started at global rank": ("Replica started at global rank",),
+    "registered to controller": ("registered to controller",),
+    "All atoms of ": (INFO_CONTROLLER,),
+    "more replicas to arrive": ("more replicas to arrive",),
+    "No valid rollout replicas found": (INFO_CONTROLLER,),
+    " is dead": (INFO_CONTROLLER,),
+    "Unregistering replica ": (INFO_CONTROLLER,),
+    " is stopping.": (INFO_CONTROLLER,),
+    "will clean hang replicas": (INFO_CONTROLLER,),
+    "No policy replicas registered": (INFO_CONTROLLER,),
+    "Received rollout end signal from ": (INFO_CONTROLLER,),
+    "-> DRAINING": (INFO_CONTROLLER,),
+    "All epochs finished fetching rollout prompts": (INFO_CONTROLLER,),
+    "All rollouts have ended": (INFO_CONTROLLER,),
+    "There are still remaining steps": (INFO_CONTROLLER,),
+    "No remaining steps, policy and rollouts": (INFO_CONTROLLER,),
+    "Clear the rollout buffer": (INFO_CONTROLLER,),
+    "Policy side finished": (INFO_CONTROLLER,),
+    "All replicas are finished": (INFO_CONTROLLER,),
+    "All policy replicas are dead and COSMOS_SHUTDOWN_ON_NO_POLICY_REPLICAS": (INFO_CONTROLLER,),
+    "Building lr schedulers for total steps": (INFO_POLICY,),
+    "Training complete at global step": (INFO_POLICY,),
+    "[Rollout] Engine initialized.": (INFO_ROLLOUT,),
+    "[Rollout] Main loop of ": (INFO_ROLLOUT,),
+    "entering destroy_worker()": (INFO_ROLLOUT,),
+    "Successfully loaded configuration from ": ("Successfully loaded configuration",),
+    "NCCL: raw host call exceeded": _NCCL,
+    "NCCL: async error detected": _NCCL,
+    "NCCL: non-blocking enqueue timed out": _NCCL,
+    "NCCL block exceeded": _NCCL,
+    "[NCCL] Aborted communicator": _NCCL,
+    "nccl_abort_all aborted": _NCCL,
+    "in-flight GPU work exceeded": _NCCL,
+    "queue did not drain within": _NCCL,
+    "recovering nccl op": _NCCL,
+    "failed after": _NCCL,
+    "failed in create nccl comm": _NCCL,
+    "wait for nccl comm ready timeout": _NCCL,
+    "Watchdog caught collective operation timeout": _NCCL,
+    "wandb: ERROR": ("wandb: ERROR",),
+    "Cannot access gated repo": ("Cannot access gated repo",),  # continuation line of a GatedRepoError
+    "Repository Not Found for url": ("Repository Not Found for url",),
+    "Failed to register ReasoningVLA model with vLLM": ("Failed to register ReasoningVLA",),
+}
+
+# ---------------------------------------------------------------- dispatch
+
+RULES: tuple[Rule, ...] = tuple(
+    Rule(r.needle, r.pattern, r.build, r.wrapper, frozenset((*LEVEL_GATES, *_GATES.get(r.needle, ()))),
+         any(k.endswith("2") for k in r.pattern.groupindex))
+    for r in _RULES
+)
+_BY_NEEDLE: dict[str, list[int]] = {}
+for _i, _r in enumerate(RULES):
+    _BY_NEEDLE.setdefault(_r.needle, []).append(_i)
+NEEDLES: tuple[str, ...] = tuple(_BY_NEEDLE)
+GATES: tuple[str, ...] = tuple(sorted({g for r in RULES for g in r.gates}))
+
+
+def present_gates(line: str) -> frozenset[str]:
+    """The gates a raw line holds (empty for most noise lines)."""
+    return frozenset([g for g in GATES if g in line])
+
+
+@functools.lru_cache(maxsize=1024)
+def _eligible(gates: frozenset[str] | None) -> tuple[Rule, ...]:
+    """Rules a line with these gates may match, by priority (``None``: every rule)."""
+    if gates is None:
+        return RULES
+    return tuple(r for r in RULES if not gates.isdisjoint(r.gates))
+
+
+def classify_message(msg: str, ctx: Ctx, gates: frozenset[str] | None = None, *, _depth: int = 0) -> list[Event]:
+    """The events one message means (usually zero or one; a wrapper adds its cause).
+
+    Rules are tried in catalogue order; the first whose needle occurs, whose regex matches and
+    whose builder accepts wins. ``gates``: the gates of the raw line (replica/controller logs);
+    ``None`` reads without gates.
+    """
+    if gates is not None and not gates:
+        return []
+    for r in _eligible(gates):
+        if r.needle not in msg:
+            continue
+        m = r.pattern.search(msg)
+        if m is None:
+            continue
+        event = r.build(_MatchView(m) if r.alt_groups else m, ctx)
+        if event is None:
+            continue
+        out = [event]
+        if r.wrapper and _depth == 0:
+            err = m.groupdict().get("error") or ""
+            out.extend(e for e in classify_message(err, ctx, _depth=1) if not _is_wrapper_kind(e))
+        return out
+    return []
+
+
+_WRAPPER_KINDS = {S.CONFIG_LOAD_FAILED, S.CONFIG_READ_ERROR, S.ROLLOUT_GENERATION_FAILED}
+
+
+def _is_wrapper_kind(e: Event) -> bool:
+    return isinstance(e, Signal) and e.kind in _WRAPPER_KINDS
+
+
+class _MatchView:
+    """A match whose ``groupdict`` folds the ``<name>2`` alternatives of a regex into ``<name>``."""
+
+    __slots__ = ("_m",)
+
+    def __init__(self, m: re.Match[str]) -> None:
+        self._m = m
+
+    def groupdict(self) -> dict[str, str | None]:
+        d = self._m.groupdict()
+        for k in [k for k in d if k.endswith("2")]:
+            v = d.pop(k)
+            if d.get(k[:-1]) is None:
+                d[k[:-1]] = v
+        return d
+
+    def group(self, *a: Any) -> Any:
+        return self._m.group(*a)
+
+    def groups(self) -> tuple[Any, ...]:
+        return self._m.groups()
+
+
+def child_signal_name(exitcode: int | None) -> str | None:
+    """``-9`` -> ``SIGKILL`` (torchrun reports a signal death as a negative exit code)."""
+    if exitcode is None or exitcode >= 0:
+        return None
+    try:
+        return _signal.Signals(-exitcode).name
+    except ValueError:
+        return None
+
+
+def needles_in(texts: Iterable[str]) -> set[str]:
+    """Needles that occur in any of ``texts`` (for tests)."""
+    return {n for n in NEEDLES for t in texts if n in t}

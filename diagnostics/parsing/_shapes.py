@@ -1,0 +1,205 @@
+"""Line shapes: the prefix a line carries (torchrun rank, cosmos logger, vLLM, glog...) and its time.
+
+A ``Shape`` says which family a line belongs to, its timestamp, level and the message after the
+prefix. Message meaning (Stat, Step, signals) is decided elsewhere (``_rules``); this module only
+peels prefixes. Everything here is pure and never raises on content.
+
+Families (cosmos-rl.md §3.3-§3.4, §11.1; alpamayo-recipe.md §9.3):
+
+- ``cosmos``: ``[cosmos] YYYY-mm-dd HH:MM:SS,mmm - logger - LEVEL - msg`` (§3.3; asctime, local time,
+  no zone).
+- ``vllm``: ``INFO MM-DD HH:MM:SS [file.py:123] msg`` (older vLLM: ``file.py:123] msg``; V1 engine
+  core adds ``(EngineCore_0 pid=1) `` in front). No year in the stamp: see ``year_for``.
+- ``torchelastic``: glog ``W1015 13:45:12.345678 1234 torch/distributed/...] msg``, also the
+  bracketed C++ form ``[E1015 13:45:12.345678901 ProcessGroupNCCL.cpp:616] msg``.
+- ``uvicorn``: ``INFO:     Started server process [..]``.
+- ``prefetch``: ``[AlpamayoPrefetch][info] YYYY-mm-dd HH:MM:SS pid=N event k=v`` (recipe §9.3).
+- ``slurm``: ``[YYYY-mm-dd hh:MM:SS.mmm PM UTC][cosmos-rl-sbatch]: msg`` (§11.1).
+- ``tqdm``: a progress bar (``42%|████ | 5/12 [..]``), usually redrawn with ``\\r``.
+- ``plain``: anything else (shell echoes, print, tracebacks, torchrun summaries).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+# torch-elastic TailLog header ``[{role}{local_rank}]:`` (launch_replica.sh passes ``--role rank``).
+# At least one letter, so the ``[0]:`` line of torchrun's failure summary is not taken for a prefix.
+_RANK_RE = re.compile(r"\[[A-Za-z_]+(\d+)\]:")
+
+_COSMOS_RE = re.compile(
+    r"\[cosmos\] \d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - ([^ ]+) - (DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
+)
+_VLLM_RE = re.compile(
+    r"(?:\(([\w.-]+)(?: pid=\d+)?\) )?(DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)"
+    r"(?:\.\d+)? (?:\[([\w./-]+:\d+)\]|([\w./-]+:\d+)\]) ?"
+)
+# torch's C++ logger leaves the month unpadded (``[E609 ...`` on June 9), glog pads it (``W0609``).
+_GLOG_RE = re.compile(r"(\[)?([IWEF])(\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)\.(\d+)\s+(?:\d+\s+)?([^\]\s]+)\] ?")
+_UVICORN_RE = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL):     ")
+_PREFETCH_RE = re.compile(r"\[AlpamayoPrefetch\]\[(\w+)\] (\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) ")
+_SLURM_RE = re.compile(
+    r"\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))?(?: ([AP]M))?(?: [A-Za-z+\-0-9]+)?\]"
+    r"\[cosmos-rl-sbatch\]: ?"
+)
+_TQDM_RE = re.compile(r"\d+%\|.*\|")
+
+GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
+PREFETCH_LEVELS = {
+    "trace": "DEBUG",
+    "debug": "DEBUG",
+    "info": "INFO",
+    "warn": "WARNING",
+    "warning": "WARNING",
+    "error": "ERROR",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """What the prefix of one line says."""
+
+    family: str
+    body: str  # the line without its rank prefix
+    msg: str  # the message after the family prefix
+    rank: int | None = None
+    ts: datetime | None = None
+    level: str | None = None
+    logger: str | None = None
+
+
+def split_rank(text: str) -> tuple[int | None, str]:
+    """``[rank3]:rest`` -> ``(3, "rest")``; lines without the torchrun prefix -> ``(None, text)``.
+
+    torch's own error printer writes ``[rank3]: <line>`` (with a space) and torchrun's tee adds its
+    ``[rank3]:`` in front: ``[rank3]:[rank3]: Traceback (most recent call last):``. Both prefixes
+    and that one space are peeled; the outer (tee) rank is kept.
+    """
+    if not (text.startswith("[") and "]:" in text[:24]):
+        return None, text
+    m = _RANK_RE.match(text)
+    if not m:
+        return None, text
+    rank, rest = int(m.group(1)), text[m.end() :]
+    if rest.startswith("["):
+        inner = _RANK_RE.match(rest)
+        if inner and rest[inner.end() : inner.end() + 1] == " ":
+            return rank, rest[inner.end() + 1 :]
+    elif rest.startswith(" ") and rest[1:2] not in (" ", ""):
+        return rank, rest[1:]  # torch's "[rank3]: <line>" without the tee prefix
+    return rank, rest
+
+
+def _dt(y: int, mo: int, d: int, h: int, mi: int, s: int, us: int = 0) -> datetime | None:
+    try:
+        return datetime(y, mo, d, h, mi, s, us)
+    except ValueError:
+        return None
+
+
+def year_for(month: int, day: int, ref: datetime | None) -> int | None:
+    """Year for a ``MM-DD`` stamp (vLLM, glog) written before ``ref`` (the file's mtime).
+
+    The mtime's year, unless that puts the line more than two days after the mtime (a file
+    last written in early January that holds December lines): then the year before.
+    """
+    if ref is None:
+        return None
+    try:
+        candidate = datetime(ref.year, month, day)
+    except ValueError:  # 02-29 outside a leap year, or garbage
+        return ref.year - 1 if (month, day) == (2, 29) else None
+    if (candidate - ref).days > 2:
+        return ref.year - 1
+    return ref.year
+
+
+_last_cosmos_ts: list[tuple[str, datetime | None]] = [("", None)]  # one-entry cache: lines share seconds
+
+
+def _cosmos_ts(stamp: str) -> datetime | None:
+    cached = _last_cosmos_ts[0]
+    if cached[0] == stamp:
+        return cached[1]
+    ts = _dt(int(stamp[0:4]), int(stamp[5:7]), int(stamp[8:10]), int(stamp[11:13]), int(stamp[14:16]),
+             int(stamp[17:19]), int(stamp[20:23]) * 1000)
+    _last_cosmos_ts[0] = (stamp, ts)
+    return ts
+
+
+def shape_of(text: str, ref: datetime | None = None) -> Shape:
+    """Peel the prefixes of one line (without its newline). ``ref``: file mtime, for year-less stamps."""
+    rank, body = split_rank(text)
+    if not body:
+        return Shape("plain", body, body, rank)
+    c = body[0]
+    if c == "[":
+        if body.startswith("[cosmos] "):
+            m = _COSMOS_RE.match(body)
+            if m:
+                return Shape("cosmos", body, body[m.end() :], rank, _cosmos_ts(body[9:32]), m.group(2), m.group(1))
+        elif body.startswith("[AlpamayoPrefetch]"):
+            m = _PREFETCH_RE.match(body)
+            if m:
+                g = m.groups()
+                ts = _dt(int(g[1]), int(g[2]), int(g[3]), int(g[4]), int(g[5]), int(g[6]))
+                return Shape("prefetch", body, body[m.end() :], rank, ts, PREFETCH_LEVELS.get(g[0].lower()), g[0])
+            return Shape("prefetch", body, body, rank)
+        elif "[cosmos-rl-sbatch]" in body[:60]:
+            m = _SLURM_RE.match(body)
+            if m:
+                g = m.groups()
+                hour = int(g[3])
+                if g[7] == "PM" and hour < 12:
+                    hour += 12
+                elif g[7] == "AM" and hour == 12:
+                    hour = 0
+                frac = (g[6] or "0")[:6].ljust(6, "0")
+                ts = _dt(int(g[0]), int(g[1]), int(g[2]), hour, int(g[4]), int(g[5]), int(frac))
+                return Shape("slurm", body, body[m.end() :], rank, ts)
+        elif len(body) > 6 and body[1] in "IWEF" and body[2].isdigit():
+            shape = _glog(body, rank, ref)
+            if shape is not None:
+                return shape
+    elif c in "IWEF" and len(body) > 5 and body[1].isdigit():
+        shape = _glog(body, rank, ref)
+        if shape is not None:
+            return shape
+    if c in "DIWEC(":
+        m = _VLLM_RE.match(body)
+        if m:
+            g = m.groups()
+            month, day = int(g[2]), int(g[3])
+            year = year_for(month, day, ref)
+            ts = _dt(year, month, day, int(g[4]), int(g[5]), int(g[6])) if year is not None else None
+            return Shape("vllm", body, body[m.end() :], rank, ts, g[1], g[7] or g[8])
+        m = _UVICORN_RE.match(body)
+        if m:
+            return Shape("uvicorn", body, body[m.end() :], rank, None, m.group(1))
+    if "%|" in body and _TQDM_RE.search(body):
+        return Shape("tqdm", body, body, rank)
+    return Shape("plain", body, body, rank)
+
+
+def _glog(body: str, rank: int | None, ref: datetime | None) -> Shape | None:
+    m = _GLOG_RE.match(body)
+    if not m:
+        return None
+    g = m.groups()
+    month, day = int(g[2]), int(g[3])
+    year = year_for(month, day, ref)
+    us = int(g[7][:6].ljust(6, "0"))
+    ts = _dt(year, month, day, int(g[4]), int(g[5]), int(g[6]), us) if year is not None else None
+    return Shape("torchelastic", body, body[m.end() :], rank, ts, GLOG_LEVELS[g[1]], g[8])
+
+
+def parse_cosmos_ts(text: str) -> datetime | None:
+    """``2025-06-09 22:14:29,220`` (or with ``.``/no milliseconds) -> datetime; else ``None``."""
+    m = re.match(r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[,.](\d{1,6}))?", text)
+    if not m:
+        return None
+    g = m.groups()
+    frac = int((g[6] or "0").ljust(6, "0"))
+    return _dt(int(g[0]), int(g[1]), int(g[2]), int(g[3]), int(g[4]), int(g[5]), frac)

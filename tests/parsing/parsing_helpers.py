@@ -1,0 +1,78 @@
+"""Build lines in the exact formats of the references and parse them.
+
+``cosmos()`` renders the cosmos logger format (cosmos-rl.md §3.3:
+``[cosmos] %(asctime)s - %(name)s - %(levelname)s - %(message)s``, asctime ``YYYY-mm-dd HH:MM:SS,mmm``)
+with the torchrun ``[rank<N>]:`` prefix when ``rank`` is given.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+
+from diagnostics.events import Event, LogLine, Role, Signal, SignalKind, Source
+from diagnostics.parsing import iter_file_events, parse_lines
+
+TS = "2025-06-09 22:14:29,220"
+T = datetime(2025, 6, 9, 22, 14, 29, 220000)
+UUID = "3f2a8c1e-5b7d-4e9a-9c1f-0a1b2c3d4e5f"
+GENERATIONS = ("747d1bd", "v0.4.4", "0.4.7")
+
+SOURCES = {
+    Role.CONTROLLER: Source("controller.log", Role.CONTROLLER),
+    Role.POLICY: Source("policy_0.log", Role.POLICY, 0),
+    Role.ROLLOUT: Source("rollout_0.log", Role.ROLLOUT, 0),
+    Role.LAUNCHER: Source("run.out", Role.LAUNCHER),
+    Role.STAGE: Source("stages/train.log", Role.STAGE),
+}
+
+
+def cosmos(msg: str, level: str = "INFO", rank: int | None = None, ts: str = TS) -> str:
+    prefix = f"[rank{rank}]:" if rank is not None else ""
+    return f"{prefix}[cosmos] {ts} - cosmos - {level} - {msg}"
+
+
+def parse(lines: Iterable[str] | str, role: Role = Role.CONTROLLER) -> list[Event]:
+    if isinstance(lines, str):
+        lines = [lines]
+    return list(parse_lines(list(lines), SOURCES[role]))
+
+
+def interesting(events: Iterable[Event]) -> list[Event]:
+    return [e for e in events if not isinstance(e, LogLine)]
+
+
+def one(lines: Iterable[str] | str, cls: type, role: Role = Role.CONTROLLER) -> Event:
+    """The single non-LogLine event of ``lines``, which must be a ``cls``."""
+    found = interesting(parse(lines, role))
+    assert len(found) == 1, f"expected one event, got {found!r}"
+    assert isinstance(found[0], cls), f"expected {cls.__name__}, got {found[0]!r}"
+    return found[0]
+
+
+def signals(lines: Iterable[str] | str, role: Role = Role.CONTROLLER) -> list[Signal]:
+    return [e for e in parse(lines, role) if isinstance(e, Signal)]
+
+
+def signal(lines: Iterable[str] | str, kind: SignalKind, role: Role = Role.CONTROLLER) -> Signal:
+    found = [s for s in signals(lines, role) if s.kind is kind]
+    assert len(found) == 1, f"expected one {kind}, got {signals(lines, role)!r}"
+    return found[0]
+
+
+def event_key(e: Event) -> tuple[str, int, str, str]:
+    return (e.source.path, e.line, type(e).__name__, repr(e))
+
+
+def both_paths(path: Path, source: Source) -> tuple[list[tuple[str, int, str, str]], list[tuple[str, int, str, str]]]:
+    """Sorted non-LogLine events of ``path`` from the grep prefilter and from the pure parser."""
+    fast = sorted(map(event_key, iter_file_events(path, source, keep_unknown=False)))
+    os.environ["A1X_NO_GREP"] = "1"
+    try:
+        pure = sorted(event_key(e) for e in iter_file_events(path, source, keep_unknown=True)
+                      if not isinstance(e, LogLine))
+    finally:
+        del os.environ["A1X_NO_GREP"]
+    return fast, pure
