@@ -108,6 +108,24 @@ def _log_files(d: Path, root: Path, *, roles_only: bool = False) -> list[tuple[P
     return out
 
 
+# What the cosmos-rl launcher (or a process it started) writes to its own stdout/stderr.
+_CAPTURE_MARKERS = (b"[cosmos]", b"cosmos-rl", b"Launching process", b"Appending command", b"Detected ",
+                    b"Controller is ready", b"Number of policy replicas", b"Traceback (most recent call last)")
+
+
+def _is_launcher_capture(p: Path) -> bool:
+    """``*.out``/``*.err`` next to ``logs_<ts>`` are captures; a ``*.log`` there only when its head shows
+    launcher output, so a note of the user's own (``notes.log``) never becomes evidence."""
+    if p.suffix in (".out", ".err"):
+        return True
+    try:
+        with p.open("rb") as f:
+            head = f.read(256 * 1024)
+    except OSError:
+        return False
+    return any(m in head for m in _CAPTURE_MARKERS)
+
+
 def _is_replica_dir(d: Path) -> bool:
     try:
         names = os.listdir(d)
@@ -193,7 +211,7 @@ def _log_dir(target: Path, d: Path, run: str | None, kind: str = "log_dir") -> R
     run_path = d / chosen
     files = _log_files(run_path, target)
     # The launcher's own stdout, captured next to the logs_<ts> folders (run.out, launcher.log...).
-    files += [(p, s) for p, s in _log_files(d, target) if s.role is Role.LAUNCHER]
+    files += [(p, s) for p, s in _log_files(d, target) if s.role is Role.LAUNCHER and _is_launcher_capture(p)]
     return RunLayout(target, kind, run_path, chosen, runs, sorted(files, key=_sort_key))
 
 

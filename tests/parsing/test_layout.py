@@ -76,6 +76,15 @@ def test_log_dir_follows_logs_latest_and_adds_the_launcher_capture(tmp_path: Pat
     assert layout.run_dir == tmp_path / "logs_20250610-080000"
 
 
+def test_only_launcher_output_next_to_the_runs_is_read_as_a_capture(tmp_path: Path) -> None:
+    replica_files(tmp_path / "logs_20250610-080000", 1, 1)
+    touch(tmp_path / "launcher.log", "Detected 8 GPUs: 0, 1, 2, 3, 4, 5, 6, 7\n")
+    touch(tmp_path / "nohup.out", "anything\n")
+    touch(tmp_path / "notes.log", "2025-06-10 injected: SIGKILL to the rollout (OutOfMemoryError)\n")
+    layout = discover(tmp_path)
+    assert [n for n in names(layout.files) if "/" not in n] == ["launcher.log", "nohup.out"]
+
+
 def test_log_dir_run_selects_another_run(tmp_path: Path) -> None:
     replica_files(tmp_path / "logs_20250609-120000", 1, 1)
     replica_files(tmp_path / "logs_20250610-080000", 1, 2)
