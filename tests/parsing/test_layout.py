@@ -196,7 +196,7 @@ def test_our_run_dir(tmp_path: Path) -> None:
     touch(tmp_path / "run.toml", "[run]\n")
     replica_files(tmp_path / "logs" / "logs_20250609-120000")
     (tmp_path / "logs" / "logs_latest").symlink_to("logs_20250609-120000")
-    touch(tmp_path / "logs" / "launcher.log")
+    touch(tmp_path / "logs" / "launcher.log", "Controller is ready at localhost:8000\n")
     touch(tmp_path / "stages" / "convert.log")
     touch(tmp_path / "stages" / "train.log")
     touch(tmp_path / "stages" / "notes.txt")
