@@ -1,0 +1,115 @@
+"""Before anything reaches Slurm: plan the nodes, check the multi-node rules, build the command.
+
+``prepare_sbatch`` and ``prepare_dispatch`` return a ``Submission`` whose ``argv`` is what the
+``train`` stage hands to ``SlurmExecutor``; they raise ``SubmissionRefused`` (one line, plus the
+findings) when the plan fails, a critical finding stands (``insufficient_gpus``,
+``duplicate_samples``), or a variable the job needs is missing from the submitting environment.
+Warnings (an undersized prefetch cache) are returned with the submission, not blocking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from diagnostics.findings import Finding, Severity
+from supervisor.slurm.dispatch import dispatch_argv
+from supervisor.slurm.plan import ConfigSource, NodePlan, PlanError, cluster_findings, plan_nodes, toml_get
+from supervisor.slurm.sbatch import SbatchJob, missing_env, write_sbatch
+from supervisor.slurm.spec import ClusterSpec, SlurmSpecError
+
+
+class SubmissionRefused(SlurmSpecError):
+    """Nothing was submitted. ``str(exc)`` is one line; ``findings`` holds the reasons as findings."""
+
+    def __init__(self, message: str, findings: Sequence[Finding] = ()) -> None:
+        super().__init__(message)
+        self.findings = list(findings)
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    argv: tuple[str, ...]
+    plan: NodePlan
+    findings: list[Finding] = field(default_factory=list)  # warnings only: criticals refuse
+    script: Path | None = None  # sbatch: <run>/slurm/sbatch_script.sh
+
+
+def _plan_and_check(
+    spec: ClusterSpec,
+    data: Mapping[str, Any],
+    source: ConfigSource,
+    n_policy: int | None,
+    n_rollout: int | None,
+) -> tuple[NodePlan, list[Finding]]:
+    plan = plan_nodes(
+        data,
+        gpus_per_node=spec.gpus_per_node,
+        packing=spec.packing,
+        rev=spec.cosmos_rev,
+        n_policy=n_policy,
+        n_rollout=n_rollout,
+        max_nodes=spec.max_nodes,
+    )
+    findings = cluster_findings(plan, data, source)
+    critical = [f for f in findings if f.severity is Severity.CRITICAL]
+    if isinstance(plan, PlanError) or critical:
+        first = critical[0] if critical else findings[0]
+        reason = str(plan) if isinstance(plan, PlanError) else f"{first.id}: {first.title}"
+        raise SubmissionRefused(f"{source.file}: not submitted: {reason}", findings)
+    return plan, findings
+
+
+def prepare_sbatch(
+    spec: ClusterSpec,
+    data: Mapping[str, Any],
+    job: SbatchJob,
+    *,
+    source: ConfigSource | None = None,
+    environ: Mapping[str, str],
+    n_policy: int | None = None,
+    n_rollout: int | None = None,
+) -> Submission:
+    """Plan, check, write ``<run>/slurm/sbatch_script.sh`` and ``nodeplan.json``; argv = ``sbatch --parsable``."""
+    if spec.method != "sbatch":
+        raise SlurmSpecError("prepare_sbatch needs method = 'sbatch'")
+    src = source or ConfigSource(str(job.config_path))
+    # The controller step reads the replica counts from the TOML itself (launch_controller.sh has
+    # no --policy/--rollout), so they cannot be overridden here.
+    for given, key in ((n_policy, "policy"), (n_rollout, "rollout")):
+        written = toml_get(data, f"{key}.parallelism.n_init_replicas", 1)
+        if given is not None and given != written:
+            raise SubmissionRefused(
+                f"{src.file}: not submitted: {given} {key} replicas requested but {key}.parallelism.n_init_replicas = "
+                f"{written}; the controller reads the TOML, so set it there"
+            )
+    plan, findings = _plan_and_check(spec, data, src, n_policy, n_rollout)
+    missing = missing_env(spec, job, environ)
+    if missing:
+        raise SubmissionRefused(
+            f"not submitted: {', '.join(missing)} not set in this environment (the job inherits it from sbatch)"
+        )
+    script = write_sbatch(spec, plan, job)
+    return Submission(("sbatch", "--parsable", str(script)), plan, findings, script)
+
+
+def prepare_dispatch(
+    spec: ClusterSpec,
+    data: Mapping[str, Any],
+    *,
+    config_path: Path,
+    launcher: str,
+    launcher_args: Sequence[str] = (),
+    source: ConfigSource | None = None,
+    n_policy: int | None = None,
+    n_rollout: int | None = None,
+) -> Submission:
+    """Plan and check as dispatch_job.py will place the job; argv = ``python dispatch_job.py ...``."""
+    if spec.method != "cosmos-dispatch":
+        raise SlurmSpecError("prepare_dispatch needs method = 'cosmos-dispatch'")
+    src = source or ConfigSource(str(config_path))
+    plan, findings = _plan_and_check(spec, data, src, n_policy, n_rollout)
+    command = dispatch_argv(spec, plan, config_path=config_path, launcher=launcher, launcher_args=list(launcher_args))
+    return Submission(command.argv, plan, findings)

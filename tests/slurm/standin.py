@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""A stand-in for ``launch_controller.sh`` and the ``cosmos-rl`` launcher inside real Slurm jobs.
+
+It takes the same arguments our sbatch script gives them and writes lines in Cosmos-RL's formats
+(cosmos-rl.md §3.3 prefix, §4.3 Stat at 747d1bd, §4.5 Step, §3.6 replica start, §2.4/§2.7
+launcher lines, a torch OOM traceback under the torchrun ``[rank0]:`` prefix) to stderr, which
+the step sends to ``part_<N>/run_<M>/<role>_<t>.err``. Behaviour comes from the environment the
+job inherits from sbatch:
+
+- ``A1X_STANDIN_MODE``: ``ok`` (default), ``fail`` (the first policy replica dies of a CUDA OOM
+  and the launcher exits 1), ``fail_once`` (``fail`` on the first start, ``ok`` after a requeue),
+  ``hang`` (replicas never finish: a child process sleeps until the job is cancelled),
+  ``until_signal`` (like ``hang`` on the first start; SIGUSR1 ends it cleanly; ``ok`` after).
+- ``A1X_STANDIN_STEPS``: Step lines the controller writes (default 3).
+- ``A1X_STANDIN_MARK``: a word on the command line of the 'replica' child (the job's processes
+  carry it in their environment too), so a test can look for survivors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from datetime import datetime
+from pathlib import Path
+
+
+def _cosmos(msg: str, level: str = "INFO", rank: int | None = None) -> str:
+    ts = datetime.now().strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+    prefix = f"[rank{rank}]:" if rank is not None else ""
+    return f"{prefix}[cosmos] {ts} - cosmos - {level} - {msg}"
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _mode() -> str:
+    mode = os.environ.get("A1X_STANDIN_MODE", "ok")
+    restarted = os.environ.get("SLURM_RESTART_COUNT", "0") not in ("", "0")
+    if mode in ("fail_once", "until_signal") and restarted:
+        return "ok"
+    return {"fail_once": "fail"}.get(mode, mode)
+
+
+def _arg(argv: list[str], flag: str, default: str | None = None) -> str | None:
+    return argv[argv.index(flag) + 1] if flag in argv else default
+
+
+def _wait_forever() -> None:
+    """Sleep in a child (a 'replica'), as a launcher waits on its processes."""
+    mark = os.environ.get("A1X_STANDIN_MARK", "standin")
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", mark])
+
+    def on_usr1(*_: object) -> None:  # "checkpoint and leave", as the policy does on SIGUSR1
+        child.terminate()
+        sys.exit(0)
+
+    signal.signal(signal.SIGUSR1, on_usr1)
+    child.wait()
+
+
+def controller(argv: list[str]) -> int:
+    mode = _mode()
+    _say(_cosmos(f"[Controller] Using script: {_arg(argv, '--script')}"))
+    _say(_cosmos(f"Successfully loaded configuration from {_arg(argv, '--config')}"))
+    steps = int(os.environ.get("A1X_STANDIN_STEPS", "3"))
+    samples = 0
+    for step in range(1, steps + 1):
+        samples += 8
+        _say(
+            _cosmos(
+                f"[Controller] Stat: {samples} samples, {samples * 40} completion tokens, 8 pending rollouts, "
+                f"{step * 1.5} seconds elapsed"
+            )
+        )
+        _say(
+            _cosmos(
+                f"Step: {step}/{steps}, Reward Mean: -0.2500, Reward Std: 0.1000, Reward Max: 0.1000, "
+                "Reward Min: -0.6000, Completion Length Mean: 1.00, Completion Length Max: 1.00, "
+                "Average loss: 0.01000, Max loss: 0.02000, Learning rate: 2.00000e-06, Entropy: 0.50000, "
+                "Effective Entropy: 0.50000, Grad Norm: 0.30000, KL Loss Avg: 0.00000, KL Loss Max: 0.00000, "
+                "Iteration time: 0.10s."
+            )
+        )
+        time.sleep(0.05)
+    if mode in ("hang", "until_signal"):
+        _wait_forever()
+    return 0
+
+
+def launcher(argv: list[str]) -> int:
+    mode = _mode()
+    worker = int(_arg(argv, "--worker-idx", "0") or 0)
+    workers = int(_arg(argv, "--num-workers", "1") or 1)
+    plan = json.loads((Path(os.environ["A1X_RUN_DIR"]) / "slurm" / "nodeplan.json").read_text())
+    slots = plan["nodes"][worker]["replicas"]
+    _say(_cosmos(f"Number of policy replicas: {_arg(argv, '--policy')} with 4 gpus each"))
+    _say(_cosmos(f"Number of rollout replicas: {_arg(argv, '--rollout')} with 1 gpus each"))
+    _say(_cosmos(f"Number of workers required: {workers}"))
+    _say(
+        _cosmos(
+            f"Controller will be launched on another node. This node will connect to {_arg(argv, '--url')} for control."
+        )
+    )
+    for rank, slot in enumerate(slots):
+        role = slot["name"].split("_")[0].upper()
+        _say(_cosmos(f"{role} Replica started at global rank 0, with replica name: {uuid.uuid4()}", rank=0))
+        del rank
+    if mode == "fail":
+        for line in (
+            "Traceback (most recent call last):",
+            '  File "/opt/cosmos_rl/policy/train.py", line 42, in <module>',
+            "    main()",
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
+            "of 79.10 GiB of which 1.02 GiB is free.",
+        ):
+            _say(f"[rank0]:{line}")
+        _say(_cosmos("Process 1 failed with return code 1", level="ERROR"))
+        _say(_cosmos("Terminated all processes due to failure", level="ERROR"))
+        return 1
+    if mode in ("hang", "until_signal"):
+        _wait_forever()
+        return 0
+    time.sleep(0.3)
+    for i in range(len(slots)):
+        _say(_cosmos(f"Process {i} completed successfully"))
+    return 0
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    return controller(argv) if "--port" in argv else launcher(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,207 @@
+"""Real jobs on a real (single-host) Slurm: submission, tracking, cancel, failure, requeue, findings.
+
+Skipped unless ``sinfo`` answers with a usable node (CI starts one with ``.ci/slurm-up.sh``). The
+job steps are ``standin.py`` playing ``launch_controller.sh`` and the ``cosmos-rl`` launcher, so the
+sbatch script, the monitor, the part/run layout and our tracking are the real ones.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from slurm_helpers import DATA, MOTION_ENTRY, STANDIN, recipe, slurm_answers
+
+from diagnostics.engine import check
+from supervisor.secrets import Scrubber
+from supervisor.slurm import (
+    ClusterSpec,
+    SbatchJob,
+    SlurmExecutor,
+    SlurmJob,
+    parse_monitor_log,
+    prepare_sbatch,
+    read_layout,
+    role_logs,
+)
+from supervisor.slurm.tracking import cancel_job, query_job
+from supervisor.stagelog import StageLog
+
+STANDIN_COMMAND = f"{shlex.quote(sys.executable)} {shlex.quote(str(STANDIN))}"
+_WHY_NOT = slurm_answers()
+pytestmark = pytest.mark.skipif(_WHY_NOT is not None, reason=_WHY_NOT or "")
+
+
+class Run:
+    def __init__(self, root: Path, job: SlurmJob, mark: str) -> None:
+        self.root = root
+        self.job = job
+        self.mark = mark
+        self.slurm = root / "run" / "slurm"
+
+    def wait_state(self, *states: str, timeout: float = 30.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            info = self.job.refresh(force=True)
+            if info is not None and info.state in states:
+                return info.state
+            time.sleep(0.2)
+        raise AssertionError(f"job {self.job.job_id} never reached {states}: {self.job.info}")
+
+    def release_requeued(self, restarts: int, timeout: float = 30.0) -> None:
+        """A requeued job waits ~2 min (BeginTime) before it may start again: let it go now."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            info = query_job(self.job.job_id)
+            if info is not None and info.pending and (info.restarts or 0) >= restarts:
+                subprocess.run(["scontrol", "update", f"JobId={self.job.job_id}", "StartTime=now"], check=True)
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"job {self.job.job_id} was not requeued: {query_job(self.job.job_id)}")
+
+    def processes(self) -> list[psutil.Process]:
+        """Every process of this job: the mark is on the replicas' command lines and in the job's environment."""
+        found = []
+        for proc in psutil.process_iter(["cmdline", "environ"]):
+            environ = proc.info.get("environ") or {}
+            if self.mark in " ".join(proc.info.get("cmdline") or []) or environ.get("A1X_STANDIN_MARK") == self.mark:
+                found.append(proc)
+        return found
+
+    def replicas(self) -> list[psutil.Process]:
+        """The stand-in 'replica' children (their command line carries the mark)."""
+        return [p for p in psutil.process_iter(["cmdline"]) if self.mark in " ".join(p.info.get("cmdline") or [])]
+
+    def wait_replicas(self) -> None:
+        deadline = time.monotonic() + 15
+        while not self.replicas() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert self.replicas(), "the stand-in replicas never started"
+
+    def monitor(self) -> list[str]:
+        return [
+            f"{m.kind}:{m.msg}" for log in read_layout(self.slurm).job_logs for m in parse_monitor_log(log.read_text())
+        ]
+
+
+@pytest.fixture
+def submit(tmp_path: Path) -> Iterator[Callable[..., Run]]:
+    started: list[Run] = []
+
+    def _submit(mode: str, *, retries: int = 0, gpu_agent: bool = False) -> Run:
+        cfg = tmp_path / "recipe.toml"
+        shutil.copy(DATA / "recipe_local.toml", cfg)
+        spec = ClusterSpec(
+            method="sbatch",
+            job_name=f"a1x_test_{mode}",
+            request_gpus=False,
+            exclusive=False,
+            retries=retries,
+            gpu_agent=gpu_agent,
+            a1x_tui=f"{sys.executable} -m a1x_tui",
+            env={"ALPAMAYO_PAI_LOCAL_DIR": str(tmp_path)},
+        )
+        job = SbatchJob(
+            run_dir=tmp_path / "run",
+            config_path=cfg,
+            entry=MOTION_ENTRY,
+            workdir=tmp_path,
+            venv=Path(sys.prefix),
+            cosmos_rl=STANDIN_COMMAND,
+            controller=STANDIN_COMMAND,
+        )
+        submission = prepare_sbatch(spec, recipe(), job, environ=os.environ)
+        mark = f"a1xmark{os.getpid()}x{len(started)}{mode}"
+        env = dict(os.environ, A1X_STANDIN_MODE=mode, A1X_STANDIN_MARK=mark)
+        log = StageLog(tmp_path / "stage.log", scrubber=Scrubber([]))
+        proc = SlurmExecutor(poll_interval_s=0.2).start(submission.argv, cwd=tmp_path, env=env, log=log)
+        run = Run(tmp_path, proc, mark)
+        started.append(run)
+        return run
+
+    yield _submit
+    for run in started:
+        if run.job.poll() is None:
+            cancel_job(run.job.job_id)
+        run.job.close()
+
+
+def test_a_healthy_job_is_followed_to_completion_in_the_cosmos_layout(submit: Callable[..., Run]) -> None:
+    run = submit("ok", gpu_agent=True)
+    assert run.job.wait(30) == 0
+    assert run.job.info is not None and run.job.info.state == "COMPLETED"
+    layout = read_layout(run.slurm)
+    assert (layout.current_part, layout.current_run) == (0, 0)
+    assert layout.latest_run == run.slurm / "part_0" / "run_0"
+    assert [p.name for p in layout.job_logs] == [f"slurm_{run.job.job_id}.log"]
+    names = {(r.name, r.task, r.stream) for r in role_logs(layout.latest_run)}
+    assert {("controller", 0, "err"), ("policy", 0, "err"), ("gpu_agent", 0, "err")} <= names
+    controller = (layout.latest_run / "controller.err").read_text()
+    assert "Step: 3/3, Reward Mean: -0.2500" in controller
+    assert "ROLLOUT Replica started at global rank 0" in (layout.latest_run / "policy_0.err").read_text()
+    assert "final:Final exit status: 0" in run.monitor()
+    stage_log = (run.root / "stage.log").read_text()
+    assert f"slurm: job {run.job.job_id} COMPLETED" in stage_log
+
+
+def test_a_failed_step_fails_the_job_with_its_exit_code_and_raises_a_finding(submit: Callable[..., Run]) -> None:
+    run = submit("fail", retries=0)
+    assert run.job.wait(30) == 1
+    info = run.job.info
+    assert info is not None and (info.state, info.exit_code) == ("FAILED", 1)
+    monitor = run.monitor()
+    assert "step_failed:policy-rollout failed with exit code 1. Terminating other processes." in monitor
+    assert "no_retries:Job failed with status 1. No retries remaining." in monitor
+    # The traceback a job step wrote is a finding of the diagnostics engine, read from the Slurm layout.
+    report = check(run.slurm)
+    oom = [f for f in report.findings if f.id == "policy_oom"]
+    assert oom, [f.id for f in report.findings]
+    assert any("part_0/run_0/policy_0.err" in e.file for e in oom[0].evidence)
+
+
+def test_cancel_ends_the_job_and_leaves_no_process(submit: Callable[..., Run]) -> None:
+    run = submit("hang")
+    run.wait_state("RUNNING")
+    run.wait_replicas()
+    report = run.job.stop(grace_s=20)
+    assert report.terminated == [int(run.job.job_id)] and report.survivors == []
+    assert run.job.info is not None and run.job.info.state == "CANCELLED"
+    deadline = time.monotonic() + 10
+    while run.processes() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert run.processes() == []
+    assert run.job.alive() == []
+
+
+def test_a_failure_retry_starts_a_new_run_of_the_same_part(submit: Callable[..., Run]) -> None:
+    run = submit("fail_once", retries=1)
+    run.release_requeued(restarts=1)
+    assert run.job.wait(40) == 0
+    layout = read_layout(run.slurm)
+    assert [(p.index, p.runs, p.remaining_retries) for p in layout.parts] == [(0, (0, 1), 0)]
+    assert layout.latest_run == run.slurm / "part_0" / "run_1"
+    assert "retry:Job failed with status 1. Retries remaining: 0. Requeuing..." in run.monitor()
+    assert run.job.info is not None and run.job.info.restarts == 1
+
+
+def test_the_pre_timeout_signal_requeues_into_a_new_part(submit: Callable[..., Run]) -> None:
+    run = submit("until_signal", retries=2)
+    run.wait_state("RUNNING")
+    run.wait_replicas()
+    # What Slurm does at --signal=B:SIGUSR1@<pre-timeout>: signal the batch shell only.
+    assert cancel_job(run.job.job_id, signal="USR1").returncode == 0
+    run.release_requeued(restarts=1)
+    assert run.job.wait(40) == 0
+    layout = read_layout(run.slurm)
+    assert [(p.index, p.runs, p.remaining_retries) for p in layout.parts] == [(0, (0,), 2), (1, (0,), 2)]
+    assert layout.latest_run == run.slurm / "part_1" / "run_0"
+    assert (run.slurm / "latest_part").resolve() == run.slurm / "part_1"
+    assert any(m.startswith("autoresume:Received signal SIGUSR1") for m in run.monitor())
