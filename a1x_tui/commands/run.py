@@ -1,0 +1,157 @@
+"""``a1x-tui run --spec FILE``: start a supervised run, detached from this terminal.
+
+The supervisor runs as a daemon that owns the stage processes; this command follows its events
+until the run ends. Ctrl-C, closing the terminal (SIGHUP) or killing this command only detaches:
+the run goes on (``a1x-tui status RUN``, ``a1x-tui stop RUN``). ``--run-dir`` of an existing run
+resumes it: stages whose outputs verify are skipped.
+
+Exit: 0 the run succeeded (or is left running with --detach / after detaching), 1 it failed or
+was stopped, 2 preflight found a critical problem or the arguments are wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--spec", type=Path, metavar="FILE", help="the run spec (a1x-tui init)")
+    parser.add_argument(
+        "--run-dir",
+        type=Path,
+        metavar="DIR",
+        help="run directory (default: a new one under <workspace>/runs); an existing run is resumed",
+    )
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--from", dest="from_stage", metavar="STAGE", help="start at STAGE (it runs even if done)")
+    group.add_argument("--only", metavar="STAGE", help="run only STAGE (it runs even if done)")
+    parser.add_argument("--foreground", action="store_true", help="supervise in this terminal instead of a daemon")
+    parser.add_argument("--detach", action="store_true", help="return once the supervisor is up")
+    parser.add_argument("--skip-preflight", action="store_true", help="start even if preflight finds problems")
+
+
+class _Detach(Exception):
+    pass
+
+
+def _detach_on_signals() -> None:
+    def handler(_signum: int, _frame: FrameType | None) -> None:
+        raise _Detach
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGHUP, handler)
+
+
+def follow(run_dir: Path, *, print_line: bool = True) -> int:
+    """Print the run's events until it ends; 0 when it succeeded. Signals only detach."""
+    from supervisor.console import print_stream
+    from supervisor.layout import RunLayout
+    from supervisor.protocol import NoSupervisor, SupervisorClient
+    from supervisor.state import FINAL_RUN_STATUSES, load_state
+
+    layout = RunLayout(run_dir)
+    _detach_on_signals()
+    try:
+        status = print_stream(SupervisorClient(layout.socket_path).subscribe(), _safe_print)
+    except _Detach:
+        _safe_print(f"detached; the run goes on: a1x-tui status {run_dir}")
+        return 0
+    except NoSupervisor as exc:
+        state = load_state(layout.state_path)
+        if state is not None and state.status in FINAL_RUN_STATUSES:  # it finished before we attached
+            _safe_print(f"run {state.status}: {state.message}")
+            return 0 if state.status == "succeeded" else 1
+        _safe_print(str(exc))
+        return 1
+    if status is None:
+        _safe_print(f"the supervisor went away; a1x-tui status {run_dir}")
+        return 1
+    _safe_print(f"run {status}: a1x-tui status {run_dir}")
+    return 0 if status == "succeeded" else 1
+
+
+def _safe_print(text: str) -> None:
+    with contextlib.suppress(OSError):  # the terminal is gone (SSH dropped): the run goes on
+        print(text, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from supervisor.console import format_event
+    from supervisor.daemon import AlreadySupervised, Plan, Supervisor, lock_is_held
+    from supervisor.launch import new_run_dir, prepare_run_dir, start_daemon, wait_until_ready
+    from supervisor.layout import RunLayout
+    from supervisor.pipeline import select_stages, stage_names
+    from supervisor.preflight import outputs_present, preflight, render_text
+    from supervisor.spec import SpecError, load_spec
+    from supervisor.stage import StageError
+
+    existing = RunLayout(args.run_dir.resolve()) if args.run_dir is not None else None
+    spec_path = args.spec
+    if spec_path is None:
+        if existing is None or not existing.is_run_dir():
+            print("--spec FILE is required (or --run-dir of an existing run)", file=sys.stderr)
+            return 2
+        spec_path = existing.spec_path
+    try:
+        spec = load_spec(spec_path)
+        stages = select_stages(stage_names(spec), from_stage=args.from_stage, only=args.only)
+    except (SpecError, StageError) as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    if spec.supervisor.executor != "local":
+        executor = spec.supervisor.executor
+        print(f'{spec_path}: [supervisor] executor = "{executor}" is not available yet', file=sys.stderr)
+        return 2
+    if existing is not None and lock_is_held(existing.lock_path):
+        print(f"{existing.run_dir}: a supervisor already runs it: a1x-tui status {existing.run_dir}", file=sys.stderr)
+        return 2
+
+    report = None
+    if not args.skip_preflight:
+        report = preflight(
+            spec, stages=stages, target=str(spec_path), skip_verified=lambda stage: outputs_present(spec, stage)
+        )
+        if report.findings or report.notes:
+            print(render_text(report))
+        if report.exit_code >= 2:
+            print("preflight found critical problems: fix them, or pass --skip-preflight", file=sys.stderr)
+            return 2
+
+    if existing is None and not spec.paths.workspace.is_dir():
+        print(f"{spec_path}: paths.workspace {spec.paths.workspace} does not exist (runs go under it)", file=sys.stderr)
+        return 2
+    run_dir = existing.run_dir if existing is not None else new_run_dir(spec)
+    layout = prepare_run_dir(spec, run_dir)
+    plan = Plan(
+        from_stage=args.from_stage,
+        only=args.only,
+        preflight=None
+        if report is None
+        else {"status": report.status.value, "summary": report.summary, "findings": [f.id for f in report.findings]},
+    )
+
+    if args.foreground:
+        print(f"run {layout.run_dir} (foreground: Ctrl-C stops it)", flush=True)
+        try:
+            return Supervisor(
+                layout.run_dir, plan, subreaper=True, on_event=lambda e: _safe_print(format_event(e))
+            ).serve()
+        except AlreadySupervised as exc:
+            print(str(exc), file=sys.stderr)
+            return 2
+
+    pid = start_daemon(layout.run_dir, plan)
+    error = wait_until_ready(layout, pid)
+    if error is not None:
+        print(error, file=sys.stderr)
+        return 1
+    print(f"run {layout.run_dir}: supervisor pid {pid}, detached from this terminal", flush=True)
+    print(f"  status: a1x-tui status {layout.run_dir}    stop: a1x-tui stop {layout.run_dir}", flush=True)
+    if args.detach:
+        return 0
+    return follow(layout.run_dir)

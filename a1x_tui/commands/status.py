@@ -1,0 +1,52 @@
+"""``a1x-tui status RUN``: the state of a supervised run.
+
+Asks the run's supervisor over its socket; when none answers, reads ``state.json`` and says so
+(and which of the recorded processes still run). Exit: 0 running or succeeded, 1 failed,
+stopped or blocked, 3 not a run directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", type=Path, metavar="RUN", help="the run directory")
+    parser.add_argument("--json", action="store_true", help="print the state as JSON (the state.json object)")
+    parser.add_argument("--follow", action="store_true", help="then follow the run's events until it ends")
+
+
+def run(args: argparse.Namespace) -> int:
+    from supervisor.console import render_state
+    from supervisor.launch import offline_status
+    from supervisor.layout import RunLayout
+    from supervisor.protocol import NoSupervisor, SupervisorClient
+
+    layout = RunLayout(args.run_dir.resolve())
+    note = None
+    try:
+        reply = SupervisorClient(layout.socket_path).request({"op": "status"})
+        state = reply.get("state") or {}
+        state["live"] = True
+    except NoSupervisor:
+        offline = offline_status(layout)
+        if offline is None:
+            print(f"{args.run_dir}: not a run directory (no readable state.json)", file=sys.stderr)
+            return 3
+        state = offline
+        note = (
+            f"no supervisor answers on {layout.socket_path}: this is state.json as last written "
+            f"({state.get('updated_at')})"
+        )
+    if args.json:
+        print(json.dumps(state, indent=2))
+    else:
+        print(render_state(state, note=note))
+    if args.follow and state.get("live"):
+        from a1x_tui.commands.run import follow
+
+        return follow(layout.run_dir)
+    return 0 if state.get("status") in ("starting", "running", "succeeded") else 1

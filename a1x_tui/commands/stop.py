@@ -1,0 +1,66 @@
+"""``a1x-tui stop RUN``: stop a supervised run and every process it started.
+
+The supervisor sends SIGTERM to the running stage's process group, waits its grace period, then
+SIGKILL, and answers once nothing is left. When no supervisor answers (it crashed), the processes
+``state.json`` records are stopped directly. Exit: 0 nothing of the run is left running, 1 something
+survived or a supervisor holds the run without answering, 3 not a run directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", type=Path, metavar="RUN", help="the run directory")
+
+
+def run(args: argparse.Namespace) -> int:
+    from supervisor.daemon import read_pid
+    from supervisor.launch import offline_status, stop_orphans
+    from supervisor.layout import RunLayout
+    from supervisor.protocol import NoSupervisor, SupervisorClient
+    from supervisor.spec import SpecError, load_spec
+
+    layout = RunLayout(args.run_dir.resolve())
+    if not layout.is_run_dir():
+        print(f"{args.run_dir}: not a run directory (no run.toml)", file=sys.stderr)
+        return 3
+    try:
+        grace = load_spec(layout.spec_path).supervisor.stop_grace_s
+    except SpecError:
+        grace = 30.0
+    try:
+        reply = SupervisorClient(layout.socket_path).request({"op": "stop"}, timeout=grace + 60.0)
+    except NoSupervisor:
+        reports = stop_orphans(layout, grace)
+        if reports is None:
+            pid = read_pid(layout.pid_path)
+            print(
+                f"{layout.run_dir}: a supervisor (pid {pid}) holds the run but does not answer; "
+                f"`kill {pid}` and run `a1x-tui stop` again",
+                file=sys.stderr,
+            )
+            return 1
+        if not reports:
+            print(f"{layout.run_dir}: no supervisor and no recorded process running: nothing to stop")
+            return 0
+        survivors = []
+        for stage, report in reports:
+            print(f"stage {stage}: stopped {len(report.terminated)} process(es) left by a crashed supervisor")
+            survivors += report.survivors
+        if survivors:
+            print(f"still running after SIGKILL: {survivors}", file=sys.stderr)
+            return 1
+        return 0
+    if not reply.get("ok"):
+        print(f"{layout.run_dir}: {reply.get('error') or 'the supervisor did not finish stopping in time'}")
+        return 1
+    left = (offline_status(layout) or {}).get("processes_alive") or []
+    if left:
+        print(f"{layout.run_dir}: stopped, but processes survive: {left}", file=sys.stderr)
+        return 1
+    print(f"{layout.run_dir}: stopped; no process of the run is left")
+    return 0

@@ -1,0 +1,189 @@
+"""Starting a supervisor detached from the terminal, and what clients do when none answers.
+
+``start_daemon`` double-forks: the first child calls ``setsid`` (a new session, no controlling
+terminal), the grandchild becomes the supervisor and is re-parented to init. Its stdin is
+``/dev/null`` and its stdout/stderr go to ``supervisor.log``, so nothing ties it to the client:
+the client exiting, crashing or losing its SSH session (SIGHUP) never reaches it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from supervisor.daemon import AlreadySupervised, Plan, RunLock, Supervisor, lock_is_held
+from supervisor.executor import LocalExecutor, ProcessHandle, StopReport
+from supervisor.layout import RunLayout
+from supervisor.protocol import NoSupervisor, SupervisorClient
+from supervisor.spec import RunSpec, dump_spec
+from supervisor.state import atomic_write_text, load_state, now_iso
+
+
+def new_run_dir(spec: RunSpec, root: Path | None = None) -> Path:
+    """A fresh run directory under ``<workspace>/runs`` (or ``root``), mode 0700."""
+    base = root if root is not None else spec.paths.workspace / "runs"
+    base.mkdir(parents=True, exist_ok=True)
+    stem = time.strftime("%Y%m%d-%H%M%S") + f"-{spec.reward_mode}"
+    candidate, n = base / stem, 2
+    while True:
+        try:
+            candidate.mkdir(mode=0o700)
+            return candidate
+        except FileExistsError:
+            candidate = base / f"{stem}-{n}"
+            n += 1
+
+
+def prepare_run_dir(spec: RunSpec, run_dir: Path) -> RunLayout:
+    """Write ``run.toml`` (absolute paths, no secrets) into ``run_dir``."""
+    run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    layout = RunLayout(run_dir.resolve())
+    layout.stages_dir.mkdir(exist_ok=True)
+    atomic_write_text(layout.spec_path, dump_spec(spec))
+    return layout
+
+
+def start_daemon(run_dir: Path, plan: Plan) -> int:
+    """Double-fork a detached supervisor for ``run_dir``; returns its pid."""
+    layout = RunLayout(run_dir.resolve())
+    read_fd, write_fd = os.pipe()
+    first = os.fork()
+    if first == 0:  # first child: new session, then fork the daemon and leave
+        try:
+            os.close(read_fd)
+            os.setsid()
+            second = os.fork()
+            if second == 0:
+                os.close(write_fd)
+                _become_daemon(layout, plan)  # never returns
+            os.write(write_fd, f"{second}\n".encode())
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd) as pipe:
+        text = pipe.read().strip()
+    os.waitpid(first, 0)
+    if not text:
+        raise RuntimeError("the supervisor could not be started (fork failed)")
+    return int(text)
+
+
+def _become_daemon(layout: RunLayout, plan: Plan) -> None:
+    code = 1
+    try:
+        sys.path[:] = [os.path.abspath(p) for p in sys.path]  # lazy imports must survive the chdir
+        os.umask(0o077)
+        os.chdir("/")
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        out = os.open(str(layout.daemon_log), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        os.close(out)
+        sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+        sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+        print(f"{now_iso()} supervisor pid {os.getpid()} starting for {layout.run_dir}", flush=True)
+        code = Supervisor(layout.run_dir, plan, subreaper=True).serve()
+        print(f"{now_iso()} supervisor pid {os.getpid()} done (exit {code})", flush=True)
+    except AlreadySupervised as exc:
+        print(f"{now_iso()} {exc}", flush=True)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def wait_until_ready(layout: RunLayout, pid: int, *, timeout_s: float = 20.0) -> str | None:
+    """None once the daemon answers on its socket; else the reason it did not."""
+    client = SupervisorClient(layout.socket_path, timeout=1.0)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            client.ping()
+            return None
+        except NoSupervisor:
+            pass
+        if not _pid_alive(pid):
+            state = load_state(layout.state_path)
+            if state is not None and state.status in ("succeeded", "failed", "stopped", "blocked"):
+                return None  # it already finished (a run with nothing left to do)
+            return f"the supervisor exited at once; see {layout.daemon_log}: {_tail(layout.daemon_log)}"
+        time.sleep(0.05)
+    return f"the supervisor did not answer within {timeout_s:.0f}s; see {layout.daemon_log}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _tail(path: Path) -> str:
+    try:
+        lines = [ln for ln in path.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "(no log)"
+    return lines[-1][:300] if lines else "(empty log)"
+
+
+def offline_status(layout: RunLayout) -> dict[str, Any] | None:
+    """``state.json`` as last written, with what is true now about its processes."""
+    state = load_state(layout.state_path)
+    if state is None:
+        return None
+    data = state.model_dump(mode="json")
+    supervisor_alive = lock_is_held(layout.lock_path)
+    running: list[dict[str, Any]] = []
+    executor = LocalExecutor()
+    for st in state.stages:
+        if st.process:
+            alive = executor.alive(ProcessHandle.from_json(st.process))
+            if alive:
+                running.append({"stage": st.name, "pids": alive})
+    data["live"] = False
+    data["supervisor_alive"] = supervisor_alive
+    data["processes_alive"] = running
+    return data
+
+
+def stop_orphans(layout: RunLayout, grace_s: float) -> list[tuple[str, StopReport]] | None:
+    """Stop the processes ``state.json`` records while no supervisor owns the run, and say so in
+    the state. None when a supervisor holds the run's lock (it must be asked instead)."""
+    lock = RunLock(layout.lock_path)
+    if not lock.acquire():
+        return None
+    try:
+        state = load_state(layout.state_path)
+        if state is None:
+            return []
+        executor = LocalExecutor()
+        reports = []
+        for st in state.stages:
+            if not st.process:
+                continue
+            handle = ProcessHandle.from_json(st.process)
+            if executor.alive(handle):
+                report = executor.stop_handle(handle, grace_s)
+                reports.append((st.name, report))
+                if not report.survivors:
+                    st.reason = f"orphaned: pid {handle.pid} stopped by `a1x-tui stop`"
+                    st.process = None
+            else:
+                st.process = None
+        if state.status not in ("succeeded", "failed", "stopped"):
+            state.status = "stopped"
+            state.message = "stopped by `a1x-tui stop` (no supervisor was running)"
+        state.updated_at = now_iso()
+        atomic_write_text(layout.state_path, state.model_dump_json(indent=2) + "\n")
+        return reports
+    finally:
+        lock.release()

@@ -1,0 +1,489 @@
+"""Preflight: check this machine against a run spec before anything downloads.
+
+The answer is a ``diagnostics.findings.Report`` (``kind="preflight"``), with the same finding
+contract and exit codes as ``--check``. Only the stages the run will execute are checked (a
+``--only export`` run does not need GPUs). Evidence is ``Evidence(file="preflight:<check>")``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from diagnostics.catalog import entry
+from diagnostics.findings import CheckResult, CheckState, Evidence, Finding, Report, overall_status
+from supervisor.secrets import hf_token_file, secret_source
+from supervisor.spec import RunSpec
+from supervisor.verify import (
+    verify_converted,
+    verify_curated,
+    verify_download_joint,
+    verify_download_motion,
+    verify_grader,
+)
+
+GB = 1_000_000_000
+MIN_GPU_MEMORY = 80 * GB  # alpamayo-recipe.md §1 / README: 'at least 80 GB of VRAM' each
+# alpamayo-recipe.md §1 'Timing/size anchors': ~22 GB model; 5-10 GB motion PAI; 85-90 GB joint PAI.
+MODEL_BYTES = 22 * GB
+MOTION_DATA_BYTES = 10 * GB
+JOINT_DATA_BYTES = 90 * GB
+EXPORT_BYTES = 22 * GB  # the exported VLM is about the size of the model (§12.3: bf16 weights)
+# §8.5: GPUs per policy replica (dp_shard_size) for the two compute shapes; a rollout replica uses 1.
+POLICY_GPUS = {"local": 4, "cluster": 8}
+ROLLOUT_GPUS = 1
+HF_STAGES = ("convert", "download", "grader", "train")
+
+
+@dataclass(frozen=True, slots=True)
+class GpuInventory:
+    """GPUs this process can use: their memory in bytes (None when unknown) and the source."""
+
+    memory: tuple[int | None, ...]
+    source: str
+
+
+GpuProbe = Callable[[], "GpuInventory | str"]  # an inventory, or the reason there is none
+
+
+def _visible(count: int, environ: Mapping[str, str]) -> list[int]:
+    """NVML indices that ``CUDA_VISIBLE_DEVICES`` leaves visible (NVML itself ignores it)."""
+    value = environ.get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return list(range(count))
+    out = []
+    for part in value.split(","):
+        part = part.strip()
+        if part.isdigit() and int(part) < count:
+            out.append(int(part))
+        elif part:
+            return list(range(count)) if part.startswith(("GPU-", "MIG-")) else out
+    return out
+
+
+def probe_gpus(environ: Mapping[str, str] | None = None) -> GpuInventory | str:
+    """NVML through ``diagnostics.gpu`` (imported lazily), else ``nvidia-smi``, else the reason."""
+    env = os.environ if environ is None else environ
+    nvml_reason = ""
+    try:
+        backend_mod: Any = importlib.import_module("diagnostics.gpu.backend")
+        backend = backend_mod.PynvmlBackend()
+        backend.init()
+        try:
+            count = int(backend.device_count())
+            memory: list[int | None] = []
+            for index in _visible(count, env):
+                total = backend.memory(index).total
+                memory.append(int(total) if isinstance(total, int) else None)
+        finally:
+            backend.shutdown()
+        return GpuInventory(tuple(memory), "NVML")
+    except Exception as exc:  # NvmlUnavailable, a missing module, an NVML call error
+        nvml_reason = str(exc) or type(exc).__name__
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return f"no NVML ({nvml_reason}) and no nvidia-smi on PATH"
+    try:
+        done = subprocess.run(
+            [smi, "--query-gpu=index,memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"nvidia-smi failed: {exc}"
+    if done.returncode != 0:
+        return f"nvidia-smi failed: {(done.stderr or done.stdout).strip()[:200]}"
+    rows = [r.split(",") for r in done.stdout.strip().splitlines() if r.strip()]
+    by_index: dict[int, int | None] = {}
+    for row in rows:
+        try:
+            by_index[int(row[0])] = int(float(row[1])) * 1024 * 1024
+        except (ValueError, IndexError):
+            continue
+    return GpuInventory(tuple(by_index.get(i) for i in _visible(len(rows), env)), "nvidia-smi")
+
+
+def gpus_needed(spec: RunSpec) -> int:
+    """Policy replicas x dp_shard_size + rollout replicas x 1 (alpamayo-recipe.md §14 row 2)."""
+    return spec.replicas.policy * POLICY_GPUS[spec.compute] + spec.replicas.rollout * ROLLOUT_GPUS
+
+
+class _Checks:
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+        self.results: dict[str, CheckResult] = {}
+        self.notes: list[str] = []
+
+    def finding(self, check_id: str, explanation: str, *, evidence: Sequence[str], action: str, **data: Any) -> None:
+        cat = entry(check_id)
+        self.findings.append(
+            Finding(
+                id=check_id,
+                severity=cat.severity,
+                title=cat.title,
+                explanation=explanation,
+                evidence=[Evidence(file=f"preflight:{check_id}", line=None, text=t) for t in evidence],
+                action=action,
+                data=data,
+            )
+        )
+        self.results[check_id] = CheckResult(id=check_id, state=CheckState.FINDING)
+
+    def ok(self, check_id: str, note: str) -> None:
+        if self.results.get(check_id, CheckResult(id=check_id, state=CheckState.OK)).state is not CheckState.FINDING:
+            self.results[check_id] = CheckResult(id=check_id, state=CheckState.OK, note=note)
+
+    def other(self, check_id: str, state: CheckState, note: str) -> None:
+        if check_id not in self.results or self.results[check_id].state is not CheckState.FINDING:
+            self.results[check_id] = CheckResult(id=check_id, state=state, note=note)
+
+
+def _existing_parent(path: Path) -> Path:
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            return candidate
+    return Path("/")
+
+
+def _hf_cache(environ: Mapping[str, str]) -> Path:
+    if environ.get("HF_HUB_CACHE"):
+        return Path(environ["HF_HUB_CACHE"]).expanduser()
+    if environ.get("HF_HOME"):
+        return Path(environ["HF_HOME"]).expanduser() / "hub"
+    return Path("~/.cache/huggingface/hub").expanduser()
+
+
+def preflight(
+    spec: RunSpec,
+    *,
+    stages: Sequence[str],
+    target: str,
+    environ: Mapping[str, str] | None = None,
+    gpu_probe: GpuProbe | None = None,
+    disk_free: Callable[[Path], int] | None = None,
+    which: Callable[[str], str | None] | None = None,
+    skip_verified: Callable[[str], bool] | None = None,
+) -> Report:
+    """Check the machine for the ``stages`` a run will execute.
+
+    ``skip_verified(stage)`` says whether a stage's outputs already verify (its disk needs then
+    do not count). The other callables exist for tests.
+    """
+    env = os.environ if environ is None else environ
+    find = which or (lambda name: shutil.which(name, path=env.get("PATH")))
+    free_of = disk_free or (lambda p: shutil.disk_usage(p).free)
+    done = skip_verified or (lambda _stage: False)
+    todo = [s for s in stages if not done(s)]
+    checks = _Checks()
+
+    _check_gpus(spec, todo, checks, env, gpu_probe)
+    _check_disk(spec, todo, checks, env, free_of)
+    _check_hf_token(todo, checks, env)
+    _check_binaries(todo, checks, env, find)
+    _check_recipe(spec, stages, checks)
+    _check_grader(spec, stages, todo, checks)
+    _check_env_vars(spec, stages, todo, checks, env)
+    _check_wandb(spec, todo, checks, env)
+
+    status = overall_status(checks.findings)
+    worst = ", ".join(f.id for f in checks.findings) or "none"
+    summary = (
+        f"PREFLIGHT {status.value.upper()} - {len(checks.findings)} finding(s): {worst} (stages: {', '.join(stages)})"
+    )
+    return Report(
+        kind="preflight",
+        target=target,
+        status=status,
+        exit_code=status.exit_code,
+        summary=summary,
+        findings=checks.findings,
+        checks=list(checks.results.values()),
+        notes=checks.notes,
+    )
+
+
+def _check_gpus(
+    spec: RunSpec, todo: Sequence[str], checks: _Checks, env: Mapping[str, str], probe: GpuProbe | None
+) -> None:
+    cid = "gpus_too_few"
+    if "train" not in todo:
+        checks.other(cid, CheckState.SKIPPED, "no training in this run")
+        return
+    if spec.compute == "cluster":
+        checks.other(cid, CheckState.SKIPPED, "cluster compute: the scheduler places the replicas")
+        return
+    need = gpus_needed(spec)
+    inventory = (probe or (lambda: probe_gpus(env)))()
+    if isinstance(inventory, str):
+        checks.other(cid, CheckState.BLIND, f"GPUs unknown: {inventory}")
+        checks.notes.append(f"could not count GPUs ({inventory}); training needs {need} with >= 80 GB each")
+        return
+    big = [m for m in inventory.memory if m is None or m >= MIN_GPU_MEMORY]
+    small = [m for m in inventory.memory if m is not None and m < MIN_GPU_MEMORY]
+    plan = (
+        f"{spec.replicas.policy} policy x {POLICY_GPUS[spec.compute]} + {spec.replicas.rollout} rollout x "
+        f"{ROLLOUT_GPUS} = {need} GPUs"
+    )
+    if len(big) < need:
+        seen = f"{len(inventory.memory)} GPU(s) visible ({inventory.source})"
+        if small:
+            seen += f", {len(small)} with less than 80 GB (smallest {min(small) / GB:.0f} GB)"
+        checks.finding(
+            cid,
+            f"Training needs {plan} of at least 80 GB each; {seen}. Cosmos-RL then fails with a misleading "
+            "'GPUs larger than 8 ... Lepton' error or waits forever for a replica it could not place "
+            "(cosmos-rl.md §15).",
+            evidence=[f"{seen}; needed: {plan}"],
+            action="run on a node with enough GPUs (check CUDA_VISIBLE_DEVICES), or lower [replicas] in the run spec",
+            visible=len(inventory.memory),
+            usable=len(big),
+            needed=need,
+        )
+    else:
+        checks.ok(cid, f"{len(big)} usable GPU(s) for {need} needed ({inventory.source})")
+
+
+def _check_disk(
+    spec: RunSpec, todo: Sequence[str], checks: _Checks, env: Mapping[str, str], free_of: Callable[[Path], int]
+) -> None:
+    cid = "disk_space_low"
+    needs: list[tuple[Path, int, str]] = []
+    if "convert" in todo:
+        needs.append((_hf_cache(env), MODEL_BYTES, "model weights in the Hugging Face cache (convert)"))
+    if "download" in todo:
+        if spec.reward_mode == "motion":
+            needs.append((spec.paths.pai_dir, MOTION_DATA_BYTES, "motion PAI data (download)"))
+        else:
+            needs.append((spec.paths.reasoning_dir, JOINT_DATA_BYTES, "joint PAI reasoning data (download)"))
+    if "export" in todo:
+        needs.append((spec.paths.export_dir, EXPORT_BYTES, "exported checkpoint (export)"))
+    if not needs:
+        checks.other(cid, CheckState.SKIPPED, "no stage of this run writes large files")
+        return
+    by_device: dict[int, list[tuple[Path, Path, int, str]]] = {}
+    for path, size, what in needs:
+        anchor = _existing_parent(path)
+        try:
+            dev = anchor.stat().st_dev
+        except OSError:
+            dev = -1
+        by_device.setdefault(dev, []).append((path, anchor, size, what))
+    short = []
+    for items in by_device.values():
+        anchor = items[0][1]
+        try:
+            free = free_of(anchor)
+        except OSError as exc:
+            checks.notes.append(f"cannot read free space of {anchor}: {exc}")
+            continue
+        total = sum(size for _, _, size, _ in items)
+        if free < total:
+            parts = "; ".join(f"{size / GB:.0f} GB in {path} for {what}" for path, _, size, what in items)
+            short.append(f"{free / GB:.1f} GB free, about {total / GB:.0f} GB needed on one filesystem: {parts}")
+    if short:
+        checks.finding(
+            cid,
+            "A stage would run out of disk: the model weights are about 22 GB, motion PAI data 5-10 GB, "
+            "joint PAI data 85-90 GB (alpamayo-recipe.md §1).",
+            evidence=short,
+            action="free disk space or point the spec's paths (and HF_HOME) at a larger filesystem",
+        )
+    else:
+        checks.ok(cid, "; ".join(f"{items[0][1]}: enough free space" for items in by_device.values()))
+
+
+def _check_hf_token(todo: Sequence[str], checks: _Checks, env: Mapping[str, str]) -> None:
+    cid = "hf_token_missing"
+    users = [s for s in todo if s in HF_STAGES]
+    if not users:
+        checks.other(cid, CheckState.SKIPPED, "no stage talks to Hugging Face")
+        return
+    source = secret_source("HF_TOKEN", env)
+    if source is None:
+        checks.finding(
+            cid,
+            f"Stages {', '.join(users)} download gated repositories (PAI, Alpamayo, Cosmos-Reason2-8B); without "
+            "a token they fail, or download_pai.py exits 0 having fetched nothing (alpamayo-recipe.md §5).",
+            evidence=[f"HF_TOKEN is not set and {hf_token_file(env)} does not exist"],
+            action="accept the licenses on huggingface.co, then `hf auth login` (or export HF_TOKEN)",
+        )
+    else:
+        checks.ok(cid, f"token from {source}")
+
+
+def _check_binaries(
+    todo: Sequence[str], checks: _Checks, env: Mapping[str, str], find: Callable[[str], str | None]
+) -> None:
+    cid = "binary_missing"
+    wanted: list[tuple[str, str]] = []
+    if "env" in todo:
+        wanted += [("uv", "the env stage builds the a1x_rl venv with uv"), ("git", "uv fetches git dependencies")]
+    if "train" in todo:
+        wanted += [
+            ("redis-server", "the Cosmos-RL controller starts redis-server (alpamayo-recipe.md §2.3)"),
+            ("nvidia-smi", "the cosmos-rl launcher counts GPUs with nvidia-smi"),
+        ]
+    if not wanted:
+        checks.other(cid, CheckState.SKIPPED, "no stage needs uv, git, redis-server or nvidia-smi")
+        return
+    local_bin = str(Path("~/.local/bin").expanduser())
+    missing = [(name, why) for name, why in wanted if not (find(name) or (name == "uv" and _in_dir(local_bin, name)))]
+    if missing:
+        checks.finding(
+            cid,
+            "Required programs are not on PATH: " + "; ".join(f"{n} ({why})" for n, why in missing) + ".",
+            evidence=[f"{name}: not found on PATH" for name, _ in missing],
+            action="install them (uv: https://docs.astral.sh/uv/; redis-server: apt-get install redis-server)",
+            missing=[n for n, _ in missing],
+        )
+    else:
+        checks.ok(cid, ", ".join(n for n, _ in wanted) + " found")
+
+
+def _in_dir(folder: str, name: str) -> bool:
+    return os.access(os.path.join(folder, name), os.X_OK)
+
+
+def _check_recipe(spec: RunSpec, stages: Sequence[str], checks: _Checks) -> None:
+    cid = "recipe_checkout_missing"
+    ws = spec.paths.workspace
+    needed = ["recipes/alpamayo1_x_rl/pyproject.toml"]
+    scripts = {
+        "convert": "scripts/convert_release_config_to_training.py",
+        "download": "scripts/download_pai.py",
+        "curate": "scripts/curate_pai_samples.py",
+        "export": "scripts/convert_cosmos_rl_checkpoint.py",
+    }
+    needed += [path for stage, path in scripts.items() if stage in stages]
+    missing = [p for p in needed if not (ws / p).is_file()]
+    if missing:
+        checks.finding(
+            cid,
+            f"paths.workspace ({ws}) must be an alpamayo-recipes checkout: every stage runs from its root.",
+            evidence=[f"{ws / p} does not exist" for p in missing],
+            action="git clone https://github.com/NVlabs/alpamayo-recipes and set paths.workspace to it",
+        )
+    else:
+        checks.ok(cid, f"{ws} is an alpamayo-recipes checkout")
+
+
+def _check_grader(spec: RunSpec, stages: Sequence[str], todo: Sequence[str], checks: _Checks) -> None:
+    cid = "grader_missing"
+    if spec.reward_mode != "joint" or "train" not in todo:
+        checks.other(cid, CheckState.SKIPPED, "only joint training reads the grader")
+        return
+    if "grader" in stages:
+        checks.ok(cid, f"the grader stage caches Lingo-Judge into {spec.paths.grader_dir}")
+        return
+    if (spec.paths.grader_dir / "config.json").is_file():
+        checks.ok(cid, f"{spec.paths.grader_dir} holds a model")
+        return
+    checks.finding(
+        cid,
+        "Joint training loads the Lingo-Judge grader at its first reward; without it every rollout fails "
+        "(alpamayo-recipe.md §7, §14 row 5).",
+        evidence=[f"{spec.paths.grader_dir}/config.json does not exist and the grader stage is not part of this run"],
+        action=f"run the grader stage (`a1x-tui run --spec FILE --only grader`) or hf download wayveai/Lingo-Judge "
+        f"--local-dir {spec.paths.grader_dir}",
+    )
+
+
+def _check_env_vars(
+    spec: RunSpec, stages: Sequence[str], todo: Sequence[str], checks: _Checks, env: Mapping[str, str]
+) -> None:
+    cid = "missing_env_var"
+    if "train" not in todo:
+        checks.other(cid, CheckState.SKIPPED, "no training in this run")
+        return
+    # §8.1: the entry raises 'Missing required env var ...' when its data dir variable is unset; the
+    # supervisor sets it from the spec, so it is missing only when that directory cannot exist.
+    var = "ALPAMAYO_PAI_LOCAL_DIR" if spec.reward_mode == "motion" else "ALPAMAYO_PAI_REASONING_LOCAL_DIR"
+    data_dir = spec.data_dir
+    if "download" not in stages and not data_dir.is_dir():
+        checks.finding(
+            cid,
+            f"Training sets {var}={data_dir} for the entry script, but that folder does not exist and no "
+            "download stage will create it.",
+            evidence=[f"{var}: {data_dir} does not exist"],
+            action="fix paths in the run spec, or include the download stage",
+            name=var,
+        )
+    else:
+        checks.ok(cid, f"{var} will be {data_dir}")
+    if env.get("HF_HUB_OFFLINE") == "1" and "download" in todo:
+        checks.notes.append("HF_HUB_OFFLINE=1 is set; the download stage overrides it with HF_HUB_OFFLINE=0")
+
+
+def _check_wandb(spec: RunSpec, todo: Sequence[str], checks: _Checks, env: Mapping[str, str]) -> None:
+    cid = "wandb_key_missing"
+    if not spec.wandb.enabled or "train" not in todo:
+        checks.other(cid, CheckState.SKIPPED, "W&B is off" if not spec.wandb.enabled else "no training in this run")
+        return
+    if secret_source("WANDB_API_KEY", env):
+        checks.ok(cid, "WANDB_API_KEY is set")
+        return
+    netrc = Path("~/.netrc").expanduser()
+    try:
+        if "api.wandb.ai" in netrc.read_text(encoding="utf-8", errors="replace"):
+            checks.ok(cid, "W&B credentials in ~/.netrc")
+            return
+    except OSError:
+        pass
+    checks.finding(
+        cid,
+        "W&B logging is on but no key is set: Cosmos-RL silently skips W&B (alpamayo-recipe.md §8.4).",
+        evidence=["WANDB_API_KEY is not set and ~/.netrc has no api.wandb.ai entry"],
+        action="export WANDB_API_KEY (or `wandb login`), or set [wandb] enabled = false in the run spec",
+    )
+
+
+def outputs_present(spec: RunSpec, stage: str) -> bool:
+    """Whether a data stage's outputs already verify (cheap filesystem checks only)."""
+    data = spec.data
+    if stage == "convert":
+        return verify_converted(spec.paths.model_dir, alpamayo_model=spec.alpamayo_model).ok
+    if stage == "download" and spec.reward_mode == "motion":
+        return verify_download_motion(
+            spec.paths.pai_dir,
+            chunk_ids=data.chunk_ids,
+            cameras=data.cameras,
+            calibration=data.calibration,
+            labels=spec.labels,
+        ).ok
+    if stage == "download":
+        return verify_download_joint(
+            spec.paths.reasoning_dir,
+            num_reasoning_clips=data.num_reasoning_clips,
+            cameras=data.cameras,
+            calibration=data.calibration,
+            labels=spec.labels,
+        ).ok
+    if stage == "curate":
+        return verify_curated(spec.paths.pai_dir, chunk_ids=data.chunk_ids, num_clips=data.num_clips).ok
+    if stage == "grader":
+        return verify_grader(spec.paths.grader_dir).ok
+    return False
+
+
+def render_text(report: Report) -> str:
+    """The report as the terminal shows it: summary, findings with evidence, the checks."""
+    lines = [report.summary]
+    for f in report.findings:
+        lines.append(f"\n[{f.severity.value.upper()}] {f.id}: {f.title}")
+        lines.append(f"  {f.explanation}")
+        lines.extend(f"  > {ev.text}" for ev in f.evidence)
+        if f.action:
+            lines.append(f"  fix: {f.action}")
+    lines.append("")
+    for c in report.checks:
+        mark = {"ok": "[+]", "finding": "[-]", "blind": "[?]", "skipped": "[ ]"}[c.state.value]
+        lines.append(f"{mark} {c.id}" + (f": {c.note}" if c.note else ""))
+    lines.extend(f"note: {n}" for n in report.notes)
+    return "\n".join(lines)

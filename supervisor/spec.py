@@ -1,0 +1,287 @@
+"""The run spec: the user's up-front choices, stored as ``run.toml`` in the run directory.
+
+Secrets (``WANDB_API_KEY``, ``HF_TOKEN``) are never part of the spec: they are read from the
+environment or the Hugging Face token file when a stage starts (``supervisor.secrets``).
+Paths are stored absolute, so a ``run.toml`` means the same thing from any working directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import tomlkit
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from tomlkit.items import Table
+
+AlpamayoVersion = Literal["1", "1.5"]
+RewardMode = Literal["motion", "joint"]
+Compute = Literal["local", "cluster"]
+
+# alpamayo-recipe.md §4: release checkpoints per version; §8.1/§14 #16: Hydra config per version.
+ALPAMAYO_MODEL_IDS: dict[str, str] = {"1": "nvidia/Alpamayo-R1-10B", "1.5": "nvidia/Alpamayo-1.5-10B"}
+DEFAULT_VLM = "nvidia/Cosmos-Reason2-8B"
+# README §5 (download commands): the four cameras and three calibrations of the local recipe.
+DEFAULT_CAMERAS = [
+    "camera_front_wide_120fov",
+    "camera_cross_left_120fov",
+    "camera_cross_right_120fov",
+    "camera_front_tele_30fov",
+]
+DEFAULT_CALIBRATION = ["camera_intrinsics", "sensor_extrinsics", "vehicle_dimensions"]
+DEFAULT_LABELS: dict[str, list[str]] = {
+    "motion": ["egomotion"],
+    "joint": ["egomotion", "egomotion.offline", "obstacle.offline"],
+}
+
+_SECRET_KEY_WORDS = ("token", "api_key", "apikey", "password", "secret")
+
+
+class SpecError(Exception):
+    """A run spec that cannot be used; ``str(exc)`` names the file and the problem in one line."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class DataSpec(_Section):
+    chunk_ids: list[int] = Field(
+        default_factory=lambda: [3116],
+        description="PAI chunk ids to download (motion). Never empty: an empty list would fetch the whole dataset",
+    )
+    num_clips: int = Field(16, ge=1, description="motion: clips curated into clip_index_mini.parquet")
+    num_reasoning_clips: int = Field(16, ge=1, description="joint: --num-reasoning-clips for download_pai.py")
+    cameras: list[str] = Field(default_factory=lambda: list(DEFAULT_CAMERAS), description="--camera")
+    calibration: list[str] = Field(default_factory=lambda: list(DEFAULT_CALIBRATION), description="--calibration")
+    labels: list[str] = Field(
+        default_factory=list,
+        description="--labels; empty = the recipe's default for the reward mode",
+    )
+
+
+class WandbSpec(_Section):
+    enabled: bool = Field(False, description="log to Weights & Biases (needs WANDB_API_KEY in the environment)")
+    project: str = Field("Alpamayo_RL", description="[logging].project_name")
+    experiment: str = Field("ReasoningVLA_Post_Training", description="[logging].experiment_name")
+
+
+class ReplicaSpec(_Section):
+    policy: int = Field(1, ge=1, description="cosmos-rl --policy")
+    rollout: int = Field(1, ge=1, description="cosmos-rl --rollout")
+
+
+class PathsSpec(_Section):
+    workspace: Path = Field(description="the alpamayo-recipes checkout (commands run from its root)")
+    model_dir: Path = Field(description="converted training checkpoint (convert writes it)")
+    pai_dir: Path = Field(description="motion PAI data (ALPAMAYO_PAI_LOCAL_DIR)")
+    reasoning_dir: Path = Field(description="joint PAI reasoning data (ALPAMAYO_PAI_REASONING_LOCAL_DIR)")
+    grader_dir: Path = Field(description="Lingo-Judge grader (joint)")
+    output_dir: Path = Field(description="[train].output_dir: Cosmos-RL checkpoints")
+    export_dir: Path = Field(description="exported Hugging Face checkpoints, one fresh folder per export")
+    log_dir: Path | None = Field(None, description="cosmos-rl --log-dir; empty = <run dir>/logs")
+    venv: Path | None = Field(None, description="the a1x_rl venv; empty = <workspace>/recipes/alpamayo1_x_rl/a1x_rl")
+    uv_cache_dir: Path | None = Field(None, description="UV_CACHE_DIR for the env stage; empty = uv's default")
+
+    @property
+    def recipe_dir(self) -> Path:
+        return self.workspace / "recipes" / "alpamayo1_x_rl"
+
+    @property
+    def venv_dir(self) -> Path:
+        return self.venv if self.venv is not None else self.recipe_dir / "a1x_rl"
+
+
+class SupervisorSpec(_Section):
+    executor: Literal["local", "slurm"] = Field("local", description="how stages run; only local exists today")
+    stop_grace_s: float = Field(30.0, gt=0, description="SIGTERM to a stage's process group, then SIGKILL after this")
+    live_diagnostics: bool = Field(True, description="run the live diagnostics on the training logs")
+    diagnostics_interval_s: float = Field(12.0, gt=0, description="how often the live diagnostics read the logs")
+    shutdown_grace_s: float = Field(
+        120.0, gt=0, description="training finished but the job does not exit: end it after this"
+    )
+    hf_retries: int = Field(4, ge=0, description="retries of a stage that hit a Hugging Face rate limit (429)")
+    hf_backoff_s: float = Field(30.0, ge=0, description="first retry delay; doubles each retry")
+    cosmos_log_level: str = Field(
+        "INFO", description="COSMOS_LOG_LEVEL for training (the recipe entry defaults to DEBUG)"
+    )
+
+
+class RunSpec(_Section):
+    alpamayo_version: AlpamayoVersion = Field("1.5", description='"1" or "1.5"')
+    reward_mode: RewardMode = Field("motion", description='"motion" or "joint" (reasoning + motion)')
+    compute: Compute = Field("local", description='"local" (one node) or "cluster" (the recipe\'s cluster values)')
+    data: DataSpec = Field(default_factory=DataSpec)
+    wandb: WandbSpec = Field(default_factory=WandbSpec)
+    replicas: ReplicaSpec = Field(default_factory=ReplicaSpec)
+    paths: PathsSpec
+    supervisor: SupervisorSpec = Field(default_factory=SupervisorSpec)
+
+    @field_validator("alpamayo_version", mode="before")
+    @classmethod
+    def _version_as_text(cls, value: Any) -> Any:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return {1: "1", 1.5: "1.5"}.get(value, str(value))
+        return value
+
+    @model_validator(mode="after")
+    def _motion_needs_chunks(self) -> RunSpec:
+        # alpamayo-recipe.md §5: without --chunk-ids download_pai.py fetches every chunk.
+        if self.reward_mode == "motion" and not self.data.chunk_ids:
+            raise ValueError("data.chunk_ids is empty: a motion download needs explicit PAI chunk ids")
+        return self
+
+    @property
+    def alpamayo_model(self) -> str:
+        return ALPAMAYO_MODEL_IDS[self.alpamayo_version]
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self.data.labels) or list(DEFAULT_LABELS[self.reward_mode])
+
+    @property
+    def data_dir(self) -> Path:
+        """The PAI directory the training entry reads for this reward mode."""
+        return self.paths.pai_dir if self.reward_mode == "motion" else self.paths.reasoning_dir
+
+    def digest(self) -> str:
+        """A short fingerprint of every choice (the configure stage reruns when it changes)."""
+        text = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def default_paths(home: str = "~") -> dict[str, str]:
+    """The recipe README's layout under ``$YOUR_HOME`` (alpamayo-recipes README §2)."""
+    return {
+        "workspace": f"{home}/alpamayo-recipes",
+        "model_dir": f"{home}/alpamayo_model_converted_from_hf",
+        "pai_dir": f"{home}/PAI_mini",
+        "reasoning_dir": f"{home}/PAI_Reasoning_mini",
+        "grader_dir": f"{home}/lingo_judge_model",
+        "output_dir": f"{home}/alpamayo_cosmos_rl_job/outputs",
+        "export_dir": f"{home}/alpamayo_cosmos_rl_job/exported_model",
+        "log_dir": "",
+        "venv": "",
+        "uv_cache_dir": "",
+    }
+
+
+def _reject_secrets(data: Any, where: str = "") -> None:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            lowered = str(key).lower()
+            if any(word in lowered for word in _SECRET_KEY_WORDS):
+                raise ValueError(
+                    f"{where}{key}: secrets do not belong in the spec; HF_TOKEN and WANDB_API_KEY are read "
+                    "from the environment (or the Hugging Face token file) when a stage starts"
+                )
+            _reject_secrets(value, f"{where}{key}.")
+
+
+def _resolve_paths(data: dict[str, Any], base: Path) -> None:
+    paths = data.get("paths")
+    if not isinstance(paths, dict):
+        return
+    for key, value in list(paths.items()):
+        if not isinstance(value, str):
+            continue
+        if value.strip() == "":
+            paths[key] = None
+            continue
+        path = Path(value).expanduser()
+        paths[key] = str(path if path.is_absolute() else (base / path).resolve())
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__")
+    msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+    return f"{loc}: {msg}" if loc else msg
+
+
+def parse_spec(text: str, *, base: Path, source: str = "run.toml") -> RunSpec:
+    """Parse spec text; relative paths are taken relative to ``base``. Raises ``SpecError``."""
+    try:
+        data = tomlkit.parse(text).unwrap()
+    except Exception as exc:  # tomlkit raises several parse error types
+        raise SpecError(f"{source}: not valid TOML: {exc}") from None
+    try:
+        _reject_secrets(data)
+    except ValueError as exc:
+        raise SpecError(f"{source}: {exc}") from None
+    _resolve_paths(data, base)
+    try:
+        return RunSpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(f"{source}: {_first_error(exc)}") from None
+
+
+def load_spec(path: Path) -> RunSpec:
+    """Read a run spec file. Raises ``SpecError`` with one line naming the file and the problem."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read the run spec: {exc.strerror or exc}") from None
+    return parse_spec(text, base=path.resolve().parent, source=str(path))
+
+
+def dump_spec(spec: RunSpec) -> str:
+    """The spec as TOML with absolute paths (what ``run.toml`` in a run directory holds)."""
+    data = spec.model_dump(mode="json")
+    for key, value in list(data["paths"].items()):
+        if value is None:
+            data["paths"][key] = ""
+    return _commented_toml(data, header=["a1x-tui run spec (secrets are never stored here)."])
+
+
+def default_spec_text() -> str:
+    """The commented spec ``a1x-tui init`` writes."""
+    data = RunSpec(paths=PathsSpec(**{k: v or None for k, v in default_paths().items()})).model_dump(mode="json")
+    data["paths"] = default_paths()
+    header = [
+        "a1x-tui run spec: the choices a run needs up front. `a1x-tui run --spec FILE` starts a run.",
+        "Secrets are never written here: HF_TOKEN comes from the environment or the Hugging Face token",
+        "file (`hf auth login`), WANDB_API_KEY from the environment. Relative paths are relative to",
+        "this file; ~ is your home directory.",
+    ]
+    return _commented_toml(data, header=header)
+
+
+_SECTION_MODELS: dict[str, type[BaseModel]] = {
+    "data": DataSpec,
+    "wandb": WandbSpec,
+    "replicas": ReplicaSpec,
+    "paths": PathsSpec,
+    "supervisor": SupervisorSpec,
+}
+
+
+def _commented_toml(data: dict[str, Any], *, header: list[str]) -> str:
+    doc = tomlkit.document()
+    for line in header:
+        doc.add(tomlkit.comment(line))
+    doc.add(tomlkit.nl())
+    for key, value in data.items():
+        if isinstance(value, dict):
+            continue
+        item = tomlkit.item(value)
+        desc = RunSpec.model_fields[key].description
+        if desc:
+            item.comment(desc)
+        doc.add(key, item)
+    for section, values in data.items():
+        if not isinstance(values, dict):
+            continue
+        table: Table = tomlkit.table()
+        model = _SECTION_MODELS[section]
+        for key, value in values.items():
+            item = tomlkit.item(value)
+            desc = model.model_fields[key].description
+            if desc:
+                item.comment(desc)
+            table.add(key, item)
+        doc.add(tomlkit.nl())
+        doc.add(section, table)
+    return tomlkit.dumps(doc)

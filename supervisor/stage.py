@@ -1,0 +1,127 @@
+"""What a stage runs, kept apart from how it runs (``supervisor.executor``).
+
+A ``StageSpec`` names the commands of one pipeline stage, the environment they need, how to tell
+from the filesystem that the stage's outputs are there (``verify``), and how to read progress from
+its output. The supervisor calls ``verify`` before running a stage (resume: outputs that verify are
+not produced again) and after it: an exit code alone never makes a stage succeed
+(alpamayo-recipe.md §5: "download_pai.py can exit 0 without downloading").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+STAGE_NAMES: tuple[str, ...] = (
+    "env",
+    "convert",
+    "download",
+    "curate",
+    "grader",
+    "configure",
+    "train",
+    "export",
+    "verify",
+)
+"""Every stage in pipeline order. ``curate`` is motion-only, ``grader`` joint-only."""
+
+
+class StageError(Exception):
+    """A stage cannot start or cannot be judged; ``str(exc)`` is the one line to show."""
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyResult:
+    """The verdict of a verification, with the one line that explains it."""
+
+    ok: bool
+    reason: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def passed(cls, reason: str, **data: Any) -> VerifyResult:
+        return cls(True, reason, data)
+
+    @classmethod
+    def failed(cls, reason: str, **data: Any) -> VerifyResult:
+        return cls(False, reason, data)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Command:
+    """One program a stage runs. Secrets are named here and read only when the command starts."""
+
+    argv: tuple[str, ...]
+    cwd: Path
+    env: Mapping[str, str] = field(default_factory=dict)  # additions; never a secret
+    path_prepend: tuple[str, ...] = ()  # PATH entries put in front (a venv's bin/)
+    secrets: tuple[str, ...] = ()  # names from supervisor.secrets.SECRET_NAMES
+    label: str = ""
+
+    def record(self) -> dict[str, Any]:
+        """What state.json keeps about the command: no secret values, by construction."""
+        return {
+            "label": self.label,
+            "argv": list(self.argv),
+            "cwd": str(self.cwd),
+            "env": dict(self.env),
+            "path_prepend": list(self.path_prepend),
+            "secrets": list(self.secrets),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """How far a stage is. ``current``/``total`` may be unknown; ``text`` is always a short line."""
+
+    text: str
+    current: float | None = None
+    total: float | None = None
+    unit: str = ""
+
+    @property
+    def percent(self) -> float | None:
+        if self.current is None or not self.total:
+            return None
+        return max(0.0, min(100.0, 100.0 * self.current / self.total))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "current": self.current,
+            "total": self.total,
+            "unit": self.unit,
+            "percent": self.percent,
+        }
+
+
+class ProgressParser(Protocol):
+    """Reads a stage's output lines (split on ``\\r`` and ``\\n``); returns new progress or None."""
+
+    def feed(self, line: str) -> Progress | None: ...
+
+
+StageKind = Literal["process", "train", "check"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StageSpec:
+    """What one stage runs and how its success is judged.
+
+    ``prepare`` is called when the stage starts (it may read what earlier stages wrote, e.g. the
+    export stage finds the latest complete checkpoint) and raises ``StageError`` when the stage
+    cannot run. A stage of kind ``check`` runs nothing: its verdict is ``verify``. Kind ``train``
+    is watched by the train monitor (diagnostics, step and checkpoint conditions).
+    """
+
+    name: str
+    title: str
+    prepare: Callable[[], Sequence[Command]]
+    verify: Callable[[], VerifyResult]
+    progress: Callable[[], ProgressParser] | None = None
+    kind: StageKind = "process"
+    skip_if_verified: bool = True
+    hf_retry: bool = False  # retry Hugging Face 429s with backoff; explain gated-repo refusals
+    after_success: Callable[[], None] | None = None

@@ -1,0 +1,138 @@
+"""Preflight: the machine against a run spec, as a Report with the --check contract."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from supervisor_helpers import World
+
+from diagnostics.catalog import CATALOG
+from diagnostics.findings import Report
+from supervisor.pipeline import stage_names
+from supervisor.preflight import GB, GpuInventory, preflight
+from supervisor.spec import RunSpec, parse_spec
+
+ALL_BINARIES = {"uv", "git", "redis-server", "nvidia-smi"}
+EIGHT_H100 = GpuInventory((85 * GB,) * 8, "test")
+
+
+def _spec(world: World, **overrides: object) -> RunSpec:
+    return parse_spec(world.spec_text(**overrides), base=world.root)
+
+
+def _run(
+    world: World,
+    spec: RunSpec,
+    *,
+    gpus: GpuInventory | str = EIGHT_H100,
+    free: int = 500 * GB,
+    binaries: set[str] = ALL_BINARIES,
+    env: dict[str, str] | None = None,
+    stages: list[str] | None = None,
+) -> Report:
+    return preflight(
+        spec,
+        stages=stages or stage_names(spec),
+        target="run.toml",
+        environ={"HF_TOKEN": "hf_abcdefgh", "HF_HOME": str(world.root / "hfhome")} if env is None else env,
+        gpu_probe=lambda: gpus,
+        disk_free=lambda _p: free,
+        which=lambda name: f"/usr/bin/{name}" if name in binaries else None,
+    )
+
+
+def _ids(report: Report) -> set[str]:
+    return {f.id for f in report.findings}
+
+
+def test_a_good_machine_passes(world: World) -> None:
+    report = _run(world, _spec(world))
+    assert report.kind == "preflight" and report.status.value == "ok" and report.exit_code == 0
+    assert report.findings == []
+    states = {c.id: c.state.value for c in report.checks}
+    assert states["gpus_too_few"] == "ok" and states["recipe_checkout_missing"] == "ok"
+    assert states["wandb_key_missing"] == "skipped"  # W&B is off
+
+
+def test_too_few_or_too_small_gpus(world: World) -> None:
+    report = _run(world, _spec(world), gpus=GpuInventory((85 * GB,) * 4, "test"))
+    finding = next(f for f in report.findings if f.id == "gpus_too_few")
+    assert finding.data == {"visible": 4, "usable": 4, "needed": 5}  # 1 policy x 4 + 1 rollout
+    assert finding.evidence[0].file == "preflight:gpus_too_few" and finding.evidence[0].line is None
+    assert report.exit_code == 2
+    small = _run(world, _spec(world), gpus=GpuInventory((48 * GB,) * 8, "test"))
+    assert "less than 80 GB" in next(f for f in small.findings if f.id == "gpus_too_few").evidence[0].text
+    blind = _run(world, _spec(world), gpus="no NVML and no nvidia-smi on PATH")
+    assert "gpus_too_few" not in _ids(blind)
+    assert {c.id: c.state.value for c in blind.checks}["gpus_too_few"] == "blind"
+
+
+def test_disk_token_binaries_and_checkout(world: World) -> None:
+    spec = _spec(world, reward_mode="joint")
+    report = _run(world, spec, free=40 * GB, binaries={"git"}, env={"HF_HOME": str(world.root / "hfhome")})
+    assert {"disk_space_low", "hf_token_missing", "binary_missing"} <= _ids(report)
+    disk = next(f for f in report.findings if f.id == "disk_space_low")
+    # one filesystem: 22 GB model + 90 GB joint data + 22 GB export
+    assert disk.evidence[0].text.startswith("40.0 GB free, about 134 GB needed on one filesystem: 22 GB in ")
+    assert f"90 GB in {world.root / 'reasoning'} for joint PAI reasoning data (download)" in disk.evidence[0].text
+    missing = next(f for f in report.findings if f.id == "binary_missing").data["missing"]
+    assert missing == ["uv", "redis-server", "nvidia-smi"]
+    (world.root / "hfhome" / "token").write_text("hf_fromfile_123")  # `hf auth login` writes this
+    report = _run(world, spec, env={"HF_HOME": str(world.root / "hfhome")})
+    assert "hf_token_missing" not in _ids(report)
+    gone = _spec(world, alpamayo_version="1.5")
+    gone.paths.workspace = world.root / "nowhere"
+    assert "recipe_checkout_missing" in _ids(_run(world, gone))
+
+
+def test_only_the_selected_stages_are_checked(world: World) -> None:
+    report = _run(world, _spec(world), gpus=GpuInventory((), "test"), binaries=set(), env={}, free=0, stages=["curate"])
+    assert report.findings == []  # curating needs no GPU, no token, no uv, no large disk
+
+
+def test_joint_training_without_grader_and_wandb_key(world: World) -> None:
+    spec = _spec(world, reward_mode="joint", wandb=True)
+    report = _run(world, spec, stages=["configure", "train"])
+    assert {"grader_missing", "wandb_key_missing", "missing_env_var"} <= _ids(report)
+    env_var = next(f for f in report.findings if f.id == "missing_env_var")
+    assert env_var.data["name"] == "ALPAMAYO_PAI_REASONING_LOCAL_DIR"
+    with_key = _run(world, spec, stages=["grader", "train"], env={"HF_TOKEN": "hf_x1234567", "WANDB_API_KEY": "k" * 40})
+    assert not {"grader_missing", "wandb_key_missing"} & _ids(with_key)
+
+
+def test_every_preflight_id_is_in_the_catalog(world: World) -> None:
+    report = _run(
+        world,
+        _spec(world, reward_mode="joint", wandb=True),
+        gpus=GpuInventory((), "t"),
+        free=0,
+        binaries=set(),
+        env={},
+        stages=["env", "convert", "download", "train", "export"],
+    )
+    assert report.findings and all("preflight" in CATALOG[f.id].origins for f in report.findings)
+
+
+def test_preflight_command_prints_the_report(world: World) -> None:
+    spec_path = world.write_spec()
+    done = world.cli("preflight", "--spec", str(spec_path), "--only", "curate", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    report = Report.model_validate(json.loads(done.stdout))
+    assert report.kind == "preflight" and report.exit_code == 0
+    bad = world.cli("preflight", "--spec", str(world.root / "missing.toml"))
+    assert bad.returncode == 3 and "missing.toml" in bad.stderr and "Traceback" not in bad.stderr
+    text = world.cli("preflight", "--spec", str(spec_path), "--only", "export")
+    assert text.returncode == 0 and text.stdout.startswith("PREFLIGHT OK")
+
+
+def test_run_refuses_to_start_when_preflight_is_critical(world: World) -> None:
+    spec = world.write_spec()
+    env = dict(world.env)
+    env.pop("HF_TOKEN")
+    world.env = env
+    done = world.cli("run", "--spec", str(spec), "--run-dir", str(world.run_dir), "--only", "convert")
+    assert done.returncode == 2
+    assert "hf_token_missing" in done.stdout and "--skip-preflight" in done.stderr
+    assert not (world.run_dir / "state.json").exists()  # nothing started, nothing downloaded
+    assert not Path(world.root / "calls.jsonl").exists()
