@@ -1,0 +1,102 @@
+"""``a1x-tui --check PATH``: the headless health report for people, scripts and agents.
+
+stdout carries only the report (text, or ``--format json``: the ``Report`` model, whose JSON Schema
+``--schema`` prints); diagnostics go to stderr. Exit codes as monitoring plugins: 0 ok, 1 warning,
+2 critical, 3 unknown (nothing readable, not a run, timed out). Never imports Textual.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+
+DEFAULT_TIMEOUT_S = 120.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "path",
+        nargs="?",
+        metavar="PATH",
+        help="a Cosmos-RL --log-dir, one logs_<ts> folder, a folder of controller/policy/rollout logs, a SLURM job "
+        "folder, or a single log file (launcher stdout, SLURM .out)",
+    )
+    parser.add_argument("--config", metavar="TOML", help="the run's TOML: adds config lint and current values to fixes")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="report format (default: text)")
+    parser.add_argument(
+        "--run", metavar="NAME", help="which logs_<ts> (or SLURM part_N/run_M) to read; default: the latest"
+    )
+    parser.add_argument(
+        "--schema", action="store_true", help="print the JSON Schema of the --format json report and exit"
+    )
+    parser.add_argument(
+        "--example",
+        nargs="?",
+        const="",
+        metavar="NAME",
+        help="check a built-in example run instead of PATH (no NAME: list them)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"give up (status unknown) after this long (default: {DEFAULT_TIMEOUT_S:g})",
+    )
+
+
+def example_names() -> list[str]:
+    root = resources.files("diagnostics.examples")
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+
+
+def example_path(name: str) -> Path:
+    """The folder of built-in example ``name`` (package data, a real folder on disk)."""
+    root = resources.files("diagnostics.examples")
+    path = Path(str(root.joinpath(name)))
+    if not name or not path.is_dir():
+        raise KeyError(name)
+    return path
+
+
+def _emit(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    from diagnostics.findings import report_json_schema
+
+    if args.schema:
+        _emit(json.dumps(report_json_schema(), indent=2) + "\n")
+        return 0
+    path = args.path
+    if args.example is not None:
+        names = example_names()
+        if not args.example:
+            _emit("".join(f"{n}\n" for n in names))
+            return 0
+        try:
+            path = str(example_path(args.example))
+        except KeyError:
+            print(f"a1x-tui --check: no example {args.example!r} (available: {', '.join(names)})", file=sys.stderr)
+            return 3
+    from diagnostics.engine import check
+    from diagnostics.report import render, unknown_report
+
+    if path is None:
+        report = unknown_report("", "no PATH given (a1x-tui --check PATH, or --example NAME)")
+        print("a1x-tui --check: no PATH given", file=sys.stderr)
+    else:
+        progress = (lambda msg: print(f"a1x-tui --check: {msg}", file=sys.stderr)) if sys.stderr.isatty() else None
+        report = check(
+            path, config_path=args.config, run=args.run, now=time.time(), timeout=args.timeout, progress=progress
+        )
+        for note in report.notes:
+            print(f"a1x-tui --check: {note}", file=sys.stderr)
+    _emit(render(report, args.format))
+    return report.exit_code

@@ -1,0 +1,306 @@
+"""The detector contract: a pure function of a ``DetectorContext`` that returns a ``Verdict``.
+
+A detector never reads files or the clock: the context carries the metrics, the retained events,
+the config and the time facts (the newest log timestamp, and ``now`` for runs still being written).
+Register one with ``@detector("finding_id")``; the id must be in ``diagnostics.catalog``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from diagnostics.catalog import entry
+from diagnostics.detectors._config import RunConfig, clip_text
+from diagnostics.detectors._probes import Hit
+from diagnostics.detectors._store import EventStore, FileFacts
+from diagnostics.events import Event, Role, Signal, SignalKind, Traceback
+from diagnostics.findings import CheckState, Evidence, Finding, Fix, Severity
+from diagnostics.metrics import Metrics
+
+MAX_EVIDENCE = 6
+LIVE_WINDOW_S = 900.0  # a file written this recently (by mtime) belongs to a run still going
+CURRENT_WINDOW_S = 6 * 3600.0  # silence since the last write this recent still counts towards a stall
+CLOCK_SKEW_S = 26 * 3600.0  # log stamps are the writer's local time: allow any time zone
+
+
+@dataclass(frozen=True, slots=True)
+class DetectorContext:
+    """Everything a detector may look at."""
+
+    store: EventStore
+    metrics: Metrics
+    config: RunConfig
+    now: float | None = None  # seconds since the epoch, for runs still being written; None = post-mortem
+
+    # --- time facts --------------------------------------------------------------------------------
+    @property
+    def newest_ts(self) -> float | None:
+        """The newest timestamp on any line of any file (log clock)."""
+        return self.store.newest_ts
+
+    @property
+    def newest_mtime(self) -> float | None:
+        mtimes = [f.mtime for f in self.store.files.values() if f.mtime is not None]
+        return max(mtimes) if mtimes else None
+
+    def _clock_consistent(self, mtime: float) -> bool:
+        newest = self.newest_ts
+        return newest is None or abs(mtime - newest) <= CLOCK_SKEW_S
+
+    @property
+    def live(self) -> bool:
+        """The run is being written: ``now`` is given, a file changed within ``LIVE_WINDOW_S``, and its
+        newest log line is about as old as that change (logs copied elsewhere later are not live)."""
+        mtime = self.newest_mtime
+        if self.now is None or mtime is None or self.now - mtime > LIVE_WINDOW_S:
+            return False
+        return self._clock_consistent(mtime)
+
+    @property
+    def ended(self) -> Event | None:
+        """A line saying the whole job has ended: the launcher's or controller's end, or a replica's
+        torchrun agent stopped from outside (SIGTERM/SIGINT: Ctrl-C, scancel, a supervisor)."""
+        for kind in (SignalKind.TERMINATED_ALL, SignalKind.ALL_REPLICAS_FINISHED, SignalKind.PROCESS_EXITED_EARLY):
+            sig = self.store.signal(kind).last
+            if sig is not None:
+                return sig
+        for facts in self.store.files_of(Role.POLICY, Role.ROLLOUT, Role.REFERENCE):
+            if facts.last_traceback is not None and stopped_from_outside(facts.last_traceback):
+                return facts.last_traceback
+        return None
+
+    @property
+    def silence(self) -> float:
+        """Seconds since the newest write, when that counts as part of the run (``now`` given, written
+        within ``CURRENT_WINDOW_S``, consistent clocks, the job not ended); else 0."""
+        mtime = self.newest_mtime
+        if self.now is None or mtime is None or self.now - mtime > CURRENT_WINDOW_S or self.ended is not None:
+            return 0.0
+        return max(0.0, self.now - mtime) if self._clock_consistent(mtime) else 0.0
+
+    def elapsed_since(self, ts: float | None) -> float | None:
+        """Seconds from ``ts`` (log clock) to the present: up to the newest log line, plus the silence
+        since the newest write (file clock), so the two clocks never mix."""
+        if ts is None or self.newest_ts is None:
+            return None
+        return max(0.0, self.newest_ts - ts) + self.silence
+
+    # --- run facts ---------------------------------------------------------------------------------
+    @property
+    def finished_training(self) -> bool:
+        """The last step equals the total, or a policy said training is complete."""
+        m = self.metrics
+        if m.step is not None and m.total_steps is not None and m.step >= m.total_steps > 0:
+            return True
+        return bool(self.store.signal(SignalKind.TRAINING_COMPLETE))
+
+    @property
+    def final_step_ts(self) -> float | None:
+        """When the last step was logged, if it was the final one."""
+        if not self.finished_training:
+            return None
+        series = self.metrics.get("step")
+        if series is not None and series.last_ts is not None:
+            return series.last_ts
+        done = self.store.signal(SignalKind.TRAINING_COMPLETE).first
+        return None if done is None else ts_of(done)
+
+    def files(self, *roles: Role) -> list[FileFacts]:
+        return self.store.files_of(*roles) if roles else list(self.store.files.values())
+
+    def signals(self, kind: SignalKind) -> list[Signal]:
+        return self.store.signal(kind).items()
+
+    def hits(self, hit_id: str) -> list[Hit]:
+        return self.store.hit(hit_id).items()
+
+
+_OUTSIDE_STOP = re.compile(r"got signal: (?:2|15)\b")
+
+
+def stopped_from_outside(tb: Traceback) -> bool:
+    """torchrun's agent got SIGTERM/SIGINT: the job was stopped (Ctrl-C, scancel, a supervisor), not a crash."""
+    return (tb.exc_type or "").endswith("SignalException") and bool(_OUTSIDE_STOP.search(tb.exc_message or ""))
+
+
+def ts_of(event: Event) -> float | None:
+    from diagnostics.metrics import epoch
+
+    return epoch(event.ts)
+
+
+@dataclass(slots=True)
+class Verdict:
+    """What a detector concluded. ``state`` None = FINDING if there are findings, else OK."""
+
+    findings: list[Finding] = field(default_factory=list)
+    state: CheckState | None = None
+    note: str | None = None
+
+    @classmethod
+    def blind(cls, note: str) -> Verdict:
+        return cls(state=CheckState.BLIND, note=note)
+
+    @classmethod
+    def skipped(cls, note: str) -> Verdict:
+        return cls(state=CheckState.SKIPPED, note=note)
+
+    @classmethod
+    def ok(cls, note: str | None = None) -> Verdict:
+        return cls(state=CheckState.OK, note=note)
+
+    def resolved_state(self) -> CheckState:
+        if self.findings:
+            return CheckState.FINDING
+        return self.state or CheckState.OK
+
+
+DetectorFn = Callable[[DetectorContext], Verdict]
+
+
+@dataclass(frozen=True, slots=True)
+class Detector:
+    id: str
+    fn: DetectorFn
+    module: str
+
+
+REGISTRY: dict[str, Detector] = {}
+
+
+def detector(finding_id: str) -> Callable[[DetectorFn], DetectorFn]:
+    """Register ``fn`` as the check for ``finding_id`` (a catalog id)."""
+    entry(finding_id)  # KeyError for an id outside the contract
+
+    def register(fn: DetectorFn) -> DetectorFn:
+        if finding_id in REGISTRY:
+            raise ValueError(f"two detectors for {finding_id!r}")
+        REGISTRY[finding_id] = Detector(finding_id, fn, fn.__module__)
+        return fn
+
+    return register
+
+
+# --- building findings -------------------------------------------------------------------------------
+def to_evidence(item: Event | Hit | Evidence) -> Evidence:
+    if isinstance(item, Evidence):
+        return item
+    event = item.event if isinstance(item, Hit) else item
+    if isinstance(event, Traceback):
+        text = event.lines[-1] if event.lines else event.text
+        if event.exc_type and event.exc_message is not None and not text.strip():
+            text = f"{event.exc_type}: {event.exc_message}"
+        return Evidence(file=event.source.path, line=event.last_line, text=clip_text(text))
+    return Evidence(file=event.source.path, line=event.line, text=clip_text(event.text))
+
+
+def evidence_list(items: Iterable[Event | Hit | Evidence | None], limit: int = MAX_EVIDENCE) -> list[Evidence]:
+    """Evidence in the given order (most telling first), without duplicates, at most ``limit``."""
+    out: list[Evidence] = []
+    seen: set[tuple[str, int | None]] = set()
+    for item in items:
+        if item is None:
+            continue
+        ev = to_evidence(item)
+        key = (ev.file, ev.line)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(ev)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def make_finding(
+    finding_id: str,
+    explanation: str,
+    evidence: Sequence[Event | Hit | Evidence | None],
+    *,
+    fixes: Sequence[Fix] = (),
+    action: str | None = None,
+    data: dict[str, Any] | None = None,
+    severity: Severity | None = None,
+    title: str | None = None,
+) -> Finding | None:
+    """A finding with the catalog's title and severity; None when there is no evidence."""
+    cat = entry(finding_id)
+    items = evidence_list(evidence)
+    if not items:
+        return None
+    return Finding(
+        id=finding_id,
+        severity=severity or cat.severity,
+        title=title or cat.title,
+        explanation=explanation,
+        evidence=items,
+        fixes=list(fixes),
+        action=action,
+        data=data or {},
+    )
+
+
+def verdict_of(*findings: Finding | None) -> Verdict:
+    return Verdict(findings=[f for f in findings if f is not None])
+
+
+def fix(config: RunConfig, path: str, proposed: Any, why: str, *, seen: Any = None) -> Fix:
+    """A Fix whose ``current`` is the user's value (TOML if given, else what the run used, else ``seen``:
+    the value a log line showed)."""
+    current = config.current(path)
+    return Fix(path=path, current=seen if current is None else current, proposed=proposed, why=why)
+
+
+def fmt(value: float | None, digits: int = 1) -> str:
+    if value is None:
+        return "?"
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:.{digits}f}"
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = float(seconds)
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+# --- run arithmetic shared by detectors ----------------------------------------------------------------
+def batch_per_step(ctx: DetectorContext) -> int | None:
+    """Completions one policy step consumes: train_batch_per_replica × policy replicas (§1)."""
+    per_replica = ctx.config.integer("train.train_batch_per_replica")
+    replicas = ctx.config.integer("policy.parallelism.n_init_replicas")
+    if per_replica and replicas:
+        return per_replica * replicas
+    report = ctx.store.train_reports.last
+    if report is not None and report.rollouts > 0:
+        return report.rollouts  # 'Train report data from total N rollouts' is that product (§4.5)
+    return None
+
+
+def run_mode(ctx: DetectorContext) -> str:
+    mode = ctx.config.get("mode")
+    return mode if isinstance(mode, str) and mode else "disaggregated"
+
+
+def gpus_per_replica(ctx: DetectorContext, section: str) -> int | None:
+    """The launcher's per-replica GPU count: tp × dp_replicate × pp × cp × dp_shard (§2.2)."""
+    if not ctx.config.known:
+        return None
+    total = 1
+    for key in ("tp_size", "dp_replicate_size", "pp_size", "cp_size", "dp_shard_size"):
+        value = ctx.config.integer(f"{section}.parallelism.{key}")
+        if value is None:
+            value = 1
+        if key == "dp_shard_size" and value < 1:
+            value = 1
+        total *= value
+    return total

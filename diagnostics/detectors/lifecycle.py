@@ -1,0 +1,465 @@
+"""Run lifecycle: a replica died, the run stalled, ended early, or finished and will not exit.
+
+Mechanism (cosmos-rl.md §2.7, §4.7, §13.6, §15): the launcher stops everything only when the
+controller fails; a dead policy/rollout replica is dropped from its watch list and the rest go on
+(its exit code can even be 0, or 'treating as success'). torchrun's summary in the replica's own
+log (``ChildFailedError``, ``exitcode : -9``) and the controller's ``… is dead`` line (after the
+200 s heartbeat timeout) are the direct evidence. Heartbeats come from a separate process, so a
+hung replica is not declared dead: the only sign is that steps stop. When every step is done but a
+rollout never unregisters, the launcher never returns (0.4.4 and 747d1bd, §15).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from diagnostics.detectors._base import (
+    DetectorContext,
+    Verdict,
+    batch_per_step,
+    detector,
+    duration,
+    fix,
+    fmt,
+    make_finding,
+    stopped_from_outside,
+    ts_of,
+    verdict_of,
+)
+from diagnostics.detectors._probes import Hit
+from diagnostics.detectors._store import FileFacts
+from diagnostics.events import Event, Role, Signal, SignalKind, Traceback
+from diagnostics.findings import Finding
+from diagnostics.metrics import median
+
+TAIL_LINES = 80  # a traceback this close to the end of its file is what the process died of
+HANDLED = ("Failed in rollout generation", "Warning reporting training results", "Prefetch fetch failed")
+IGNORED_EXC = ("KeyboardInterrupt", "SystemExit")
+REPLICA_ROLES = (Role.POLICY, Role.ROLLOUT, Role.REFERENCE)
+
+
+@dataclass
+class Death:
+    replica: str
+    items: list[Event | Hit] = field(default_factory=list)
+    ts: float | None = None
+    cause: str | None = None
+    exact: bool = False  # ts comes from torchrun's own failure time
+
+
+def _handled(tb: Traceback) -> bool:
+    text = tb.text + "\n" + "\n".join(tb.lines[-3:])
+    if tb.exc_type and tb.exc_type.split(".")[-1] in IGNORED_EXC:
+        return True
+    if stopped_from_outside(tb):
+        return True
+    return any(h in text for h in HANDLED)
+
+
+def _when(ctx: DetectorContext, event: Event) -> float | None:
+    """An event's time; for the unstamped lines of a replica log (tracebacks, torchrun's summary), the
+    newest stamp of that file: a process writes its failure last."""
+    t = ts_of(event) or _child_time(event)
+    if t is None:
+        facts = ctx.store.files.get(event.source.path)
+        if facts is not None:
+            t = facts.last_ts
+    return t
+
+
+def _after_end(ctx: DetectorContext, ts: float | None) -> bool:
+    end = ctx.final_step_ts
+    return end is not None and ts is not None and ts >= end
+
+
+def _child_time(event: Event) -> float | None:
+    """torchrun's summary says when the worker failed: ``time : 2025-06-11_09:03:00`` (local time)."""
+    value = event.fields.get("time") if isinstance(event, Signal) else None
+    if not isinstance(value, str):
+        return None
+    try:
+        # whole seconds: the failure happened within that second, after what was logged during it
+        return datetime.strptime(value.strip(), "%Y-%m-%d_%H:%M:%S").timestamp() + 0.999
+    except ValueError:
+        return None
+
+
+def _child_cause(event: Event) -> str | None:
+    fields = event.fields if isinstance(event, Signal) else {}
+    code = fields.get("exitcode")
+    sig = fields.get("signal")
+    if sig:
+        return f"killed by {sig}"
+    if code == -9 or "exitcode  : -9" in event.text or "SIGKILL" in event.text:
+        return "killed by SIGKILL (exit code -9: the host's OOM killer, or a kill)"
+    if isinstance(code, int):
+        return f"exit code {code}"
+    return None
+
+
+def collect_deaths(ctx: DetectorContext) -> dict[str, Death]:
+    """One entry per dead replica (keyed by its log file, or by UUID when no file is known)."""
+    deaths: dict[str, Death] = {}
+
+    def add(key: str, replica: str, item: Event | Hit, cause: str | None = None) -> None:
+        death = deaths.get(key)
+        if death is None:
+            death = deaths[key] = Death(replica)
+        death.items.append(item)
+        event = item.event if isinstance(item, Hit) else item
+        exact = _child_time(event)
+        if exact is not None:
+            death.ts, death.exact = exact, True
+        elif not death.exact:
+            t = _when(ctx, event)
+            if t is not None and (death.ts is None or t < death.ts):
+                death.ts = t
+        if cause and (not death.cause or death.cause.startswith("it raised torch.distributed.elastic")):
+            death.cause = cause  # torchrun's wrapper exception says less than its exit code
+
+    for facts in ctx.files(*REPLICA_ROLES, Role.UNKNOWN):
+        tb = facts.last_traceback
+        if tb is None or _handled(tb) or facts.last_line - tb.last_line > TAIL_LINES or _after_end(ctx, _when(ctx, tb)):
+            continue
+        if facts.source.role is Role.UNKNOWN and not ctx.hits("child_failed"):
+            continue
+        error = facts.last_error if facts.last_error is not None and not _handled(facts.last_error) else tb
+        if facts.last_line - error.last_line > TAIL_LINES:
+            error = tb
+        exc = f"{error.exc_type}: {error.exc_message}" if error.exc_type else (error.lines[-1] if error.lines else None)
+        add(facts.source.path, facts.source.replica, error, f"it raised {exc[:160].rstrip('.')}" if exc else None)
+    for hit in ctx.hits("child_failed"):
+        if _after_end(ctx, _when(ctx, hit.event)):
+            continue
+        add(hit.event.source.path, hit.event.source.replica, hit, _child_cause(hit.event))
+    for sig in ctx.signals(SignalKind.REPLICA_DEAD):
+        if _after_end(ctx, ts_of(sig)):
+            continue
+        uuid = str(sig.fields.get("uuid") or "")
+        source = ctx.store.source_of_uuid(uuid) if uuid else None
+        role = str(sig.fields.get("role") or "replica").lower()
+        key = source.path if source is not None else f"uuid:{uuid or sig.line}"
+        name = source.replica if source is not None else f"{role} {uuid[:8]}"
+        add(key, name, sig, "no heartbeat reached the controller for the heartbeat timeout")
+    return deaths
+
+
+def _launcher_failures(ctx: DetectorContext) -> list[Signal]:
+    return [s for s in ctx.signals(SignalKind.PROCESS_FAILED) if "controller" not in s.text.lower()]
+
+
+def _later_progress(ctx: DetectorContext, death: Death) -> str | None:
+    if death.ts is None:
+        return None
+    step_then = ctx.metrics.step_at(death.ts)
+    last_step = ctx.metrics.step
+    total = ctx.metrics.total_steps
+    later = [
+        f
+        for f in ctx.files(Role.CONTROLLER, *REPLICA_ROLES)
+        if f.last_ts is not None
+        and f.last_ts > death.ts + 1
+        and f.source.path not in {i.event.source.path if isinstance(i, Hit) else i.source.path for i in death.items}
+    ]
+    parts = []
+    if step_then is not None and last_step is not None and last_step > step_then:
+        parts.append(f"the controller trained on to step {last_step}/{total} from rollouts already buffered")
+    if later:
+        newest = max(later, key=lambda f: f.last_ts or 0)
+        parts.append(
+            f"{newest.source.replica} kept logging for {duration((newest.last_ts or 0) - death.ts)} afterwards"
+        )
+    if not parts:
+        return None
+    return "The launcher did not stop the run: " + " and ".join(parts) + "."
+
+
+@detector("replica_died")
+def replica_died(ctx: DetectorContext) -> Verdict:
+    deaths = collect_deaths(ctx)
+    launcher = _launcher_failures(ctx)
+    terminated = ctx.store.signal(SignalKind.TERMINATED_ALL).last
+    findings: list[Finding | None] = []
+    for i, (key, death) in enumerate(sorted(deaths.items(), key=lambda kv: kv[1].ts or 0)):
+        step_then = ctx.metrics.step_at(death.ts) if death.ts is not None else None
+        total = ctx.metrics.total_steps
+        where = f" at step {step_then}/{total}" if step_then is not None else " before the first logged step"
+        explanation = f"{death.replica} died{where}" + (f": {death.cause}" if death.cause else "") + "."
+        kept = _later_progress(ctx, death)
+        if kept:
+            explanation += " " + kept
+        elif terminated is not None:
+            explanation += " The launcher then terminated every process."
+        if any(isinstance(it, Signal) and it.kind is SignalKind.REPLICA_DEAD for it in death.items):
+            explanation += " The controller declared it dead only after the heartbeat timeout."
+        items: list[Event | Hit | None] = [
+            *(it for it in death.items if isinstance(it, (Hit, Traceback))),
+            *(it for it in death.items if isinstance(it, Signal)),
+            launcher[i] if i < len(launcher) else None,
+        ]
+        findings.append(
+            make_finding(
+                "replica_died",
+                explanation,
+                items,
+                fixes=[fix(ctx.config, "train.resume", True, "restart from the newest checkpoint instead of step 0")]
+                if ctx.store.checkpoints.get("saved")
+                else [],
+                action=f"Read the end of {death.replica}'s log for the cause, stop the whole run (the launcher "
+                "does not), fix the cause and relaunch.",
+                data={
+                    "replica": death.replica,
+                    "file": key if not key.startswith("uuid:") else None,
+                    "step": step_then,
+                },
+            )
+        )
+    if not deaths:
+        for sig in launcher:
+            if _after_end(ctx, ts_of(sig)):
+                continue
+            rc = sig.fields.get("rc")
+            findings.append(
+                make_finding(
+                    "replica_died",
+                    f"The launcher reports a process failed (return code {rc}) and kept running; the replica logs "
+                    "do not say which one (its position in the launcher's list is not a replica index).",
+                    [sig],
+                    action="Find the replica log that ends with a traceback or torchrun's ChildFailedError; "
+                    "stop and relaunch the run.",
+                    data={"rc": rc},
+                )
+            )
+    _ended_as_success(ctx, findings)
+    return verdict_of(*findings)
+
+
+def _ended_as_success(ctx: DetectorContext, findings: list[Finding | None]) -> None:
+    """The launcher or controller call the end a success while training stopped short (§15)."""
+    step, total = ctx.metrics.step, ctx.metrics.max_total_steps
+    if step is None or not total or step >= total:
+        return
+    success = ctx.store.signal(SignalKind.COORDINATED_SUCCESS).last
+    finished = ctx.store.signal(SignalKind.ALL_REPLICAS_FINISHED).last
+    reaped = finished is not None and "heartbeat" in finished.text
+    no_policy = ctx.store.signal(SignalKind.NO_POLICY_REPLICAS).first
+    if success is None and not reaped and no_policy is None:
+        return
+    last_step_event = ctx.store.steps.last
+    text = (
+        f"The job ended as if successful ('treating as success' / 'All replicas are finished') but training stopped "
+        f"at step {step} of {total}: a replica was lost and the run drained instead of training to the end."
+    )
+    existing = next((f for f in findings if f is not None), None)
+    if existing is not None:
+        existing.explanation += " " + text
+        return
+    findings.append(
+        make_finding(
+            "replica_died",
+            text,
+            [success, finished if reaped else None, no_policy, last_step_event],
+            action="Do not trust the launcher's exit code: compare the last `Step: n/N`. "
+            "Relaunch (train.resume = true).",
+            data={"step": step, "total_steps": total},
+        )
+    )
+
+
+STALL_FACTOR = 8.0
+STALL_FLOOR_S = 300.0
+STALL_BEFORE_FIRST_STEP_S = 1800.0
+
+
+@detector("stalled")
+def stalled(ctx: DetectorContext) -> Verdict:
+    if ctx.finished_training:
+        return Verdict.ok("training finished")
+    m = ctx.metrics
+    step_series = m.get("step")
+    last_step_event: Event | None = ctx.store.steps.last or ctx.store.train_reports.last
+    step_times = m.get("step_time_s")
+    usual = median(step_times.tail(20)) if step_times is not None else None
+    progress_ts: float | None
+    if step_series is not None and step_series.last_ts is not None:
+        progress_ts = step_series.last_ts
+        limit = max(STALL_FACTOR * (usual or 0.0), STALL_FLOOR_S)
+        what = f"the last step ({m.step}/{m.total_steps})"
+    elif ctx.store.stats.last is not None:
+        last_event = ctx.store.stats.last
+        progress_ts, limit = ts_of(last_event), STALL_BEFORE_FIRST_STEP_S
+        last_step_event = last_event
+        what = "the last rollout (no step has finished)"
+    else:
+        return Verdict.ok("no step and no rollout yet: nothing to measure progress against")
+    ended = ctx.ended
+    stall = ctx.elapsed_since(progress_ts)
+    if stall is None or stall < limit:
+        return Verdict.ok()
+    newest = max((f for f in ctx.files() if f.last_ts is not None), key=lambda f: f.last_ts or 0, default=None)
+    lines_after = (ctx.newest_ts or 0.0) - (progress_ts or 0.0)
+    if ended is not None and not ctx.live:
+        alive = "until the job ended"
+    elif ctx.live:
+        alive = "the log files are still being written"
+    elif lines_after >= 60 and newest is not None:
+        alive = f"{newest.source.replica} kept logging for {duration(lines_after)} after it"
+    else:
+        alive = f"nothing has been written for {duration(ctx.silence)} and no process reported an exit"
+    finding = make_finding(
+        "stalled",
+        f"No progress for {duration(stall)} after {what} ({alive}); a step usually takes {fmt(usual)} s. "
+        "Heartbeats come from a separate process, so a hung replica is never declared dead.",
+        [last_step_event, newest.last_event if newest is not None else None],
+        action="Check the other findings (dead replica, NCCL timeout, weight-sync hang); dump the stacks of the "
+        "replica processes (py-spy dump --pid P) to see where they wait; stop and relaunch with train.resume = true.",
+        data={"stalled_s": round(stall, 1), "usual_step_s": usual, "limit_s": round(limit, 1), "live": ctx.live},
+    )
+    return verdict_of(finding)
+
+
+SHUTDOWN_GRACE_S = 300.0  # logs going on this long after the last step
+STOPPED_GRACE_S = 120.0  # a replica still alive this long after the last step, until someone stopped it
+MTIME_TRUST_S = 6 * 3600.0
+
+
+@detector("shutdown_hang")
+def shutdown_hang(ctx: DetectorContext) -> Verdict:
+    if not ctx.finished_training:
+        return Verdict.ok("training has not finished")
+    end = ctx.final_step_ts
+    store = ctx.store
+    for phase in ("saving", "saved"):
+        bucket = store.checkpoints.get(phase)
+        t = ts_of(bucket.last) if bucket and bucket.last is not None else None
+        if t is not None and (end is None or t > end):
+            end = t
+    finished = store.signal(SignalKind.ALL_REPLICAS_FINISHED).last
+    launcher_files = ctx.files(Role.LAUNCHER)
+    exits = len(ctx.signals(SignalKind.PROCESS_COMPLETED)) + len(ctx.signals(SignalKind.COORDINATED_SUCCESS))
+    processes = len(ctx.files(Role.CONTROLLER, *REPLICA_ROLES))
+    launcher_done = bool(launcher_files) and (exits >= max(1, processes) or store.signal(SignalKind.TERMINATED_ALL))
+    if launcher_done:
+        return Verdict.ok("the launcher reported every process finished")
+    abnormal = store.signal(SignalKind.CONTROLLER_SHUTDOWN_ABNORMAL).last
+    since = ctx.elapsed_since(end)
+    lingering = [
+        f
+        for f in ctx.files(*REPLICA_ROLES, Role.CONTROLLER)
+        if f.last_ts is not None and end is not None and f.last_ts - end >= SHUTDOWN_GRACE_S
+    ]
+    stopped = [
+        (f, stop - end)
+        for f in ctx.files(*REPLICA_ROLES)
+        if f.last_traceback is not None
+        and stopped_from_outside(f.last_traceback)
+        and end is not None
+        and (stop := _stop_time(f)) is not None
+        and stop - end >= STOPPED_GRACE_S
+    ]
+    waiting_live = ctx.live and since is not None and since >= SHUTDOWN_GRACE_S
+    if abnormal is None and not lingering and not stopped and not waiting_live:
+        return Verdict.ok()
+    parts = [f"training finished (step {ctx.metrics.step}/{ctx.metrics.total_steps})"]
+    if waiting_live:
+        parts.append(f"{duration(since)} later the log files are still being written")
+    elif lingering:
+        parts.append(
+            f"{', '.join(f.source.replica for f in lingering[:3])} kept logging for {duration(since)} afterwards"
+        )
+    for f, after in stopped[:2]:
+        parts.append(f"{f.source.replica} was still running {duration(after)} later and had to be stopped (SIGTERM)")
+    if abnormal is not None:
+        if "checkout gate" in abnormal.text:
+            parts.append("the controller forced its shutdown because a rollout never checked out")
+        else:
+            parts.append("the controller shut itself down before every replica had unregistered")
+    if finished is None:
+        parts.append("the controller never logged 'All replicas are finished'")
+    if launcher_files:
+        parts.append(f"the launcher reported only {exits} of {processes} processes finished")
+    last_step = store.steps.last or store.signal(SignalKind.TRAINING_COMPLETE).last
+    finding = make_finding(
+        "shutdown_hang",
+        "The job does not exit although its work is done: " + "; ".join(parts) + ". This is the known shutdown race "
+        "(cosmos-rl.md §15), not a failed run: training is complete.",
+        [
+            abnormal,
+            *(f.last_traceback for f, _ in stopped[:2]),
+            *(f.last_event for f in lingering[:2]),
+            last_step,
+            finished,
+        ],
+        action="Stop the job (a1x-tui stop, or kill the launcher's process group). With 0.4.4, unset "
+        "COSMOS_SHUTDOWN_ON_NO_POLICY_REPLICAS to avoid the race.",
+        data={"since_final_step_s": since, "exits_reported": exits, "processes": processes},
+    )
+    return verdict_of(finding)
+
+
+def _stop_time(facts: FileFacts) -> float | None:
+    """When a file was last written: its mtime when that fits its own log stamps (same clock, written
+    after its last stamped line, within hours), else its last stamp."""
+    last = facts.last_ts
+    if facts.mtime is not None and last is not None and 0.0 <= facts.mtime - last <= MTIME_TRUST_S:
+        return facts.mtime
+    return last
+
+
+END_KINDS = (SignalKind.ROLLOUT_END_SIGNAL, SignalKind.JOB_DRAINING, SignalKind.ALL_ROLLOUTS_ENDED)
+
+
+@detector("premature_end")
+def premature_end(ctx: DetectorContext) -> Verdict:
+    m = ctx.metrics
+    total = m.max_total_steps or m.first_total_steps
+    if not total:
+        return Verdict.ok("no step total known")
+    ends: list[Signal] = [s for kind in END_KINDS for s in ctx.signals(kind)]
+    ends.sort(key=lambda s: ts_of(s) or 0)
+    first_end = ends[0] if ends else None
+    if first_end is None:
+        return Verdict.ok()
+    t = ts_of(first_end)
+    step_then = (m.step_at(t) if t is not None else None) or 0
+    if total - step_then < max(2, total // 10):
+        return Verdict.ok()
+    last = m.step or 0
+    shrunk = m.total_steps is not None and m.total_steps < total
+    ended = ctx.ended is not None or ctx.store.signal(SignalKind.TRAINING_COMPLETE).last is not None
+    if last >= total:
+        return Verdict.ok()
+    batch = batch_per_step(ctx)
+    pending = m.value_at("pending_rollouts", t) if t is not None else None
+    short_of_data = batch is not None and pending is not None and pending < (total - step_then) * batch
+    if not (shrunk or ended or short_of_data):
+        return Verdict.ok("rollouts ended; the logs do not show whether the buffer covers the remaining steps")
+    deaths = [d for d in collect_deaths(ctx).values() if d.ts is not None and t is not None and d.ts <= t + 30]
+    if deaths:
+        return Verdict.ok(f"{deaths[0].replica} died first; replica_died explains the early end")
+    by_kind: dict[SignalKind, list[Signal]] = defaultdict(list)
+    for s in ends:
+        by_kind[s.kind].append(s)
+    failed = ctx.hits("prefetch_error")
+    explanation = (
+        f"Rollouts stopped producing at step {step_then} of {total}"
+        + (f" and the controller recomputed the total to {m.total_steps}" if shrunk else "")
+        + f"; training ended at step {last}. "
+    )
+    explanation += (
+        "A rollout posted its end signal early: its prefetch thread failed and ended the prompt stream (§6.4)."
+        if failed
+        else "Rollouts ran out of prompts early: failed or filtered generations shrink the data, or a rollout's "
+        "prompt stream ended on an error."
+    )
+    finding = make_finding(
+        "premature_end",
+        explanation,
+        [first_end, *by_kind.get(SignalKind.ALL_ROLLOUTS_ENDED, [])[:1], ctx.store.steps.last, *failed[:1]],
+        action="Check the rollout logs around the end signal for errors; compare dataset size × n_generation × epoch "
+        "with train_batch_per_replica × policy replicas × total steps.",
+        data={"step_at_end_signal": step_then, "total_steps": total, "last_step": last},
+    )
+    return verdict_of(finding)

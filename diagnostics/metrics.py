@@ -1,0 +1,479 @@
+"""Metric time series from typed events, in compact bounded arrays.
+
+Each series holds (timestamp, step, value) triples in ``array('d')``. When a series reaches its
+capacity it keeps every other point and from then on records every second sample (then every
+fourth, ...), so memory stays bounded on a months-long run while the shape of the curve and the
+exact last value are kept. Sources (cosmos-rl.md §4.3, §4.4, §4.5, §6.2, §6.3, §7):
+
+- ``Step:`` lines: step / total, reward mean/std/max/min, loss avg/max, learning rate, grad norm,
+  iteration time; the Δ timestamp between two Step lines is the step wall time (§7.4).
+- ``Train report`` lines: every metric of a step; the recipe's reward components
+  ``train/traj_L2``, ``train/comfort_reward``, ``train/reasoning_score`` (alpamayo-recipe.md §10)
+  and ``rollout/advantage_std``. Used for the Step-line metrics too when no Step line exists.
+- ``Stat:`` lines: pending rollouts, in-flight, filtered (outdated); samples/s and tokens/s from
+  the Δ of the cumulative counters over Δ elapsed (§7.4).
+- Weight-version gap: ``weight staleness`` lines (max), ``prompt rejected`` lines (prompt version
+  minus current version) and the P2R receive step against the controller's step.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from array import array
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+from diagnostics.events import (
+    DynamicSampling,
+    Event,
+    PromptRejected,
+    Staleness,
+    Stat,
+    Step,
+    SyncPhase,
+    Throttle,
+    ThrottleState,
+    TrainReport,
+    WeightSync,
+)
+
+NAN = float("nan")
+
+
+def epoch(ts: datetime | None) -> float | None:
+    """A log timestamp as seconds since the epoch (naive stamps are the host's local time)."""
+    if ts is None:
+        return None
+    try:
+        return ts.timestamp()
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+SERIES_CAPACITY = 16384
+RATE_WINDOW_S = 10.0  # samples/s and tokens/s are measured over at least this much elapsed time
+
+
+class Series:
+    """(ts, step, value) points in compact arrays, decimated by two whenever full."""
+
+    __slots__ = (
+        "_skip",
+        "capacity",
+        "last_step",
+        "last_ts",
+        "last_value",
+        "name",
+        "seen",
+        "steps",
+        "stride",
+        "ts",
+        "values",
+    )
+
+    def __init__(self, name: str, capacity: int = SERIES_CAPACITY) -> None:
+        self.name = name
+        self.capacity = max(4, capacity)
+        self.ts = array("d")
+        self.steps = array("d")
+        self.values = array("d")
+        self.stride = 1
+        self._skip = 0
+        self.seen = 0
+        self.last_value: float | None = None
+        self.last_ts: float | None = None
+        self.last_step: float | None = None
+
+    def append(self, value: float, ts: float | None = None, step: float | None = None) -> None:
+        self.seen += 1
+        self.last_value, self.last_ts, self.last_step = value, ts, step
+        if self._skip:
+            self._skip -= 1
+            return
+        if len(self.values) >= self.capacity:
+            self.ts = self.ts[::2]
+            self.steps = self.steps[::2]
+            self.values = self.values[::2]
+            self.stride *= 2
+        self.ts.append(NAN if ts is None else ts)
+        self.steps.append(NAN if step is None else step)
+        self.values.append(value)
+        self._skip = self.stride - 1
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __bool__(self) -> bool:
+        return self.seen > 0
+
+    def points(self) -> Iterator[tuple[float, float, float]]:
+        """(ts, step, value); the exact last sample is always included."""
+        yield from zip(self.ts, self.steps, self.values, strict=True)
+        if self.last_value is not None and self._skip:
+            yield (
+                NAN if self.last_ts is None else self.last_ts,
+                NAN if self.last_step is None else self.last_step,
+                self.last_value,
+            )
+
+    def tail(self, n: int) -> list[float]:
+        """The last ``n`` retained values (plus the exact last one)."""
+        values = list(self.values[-n:])
+        if self._skip and self.last_value is not None:
+            values = [*values[1:], self.last_value] if len(values) >= n else [*values, self.last_value]
+        return values
+
+
+def finite(value: float | None) -> bool:
+    return value is not None and not math.isnan(value) and not math.isinf(value)
+
+
+def median(values: list[float]) -> float | None:
+    clean = sorted(v for v in values if finite(v))
+    if not clean:
+        return None
+    mid = len(clean) // 2
+    return clean[mid] if len(clean) % 2 else (clean[mid - 1] + clean[mid]) / 2
+
+
+# Values the Step line prints with 4/5 decimals: below these they read as 0.0000 / 0.00000.
+REWARD_STD_ZERO = 5e-5
+LOSS_ZERO = 5e-6
+ADVANTAGE_STD_ZERO = 1e-6
+
+
+@dataclass(slots=True)
+class Streak:
+    """A run of consecutive steps that share a property (used for group collapse)."""
+
+    length: int = 0
+    start: Event | None = None
+    end: Event | None = None
+
+
+class StreakTracker:
+    __slots__ = ("current", "last_step", "longest", "total")
+
+    def __init__(self) -> None:
+        self.current = Streak()
+        self.longest = Streak()
+        self.total = 0
+        self.last_step: int | None = None
+
+    def observe(self, step: int, hit: bool, event: Event) -> None:
+        if self.last_step is not None and step <= self.last_step:
+            return  # the same step reported again (several controllers, a re-read)
+        self.last_step = step
+        if not hit:
+            self.current = Streak()
+            return
+        self.total += 1
+        if self.current.length == 0:
+            self.current = Streak(0, event, event)
+        self.current.length += 1
+        self.current.end = event
+        if self.current.length > self.longest.length:
+            self.longest = Streak(self.current.length, self.current.start, self.current.end)
+
+
+@dataclass(slots=True)
+class StepWindow:
+    """What the controller logged between two training steps: is the producer held back?"""
+
+    step: int  # the step that closed the window
+    start_ts: float | None = None
+    end_ts: float | None = None
+    min_pending: int | None = None
+    max_staleness: int | None = None
+    allowed_outdated: int | None = None  # as the staleness line states it (after the loader's raise)
+    throttled: bool = False
+
+
+MAX_WINDOWS = 4096
+
+
+class Metrics:
+    """Builds every series from events, one event at a time (O(1) amortised per event)."""
+
+    def __init__(self, capacity: int = SERIES_CAPACITY) -> None:
+        self.capacity = capacity
+        self.series: dict[str, Series] = {}
+        self.step: int | None = None
+        self.total_steps: int | None = None
+        self.first_total_steps: int | None = None
+        self.max_total_steps: int | None = None
+        self._last_step_ts: float | None = None
+        self._last_step_value: int | None = None
+        self._rate_anchor: tuple[float, int, int] | None = None  # (elapsed, samples, tokens)
+        self.collapse_steps = StreakTracker()  # Step lines with std 0 or loss 0 & grad 0
+        self.collapse_reports = StreakTracker()  # Train reports with advantage std 0
+        self.dapo_counts: dict[str, int] = {}
+        self.rollout_failed = 0
+        self.outdated_dropped = 0
+        self.step_lines = 0
+        self.train_reports = 0
+        self.recv_steps: list[tuple[float, int]] = []  # (ts, weight step) of P2R receives, bounded
+        self.windows: deque[StepWindow] = deque(maxlen=MAX_WINDOWS)
+        self._step_index: tuple[int, list[float], list[int]] | None = None  # step_at's cache
+        self._window = StepWindow(step=0)
+
+    # --- intake -------------------------------------------------------------------------------
+    def _put(self, name: str, value: float | None, ts: float | None, step: float | None = None) -> None:
+        if value is None:
+            return
+        series = self.series.get(name)
+        if series is None:
+            series = self.series[name] = Series(name, self.capacity)
+        series.append(float(value), ts, self.step if step is None else step)
+
+    def add(self, event: Event) -> None:
+        if isinstance(event, Stat):
+            self._stat(event)
+        elif isinstance(event, Step):
+            self._step(event)
+        elif isinstance(event, TrainReport):
+            self._train_report(event)
+        elif isinstance(event, Throttle):
+            if event.state in (ThrottleState.ENGAGED, ThrottleState.STILL_ENGAGED):
+                self._window.throttled = True
+        elif isinstance(event, Staleness):
+            w = self._window
+            w.max_staleness = event.max if w.max_staleness is None else max(w.max_staleness, event.max)
+            w.allowed_outdated = event.allowed_outdated_steps
+            ts = epoch(event.ts)
+            self._put("weight_staleness_max", event.max, ts)
+            self._put("weight_staleness_p50", event.p50, ts)
+            self._put("discarded_outdated", event.discarded, ts)
+        elif isinstance(event, PromptRejected):
+            self._put("prompt_version_gap", event.prompt_version - event.current_version, epoch(event.ts))
+        elif isinstance(event, WeightSync):
+            if event.phase is SyncPhase.RECV_DONE:
+                ts = epoch(event.ts)
+                self._put("weight_recv_s", event.seconds, ts)
+                if event.step is not None and ts is not None and len(self.recv_steps) < 65536:
+                    self.recv_steps.append((ts, event.step))
+        elif isinstance(event, DynamicSampling):
+            for key, count in event.counts.items():
+                self.dapo_counts[key] = self.dapo_counts.get(key, 0) + int(count)
+            self.rollout_failed += int(event.counts.get("rollout_failed", 0))
+            self.outdated_dropped += int(event.counts.get("outdated", 0))
+
+    def _stat(self, event: Stat) -> None:
+        ts = epoch(event.ts)
+        w = self._window
+        w.min_pending = event.pending if w.min_pending is None else min(w.min_pending, event.pending)
+        self._put("pending_rollouts", event.pending, ts)
+        self._put("in_flight", event.in_flight, ts)
+        self._put("filtered_outdated", event.outdated_filtered, ts)
+        self._put("samples", event.samples, ts)
+        anchor = self._rate_anchor
+        if anchor is None or event.elapsed_s < anchor[0] or event.samples < anchor[1]:
+            self._rate_anchor = (event.elapsed_s, event.samples, event.completion_tokens)
+            return
+        dt = event.elapsed_s - anchor[0]
+        if dt >= RATE_WINDOW_S:
+            self._put("samples_per_s", (event.samples - anchor[1]) / dt, ts)
+            self._put("tokens_per_s", (event.completion_tokens - anchor[2]) / dt, ts)
+            self._rate_anchor = (event.elapsed_s, event.samples, event.completion_tokens)
+
+    def _note_step(self, step: int, total: int | None, ts: float | None) -> bool:
+        """Record a step number; True when it is a new step (not a repeat)."""
+        if total is not None:
+            if self.first_total_steps is None:
+                self.first_total_steps = total
+            self.total_steps = total
+            self.max_total_steps = max(self.max_total_steps or 0, total)
+        new = self._last_step_value is None or step > self._last_step_value
+        if new:
+            closed = self._window
+            closed.step, closed.end_ts = step, ts
+            self.windows.append(closed)
+            self._window = StepWindow(step=step + 1, start_ts=ts)
+            if self._last_step_ts is not None and ts is not None and self._last_step_value is not None:
+                per_step = (ts - self._last_step_ts) / (step - self._last_step_value)
+                self._put("step_time_s", per_step, ts, step)
+            if ts is not None:
+                self._last_step_ts = ts
+            self._last_step_value = step
+            self.step = step
+        return new
+
+    def _step(self, event: Step) -> None:
+        self.step_lines += 1
+        ts = epoch(event.ts)
+        if not self._note_step(event.step, event.total, ts):
+            return
+        s = float(event.step)
+        self._put("step", event.step, ts, s)
+        self._put("total_steps", event.total, ts, s)
+        for name in (
+            "reward_mean",
+            "reward_std",
+            "reward_max",
+            "reward_min",
+            "loss_avg",
+            "loss_max",
+            "learning_rate",
+            "grad_norm",
+            "entropy",
+            "kl_loss_avg",
+        ):
+            self._put(name, getattr(event, name), ts, s)
+        self._put("iteration_time_s", event.iteration_time_s, ts, s)
+        std_zero = finite(event.reward_std) and abs(event.reward_std or 0.0) < REWARD_STD_ZERO
+        no_gradient = (
+            finite(event.loss_avg)
+            and finite(event.grad_norm)
+            and abs(event.loss_avg or 0.0) < LOSS_ZERO
+            and abs(event.grad_norm or 0.0) < LOSS_ZERO
+        )
+        self.collapse_steps.observe(event.step, bool(std_zero or no_gradient), event)
+
+    _REPORT_KEYS: tuple[tuple[str, str], ...] = (
+        ("train/traj_L2", "traj_l2"),
+        ("train/comfort_reward", "comfort_reward"),
+        ("train/reasoning_score", "reasoning_score"),
+        ("rollout/advantage_std", "advantage_std"),
+        ("rollout/advantage_max", "advantage_max"),
+        ("rollout/advantage_min", "advantage_min"),
+        ("rollout/weight_staleness_max", "report_staleness_max"),
+    )
+    _STEP_KEYS: tuple[tuple[str, str], ...] = (
+        ("train/reward_mean", "reward_mean"),
+        ("train/reward_std", "reward_std"),
+        ("train/reward_max", "reward_max"),
+        ("train/reward_min", "reward_min"),
+        ("train/loss_avg", "loss_avg"),
+        ("train/loss_max", "loss_max"),
+        ("train/learning_rate", "learning_rate"),
+        ("train/grad_norm", "grad_norm"),
+        ("train/iteration_time", "iteration_time_s"),
+    )
+
+    def _train_report(self, event: TrainReport) -> None:
+        self.train_reports += 1
+        ts = epoch(event.ts)
+        m = event.metrics
+
+        def num(key: str) -> float | None:
+            value = m.get(key)
+            return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+        step_value = num("train_step")
+        total_value = num("train/total_steps")
+        step = int(step_value) if step_value is not None else None
+        for key, name in self._REPORT_KEYS:
+            self._put(name, num(key), ts, step_value)
+        if step is None:
+            return
+        if self.step_lines == 0:
+            # No console Step line: the report carries the same numbers (§4.5).
+            new = self._note_step(step, int(total_value) if total_value is not None else None, ts)
+            if new:
+                self._put("step", step, ts, step_value)
+                if total_value is not None:
+                    self._put("total_steps", total_value, ts, step_value)
+                for key, name in self._STEP_KEYS:
+                    self._put(name, num(key), ts, step_value)
+        adv_std, adv_max, adv_min = (
+            num("rollout/advantage_std"),
+            num("rollout/advantage_max"),
+            num("rollout/advantage_min"),
+        )
+        zero_adv = (adv_std is not None and abs(adv_std) < ADVANTAGE_STD_ZERO) or (
+            adv_max is not None and adv_min is not None and adv_max == 0.0 and adv_min == 0.0
+        )
+        if adv_std is not None or adv_max is not None:
+            self.collapse_reports.observe(step, zero_adv, event)
+
+    # --- queries -------------------------------------------------------------------------------
+    def get(self, name: str) -> Series | None:
+        return self.series.get(name)
+
+    def last(self, name: str) -> float | None:
+        series = self.series.get(name)
+        return None if series is None else series.last_value
+
+    def median_tail(self, name: str, n: int = 20) -> float | None:
+        series = self.series.get(name)
+        return None if series is None else median(series.tail(n))
+
+    def step_at(self, ts: float) -> int | None:
+        """The controller's step at time ``ts`` (the last Step line at or before it)."""
+        series = self.series.get("step")
+        if series is None or not len(series):
+            return None
+        if self._step_index is None or self._step_index[0] != series.seen:
+            pairs = [(t, v) for t, _, v in series.points() if finite(t)]
+            self._step_index = (series.seen, [t for t, _ in pairs], [int(v) for _, v in pairs])
+        _, times, steps = self._step_index
+        i = bisect.bisect_right(times, ts)
+        return steps[i - 1] if i else None
+
+    def value_at(self, name: str, ts: float) -> float | None:
+        """The last value of series ``name`` logged at or before ``ts``."""
+        series = self.series.get(name)
+        if series is None:
+            return None
+        best: float | None = None
+        for t, _, v in series.points():
+            if finite(t) and t <= ts:
+                best = v
+            elif finite(t) and t > ts:
+                break
+        return best
+
+    def recv_gap(self) -> tuple[int, int, float] | None:
+        """(controller step, last P2R receive step, its ts) at the last receive, if both are known."""
+        if not self.recv_steps:
+            return None
+        ts, recv_step = max(self.recv_steps)
+        controller = self.step
+        if controller is None:
+            return None
+        return controller, recv_step, ts
+
+    def summary(self) -> dict[str, float | int | str | None]:
+        """Last values, for the report and the perfdata."""
+        out: dict[str, float | int | str | None] = {
+            "step": self.step,
+            "total_steps": self.total_steps,
+        }
+        for name in (
+            "reward_mean",
+            "reward_std",
+            "traj_l2",
+            "comfort_reward",
+            "reasoning_score",
+            "advantage_std",
+            "loss_avg",
+            "grad_norm",
+            "learning_rate",
+            "iteration_time_s",
+            "pending_rollouts",
+            "in_flight",
+            "filtered_outdated",
+            "samples_per_s",
+            "tokens_per_s",
+            "weight_staleness_max",
+            "prompt_version_gap",
+        ):
+            value = self.last(name)
+            if value is not None:
+                out[name] = round(value, 6) if finite(value) else None
+        step_time = self.median_tail("step_time_s", 10)
+        if step_time is not None:
+            out["step_time_s"] = round(step_time, 3)
+        recv = self.recv_gap()
+        if recv is not None:
+            out["p2r_step_gap"] = max(0, recv[0] - recv[1])
+        # staleness of accepted rollouts (0.4.4+), else the controller's step minus the last P2R receive
+        gap = out.get("weight_staleness_max", out.get("p2r_step_gap"))
+        if isinstance(gap, (int, float)):
+            out["weight_version_gap"] = gap
+        if self.rollout_failed:
+            out["rollout_failed"] = self.rollout_failed
+        return out

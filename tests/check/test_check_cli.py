@@ -1,0 +1,158 @@
+"""The real CLI, as a user or an agent runs it: exit codes, stdout = report only, JSON schema, secrets."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from diagnostics.catalog import CATALOG
+from diagnostics.findings import Report
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "diagnostics" / "examples"
+
+
+def a1x(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "a1x_tui", "--check", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        timeout=60,
+        check=False,
+    )
+
+
+def test_healthy_example_exits_0_with_perfdata() -> None:
+    p = a1x("--example", "healthy")
+    assert p.returncode == 0, p.stdout + p.stderr
+    first = p.stdout.splitlines()[0]
+    assert first.startswith("A1X-TUI OK - no problem found (step 8/8) | ")
+    assert "'step'=8" in first and "'pending_rollouts'=" in first
+    assert "[+] replica_died ok" in p.stdout
+    assert "metrics: step 8/8" in p.stdout
+
+
+def test_sick_example_exits_2_and_names_the_failures() -> None:
+    p = a1x("--example", "sick")
+    assert p.returncode == 2
+    assert p.stdout.startswith("A1X-TUI CRITICAL - ")
+    for finding_id in ("replica_died", "vllm_oom"):
+        assert f"[-] {finding_id} {CATALOG[finding_id].title}" in p.stdout
+    assert "rollout_0.log:" in p.stdout  # evidence as file:line: text
+
+
+def test_example_list_and_unknown_example() -> None:
+    p = a1x("--example")
+    assert p.returncode == 0
+    assert {"healthy", "sick"} <= set(p.stdout.split())
+    p = a1x("--example", "nope")
+    assert p.returncode == 3 and "no example 'nope'" in p.stderr
+
+
+def test_json_output_validates_against_schema_and_round_trips() -> None:
+    schema = json.loads(a1x("--schema").stdout)
+    p = a1x("--example", "sick", "--format", "json")
+    assert p.returncode == 2
+    data = json.loads(p.stdout)  # stdout is exactly one JSON document
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(data, schema)
+    report = Report.model_validate(data)
+    assert report.exit_code == 2 and report.status.value == "critical"
+    assert {f.id for f in report.findings} >= {"replica_died", "vllm_oom"}
+    assert all(f.evidence for f in report.findings)
+
+
+def test_unknown_for_missing_path_still_prints_a_report(tmp_path: Path) -> None:
+    p = a1x(str(tmp_path / "nothing-here"))
+    assert p.returncode == 3
+    assert p.stdout.startswith("A1X-TUI UNKNOWN - ")
+    assert "no such file or folder" in p.stdout
+    p = a1x(str(tmp_path / "nothing-here"), "--format", "json")
+    assert json.loads(p.stdout)["status"] == "unknown"
+
+
+def test_unknown_for_a_folder_without_cosmos_lines(tmp_path: Path) -> None:
+    (tmp_path / "controller.log").write_text("hello\nnothing to see\n")
+    p = a1x(str(tmp_path))
+    assert p.returncode == 3
+    assert "no Cosmos-RL line" in p.stdout
+
+
+def test_timeout_gives_unknown() -> None:
+    p = a1x("--example", "healthy", "--timeout", "0")
+    assert p.returncode == 3
+    assert "timed out" in p.stdout
+
+
+def test_warning_exit_code_1(tmp_path: Path) -> None:
+    run = tmp_path / "logs_20261129-145608"
+    run.mkdir()
+    lines = [
+        f"[cosmos] 2025-06-11 09:00:{i:02d},000 - cosmos - INFO - Step: {i}/40, Reward Mean: -1.0000, "
+        "Reward Std: 0.0000, Reward Max: -1.0000, Reward Min: -1.0000, Completion Length Mean: 1.00, "
+        "Completion Length Max: 1.00, Average loss: 0.00000, Max loss: 0.00000, Learning rate: 2.00000e-06, "
+        "Entropy: 0.41250, Effective Entropy: 0.41250, Grad Norm: 0.00000, KL Loss Avg: 0.00000, "
+        "KL Loss Max: 0.00000, Iteration time: 4.70s."
+        for i in range(1, 6)
+    ]
+    (run / "controller.log").write_text("\n".join(lines) + "\n")
+    p = a1x(str(tmp_path))
+    assert p.returncode == 1, p.stdout
+    assert p.stdout.startswith("A1X-TUI WARNING - grpo_collapse")
+
+
+def test_stdout_carries_only_the_report(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[train\n")
+    p = a1x("--example", "healthy", "--config", str(bad), "--format", "json")
+    json.loads(p.stdout)  # the config problem did not leak into stdout
+    assert "--config not used" in p.stderr
+
+
+def test_secrets_are_never_printed(tmp_path: Path) -> None:
+    secret = "wandbkey0123456789abcdef0123456789abcdef"
+    token = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345"
+    shutil.copytree(EXAMPLES / "sick", tmp_path / "run", symlinks=True)
+    controller = tmp_path / "run" / "logs_20261129-145608" / "controller.log"
+    controller.write_text(
+        controller.read_text()
+        + "[cosmos] 2025-06-11 09:16:00,000 - cosmos - ERROR - Failed to initialize wandb: 403 Forbidden: "
+        f"permission denied for api key {secret}\n"
+        "[cosmos] 2025-06-11 09:16:01,000 - cosmos - ERROR - Failed to load or parse config file /tmp/x.toml: "
+        f"bad env {{'HF_TOKEN': '{token}', 'WANDB_API_KEY': '{secret}'}}.\n"
+    )
+    for fmt in ("text", "json"):
+        p = a1x(str(tmp_path / "run"), "--format", fmt, env={"WANDB_API_KEY": secret, "HF_TOKEN": token})
+        assert p.returncode == 2
+        out = p.stdout + p.stderr
+        assert "Failed to initialize wandb: 403 Forbidden" in out  # the evidence line itself is shown...
+        assert "Failed to load or parse config file" in out
+        assert secret not in out and token not in out  # ...without the secrets
+    p = a1x(str(tmp_path / "run"))  # no secret in this process's environment: the patterns still mask them
+    assert token not in p.stdout and "'HF_TOKEN': '***'" in p.stdout
+
+
+def test_missing_logs_latest_link_falls_back_to_newest_run(tmp_path: Path) -> None:
+    # symlinks may not survive packaging: the check must still find the run
+    shutil.copytree(EXAMPLES / "sick", tmp_path / "run", symlinks=True)
+    (tmp_path / "run" / "logs_latest").unlink()
+    p = a1x(str(tmp_path / "run"))
+    assert p.returncode == 2
+    assert "run logs_20261129-145608" in p.stdout
+
+
+def test_check_never_imports_textual() -> None:
+    code = (
+        "import sys; from a1x_tui.cli import main; rc = main(['--check', '--example', 'healthy']); "
+        "assert 'textual' not in sys.modules, 'textual imported'; sys.exit(rc)"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60, check=False)
+    assert p.returncode == 0, p.stderr
