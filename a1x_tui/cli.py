@@ -41,7 +41,8 @@ def _check_parser() -> argparse.ArgumentParser:
         description="Diagnose a Cosmos-RL run from its logs. stdout: the report only; "
         "stderr: diagnostics. Exit: 0 ok, 1 warning, 2 critical, 3 unknown.",
     )
-    p.add_argument("--check", dest="check", action="store_true", required=True)
+    p.add_argument("--check", dest="check", action="store_true", required=True,
+                   help="produce the health report (this mode)")
     _load("check").add_arguments(p)
     return p
 

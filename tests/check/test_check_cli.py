@@ -156,3 +156,18 @@ def test_check_never_imports_textual() -> None:
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60, check=False)
     assert p.returncode == 0, p.stderr
+
+
+def test_check_with_config_does_not_judge_this_shells_wandb_key(tmp_path: Path) -> None:
+    """The run's environment is not the checking shell's: the logs say whether W&B worked."""
+    toml = tmp_path / "run.toml"
+    shutil.copy(REPO / "tests" / "config" / "data" / "recipe_local_test.toml", toml)
+    env = {k: v for k, v in os.environ.items() if k not in ("WANDB_API_KEY", "WANDB_MODE")}
+    p = subprocess.run(
+        [sys.executable, "-m", "a1x_tui", "--check", str(EXAMPLES / "healthy"), "--config", str(toml),
+         "--format", "json"],
+        capture_output=True, text=True, cwd=REPO, env=env, timeout=60, check=False,
+    )
+    ids = {f["id"] for f in json.loads(p.stdout)["findings"]}
+    assert "wandb_key_missing" not in ids
+    assert "placeholder_path" in ids  # the config findings themselves are still there
