@@ -59,14 +59,33 @@ def render_state(state: Mapping[str, Any], *, note: str | None = None) -> str:
         if proc.get("pid"):
             extra += f"  (pid {proc['pid']})"
         lines.append(f" [{mark}] {st.get('name', '?'):<10} {st.get('status', '?'):<10}{extra}")
+        if st.get("slurm"):
+            lines.append(f"     {slurm_line(st['slurm'])}")
         if st.get("reason") and st.get("status") not in ("pending",):
             lines.append(f"     {st['reason']}")
     for item in state.get("processes_alive") or []:
-        lines.append(f"  still running: stage {item['stage']} pids {item['pids']}")
+        what = f"Slurm job {item['job_id']}" if item.get("job_id") else f"pids {item['pids']}"
+        lines.append(f"  still running: stage {item['stage']} {what}")
     outputs = state.get("outputs") or {}
     if outputs.get("export_dir"):
         lines.append(f"\n  export: {outputs['export_dir']}")
     return "\n".join(lines)
+
+
+def slurm_line(job: Mapping[str, Any]) -> str:
+    """``slurm job 4242 PENDING (Resources: waiting for nodes to become free)``, or its nodes and logs."""
+    text = f"slurm job {job.get('job_id')} {job.get('state')}"
+    if job.get("reason_text"):
+        text += f" ({job['reason_text']})"
+    elif job.get("nodes") and job.get("state") != "PENDING":
+        text += f" on {job['nodes']}"
+    if job.get("restarts"):
+        text += f", restart {job['restarts']}"
+    if job.get("run"):
+        text += f"; logs {job['run']}"
+    if job.get("exit_code") is not None:
+        text += f"; exit code {job['exit_code']}"
+    return text
 
 
 def print_stream(messages: Iterable[Mapping[str, Any]], out: Callable[[str], None]) -> str | None:

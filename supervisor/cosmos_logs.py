@@ -4,6 +4,12 @@ The full diagnostics live in ``diagnostics``; the supervisor only needs to know,
 whether training reached its last step, which checkpoints are complete, and whether the launcher
 reported a failed process. Formats are from cosmos-rl.md and alpamayo-recipe.md (sections quoted
 at each pattern).
+
+A *log source* is either a ``cosmos-rl --log-dir`` whose runs are ``logs_<ts>/`` folders with
+``controller.log`` and ``policy_<i>.log`` (cosmos-rl.md §3.1), or the ``slurm/`` folder of a Slurm
+job whose runs are ``part_<N>/run_<M>/`` folders with ``controller.{out,err}`` and
+``<role>_<t>.{out,err}`` (§11.1: cosmos logger lines in ``.err``, the rest in ``.out``). A
+cosmos-dispatch job at 747d1bd has one run, ``<jobid>/<role>/<t>.{out,err}`` (§11.2).
 """
 
 from __future__ import annotations
@@ -47,12 +53,80 @@ def logs_dirs(log_dir: Path) -> list[Path]:
     return sorted(found, key=lambda p: p.name)
 
 
+def _numbered(parent: Path, prefix: str) -> list[tuple[int, Path]]:
+    try:
+        entries = list(parent.iterdir())
+    except OSError:
+        return []
+    found = []
+    for p in entries:
+        m = re.fullmatch(rf"{prefix}_(\d+)", p.name)
+        if m and p.is_dir() and not p.is_symlink():
+            found.append((int(m.group(1)), p))
+    return sorted(found)
+
+
+def is_slurm_dir(log_dir: Path) -> bool:
+    """A Slurm job's ``slurm/`` folder (cosmos-rl.md §11.1), even before the job wrote its first run."""
+    return log_dir.name == "slurm" or (log_dir / "latest_run").is_symlink() or bool(_numbered(log_dir, "part"))
+
+
+def slurm_runs(slurm_dir: Path) -> list[Path]:
+    """``part_<N>/run_<M>`` folders, oldest first: M + 1 per retry, N + 1 per autoresume (§11.1)."""
+    return [run for _, part in _numbered(slurm_dir, "part") for _, run in _numbered(part, "run")]
+
+
+def _pinned_job(d: Path) -> bool:
+    """747d1bd's job folder: ``controller/``, ``policy/``, ``rollout/`` holding ``<t>.out|err`` (§11.2)."""
+    return any(any((d / role).glob("[0-9]*.err")) for role in ("controller", "policy", "rollout"))
+
+
+def log_runs(log_dir: Path) -> list[Path]:
+    """The runs of a log source, oldest first: ``logs_<ts>`` folders or ``part_<N>/run_<M>`` folders."""
+    if not is_slurm_dir(log_dir):
+        return logs_dirs(log_dir)
+    runs = slurm_runs(log_dir)
+    return runs if runs or not _pinned_job(log_dir) else [log_dir]
+
+
+def run_name(log_dir: Path, run: Path) -> str:
+    """``logs_<ts>`` or ``part_<N>/run_<M>``: what ``diagnostics.engine.check(log_dir, run=...)`` takes
+    ("" for a source holding a single run)."""
+    try:
+        name = run.relative_to(log_dir).as_posix()
+    except ValueError:
+        return run.name
+    return "" if name == "." else name
+
+
 def latest_logs_dir(log_dir: Path) -> Path | None:
-    latest = log_dir / "logs_latest"
-    if latest.is_dir():
-        return latest.resolve()
-    dirs = logs_dirs(log_dir)
+    """The newest run of a log source (``logs_latest`` / ``latest_run`` when it points at one)."""
+    link = log_dir / ("latest_run" if is_slurm_dir(log_dir) else "logs_latest")
+    if link.is_dir():
+        return link.resolve()
+    dirs = log_runs(log_dir)
     return dirs[-1] if dirs else None
+
+
+def controller_logs(run: Path) -> list[Path]:
+    """``controller.log`` (launcher layout) or ``controller.err`` / ``.out`` (Slurm layout)."""
+    found = [p for p in (run / "controller.log", run / "controller.err", run / "controller.out") if p.is_file()]
+    return found + _pinned_logs(run, "controller")
+
+
+def _pinned_logs(run: Path, role: str) -> list[Path]:
+    folder = run / role
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if re.fullmatch(r"\d+\.(err|out)", p.name))
+
+
+def replica_logs(run: Path, role: str) -> list[Path]:
+    """``<role>_<i>.log`` (launcher layout) or ``<role>_<t>.err`` / ``.out`` (Slurm layout: one file per node)."""
+    found: list[Path] = []
+    for suffix in ("log", "err", "out"):
+        found += run.glob(f"{role}_*.{suffix}")
+    return sorted(p for p in found if re.fullmatch(rf"{role}_\d+\.(log|err|out)", p.name)) + _pinned_logs(run, role)
 
 
 def _lines(path: Path) -> Iterator[str]:
@@ -65,14 +139,15 @@ def _lines(path: Path) -> Iterator[str]:
 
 
 def last_step(logs_dir: Path) -> tuple[int, int] | None:
-    """The last ``Step: n/N`` the controller logged in one ``logs_<ts>`` folder."""
+    """The last ``Step: n/N`` the controller logged in one run (``logs_<ts>`` or ``part_<N>/run_<M>``)."""
     found: tuple[int, int] | None = None
-    for line in _lines(logs_dir / "controller.log"):
-        if "Step: " not in line:
-            continue
-        m = STEP_RE.search(line)
-        if m:
-            found = (int(m.group(1)), int(m.group(2)))
+    for log in controller_logs(logs_dir):
+        for line in _lines(log):
+            if "Step: " not in line:
+                continue
+            m = STEP_RE.search(line)
+            if m:
+                found = (int(m.group(1)), int(m.group(2)))
     return found
 
 
@@ -86,7 +161,7 @@ def parse_saved(line: str) -> tuple[int, Path] | None:
 def saved_checkpoints(logs_dir: Path) -> list[SavedCheckpoint]:
     """Every 'checkpoint saved successfully at' line in the policy logs of one run, by step."""
     found: dict[Path, SavedCheckpoint] = {}
-    for log in sorted(logs_dir.glob("policy_*.log")):
+    for log in replica_logs(logs_dir, "policy"):
         for line in _lines(log):
             if "checkpoint saved successfully" not in line:
                 continue
@@ -138,7 +213,7 @@ def checkpoint_incomplete_reason(path: Path, ranks: int | None = None) -> str | 
 def latest_complete_checkpoint(log_dir: Path, ranks: int | None = None) -> SavedCheckpoint | None:
     """The newest run's highest-step complete checkpoint, from the log lines that report them
     (alpamayo-recipe.md §12.1: the path in that line includes the timestamp folder)."""
-    for logs_dir in reversed(logs_dirs(log_dir)):
+    for logs_dir in reversed(log_runs(log_dir)):
         for ckpt in reversed(saved_checkpoints(logs_dir)):
             if checkpoint_incomplete_reason(ckpt.path, ranks) is None:
                 return ckpt
@@ -147,9 +222,7 @@ def latest_complete_checkpoint(log_dir: Path, ranks: int | None = None) -> Saved
 
 def replica_failure_cause(logs_dir: Path, *, tail_bytes: int = 65536) -> str | None:
     """'rollout_0.log: exitcode  : -9' — the last failure line in any replica log, if one shows."""
-    for log in sorted(logs_dir.glob("*_*.log")):
-        if not (log.name.startswith("policy_") or log.name.startswith("rollout_")):
-            continue
+    for log in replica_logs(logs_dir, "policy") + replica_logs(logs_dir, "rollout"):
         try:
             with open(log, "rb") as fh:
                 fh.seek(0, 2)

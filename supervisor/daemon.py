@@ -23,18 +23,21 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from supervisor.cosmos_logs import expected_ranks
 from supervisor.executor import Executor, LocalExecutor, ProcessHandle, StageProcess, StopReport, become_subreaper
+from supervisor.gpu_helper import GpuAgentHelper
 from supervisor.hf_errors import scan_hf_problem
 from supervisor.layout import RunLayout
+from supervisor.pids import PidsFile, ReplicaLabeler
 from supervisor.pipeline import build_stages, select_stages
 from supervisor.protocol import encode, unix_address
 from supervisor.secrets import Scrubber, child_environment
+from supervisor.slurm.executor import SubmitError
 from supervisor.spec import RunSpec, load_spec
 from supervisor.stage import Command, Progress, StageError, StageSpec, VerifyResult
 from supervisor.stagelog import NOTE_PREFIX, StageLog, read_since, strip_timestamp
@@ -50,7 +53,7 @@ from supervisor.state import (
     load_state,
     now_iso,
 )
-from supervisor.train_monitor import DiagnoseFn, TrainMonitor, TrainVerdict, load_diagnose
+from supervisor.train_monitor import DiagnoseFn, TrainMonitor, TrainVerdict, describe_finding, load_diagnose
 from supervisor.verify import verify_trained
 
 _ACTIVE = ("running", "checking", "retrying")
@@ -119,6 +122,7 @@ class _Outcome:
     label: str = ""
     monitor: TrainMonitor | None = None
     notes: list[str] = field(default_factory=list)
+    slurm: dict[str, Any] | None = None  # the Slurm job of a cluster train stage, as last seen
 
 
 class Supervisor:
@@ -128,15 +132,24 @@ class Supervisor:
         plan: Plan | None = None,
         *,
         executor: Executor | None = None,
+        slurm_executor: Executor | None = None,
         diagnose: DiagnoseFn | bool | None = True,
         install_signals: bool = True,
         subreaper: bool = False,
         on_event: Callable[[dict[str, Any]], None] | None = None,
+        gpu_agent: Sequence[str] | bool = True,
     ) -> None:
+        """``executor`` runs local commands, ``slurm_executor`` the train stage of a cluster run
+        (a ``SlurmExecutor`` by default). ``gpu_agent``: run ``a1x-tui gpu-agent`` beside local
+        training (True), not (False), or this argv instead."""
         self.layout = RunLayout(run_dir.resolve())
         self.plan = plan or Plan()
         self._subreaper = subreaper
         self._executor = executor
+        self._slurm_executor = slurm_executor
+        self._gpu_agent = gpu_agent
+        self._agent_note: str | None = None  # why the GPU agent is not run again (recorded once)
+        self.pids = PidsFile(self.layout.pids_path)
         self._diagnose_arg = diagnose
         self._install_signals = install_signals
         self._on_event = on_event
@@ -188,8 +201,6 @@ class Supervisor:
             if self._install_signals:
                 self._signals()
             self.spec = load_spec(self.layout.spec_path)
-            if self.spec.supervisor.executor != "local":
-                raise StageError('[supervisor] executor = "slurm" is not implemented yet; use "local"')
             if self._executor is None:
                 self._executor = LocalExecutor(subreaper=self._subreaper and become_subreaper())
             scrubber = Scrubber.from_environment()
@@ -286,7 +297,12 @@ class Supervisor:
             run_dir=str(self.layout.run_dir),
             status="starting",
             created_at=previous.created_at if previous else now_iso(),
-            supervisor=SupervisorInfo(pid=os.getpid(), host=hostname(), started_at=now_iso(), executor="local"),
+            supervisor=SupervisorInfo(
+                pid=os.getpid(),
+                host=hostname(),
+                started_at=now_iso(),
+                executor="slurm" if self.spec.on_slurm else "local",
+            ),
             plan=self.plan.to_json(),
             outputs=dict(self._outputs),
             preflight=self.plan.preflight,
@@ -328,9 +344,14 @@ class Supervisor:
             if st.status not in _ACTIVE and not (st.status == "orphaned" and st.process):
                 continue
             handle = ProcessHandle.from_json(st.process) if st.process else None
-            alive = self._executor.alive(handle) if handle else []
+            alive = self._executor_for(handle.executor).alive(handle) if handle else []
             if handle is None:
                 reason = "orphaned: its supervisor died before the stage started a process"
+            elif handle.executor == "slurm" and alive:
+                reason = (
+                    f"orphaned: Slurm job {handle.job_id} is still queued or running; this supervisor does not "
+                    "follow it"
+                )
             elif handle.pid in alive:
                 reason = (
                     f"orphaned: pid {handle.pid} still running (process group {handle.pgid}, "
@@ -455,7 +476,9 @@ class Supervisor:
             try:
                 commands = list(stage.prepare())
             except StageError as exc:
-                return self._failed(name, str(exc))
+                if exc.findings:  # e.g. a Slurm submission refused by the node plan
+                    self._record_findings(name, exc.findings)
+                return self._failed(name, str(exc), failure={"findings": exc.findings} if exc.findings else None)
             except Exception as exc:
                 return self._failed(name, f"cannot prepare the stage: {type(exc).__name__}: {exc}")
             st = self.store.state.stage(name)
@@ -470,8 +493,12 @@ class Supervisor:
                 commands=[c.record() for c in commands],
                 progress=None,
                 failure=None,
+                slurm=None,
             )
             self.events.emit("stage_started", stage.title, stage=name, attempt=attempt)
+            for cmd in commands:
+                if cmd.findings:  # warnings from the checks before a Slurm submission
+                    self._record_findings(name, [dict(f) for f in cmd.findings])
             log_path = self.layout.stage_log(name)
             offset = log_path.stat().st_size if log_path.exists() else 0
             outcome = self._execute(stage, commands)
@@ -527,6 +554,9 @@ class Supervisor:
             # cosmos-rl.md §2.7: the launcher's exit code says nothing; steps and checkpoints do.
             logs_dir = outcome.monitor.logs_dir if outcome.monitor is not None else None
             if logs_dir is None:
+                if outcome.slurm is not None:
+                    where = self.layout.slurm_dir
+                    return VerifyResult.failed(f"the Slurm job wrote no part_<N>/run_<M> folder under {where}")
                 return VerifyResult.failed("cosmos-rl wrote no logs_<timestamp> folder")
             return verify_trained(
                 self.layout.log_dir(self.spec), ranks=expected_ranks(self.layout.train_toml), logs_dir=logs_dir
@@ -546,6 +576,9 @@ class Supervisor:
         if stage.kind == "train":
             if outcome.verdict is not None and outcome.verdict.action == "stop_failed":
                 return f"{outcome.verdict.reason}; {result.reason}"
+            if outcome.slurm is not None:
+                job = outcome.slurm
+                return f"Slurm job {job['job_id']} ended {job['state']} (exit code {outcome.rc}); {result.reason}"
             return f"cosmos-rl exited with code {outcome.rc}; {result.reason}"
         if outcome.rc not in (0, None):
             last = _last_output_line(text)
@@ -573,7 +606,29 @@ class Supervisor:
         self.events.emit("stage_failed", reason, stage=name, exit_code=exit_code)
         return "failed"
 
+    def _record_findings(self, stage: str, findings: list[dict[str, Any]]) -> None:
+        self.findings.record(findings, stage=stage)
+        for finding in findings:
+            self.events.emit(
+                "finding_raised",
+                describe_finding(finding),
+                stage=stage,
+                finding_id=finding.get("id"),
+                severity=finding.get("severity"),
+            )
+
     # -- processes ----------------------------------------------------------------------------------------
+    def _executor_for(self, kind: str) -> Executor:
+        """The executor of a command (``Command.executor``) or a recorded handle (``ProcessHandle.executor``)."""
+        if kind == "slurm":
+            if self._slurm_executor is None:
+                from supervisor.slurm.executor import SlurmExecutor
+
+                self._slurm_executor = SlurmExecutor()
+            return self._slurm_executor
+        assert self._executor is not None
+        return self._executor
+
     def _execute(self, stage: StageSpec, commands: list[Command]) -> _Outcome:
         outcome = _Outcome()
         monitor: TrainMonitor | None = None
@@ -586,6 +641,7 @@ class Supervisor:
                 grace_s=self.spec.supervisor.shutdown_grace_s,
                 findings=self.findings,
                 emit=lambda kind, message, **data: self.events.emit(kind, message, stage=stage.name, **data),
+                slurm=any(cmd.executor == "slurm" for cmd in commands),
             )
             outcome.monitor = monitor
         try:
@@ -630,28 +686,129 @@ class Supervisor:
         log.note(f"cwd {cmd.cwd}; env {' '.join(f'{k}={v}' for k, v in cmd.env.items()) or '-'}")
         if cmd.secrets:
             log.note(f"secrets passed in the environment (values never logged): {', '.join(cmd.secrets)}")
-        assert self._executor is not None
         try:
-            proc = self._executor.start(cmd.argv, cwd=cmd.cwd, env=env, log=log)
+            proc = self._executor_for(cmd.executor).start(cmd.argv, cwd=cmd.cwd, env=env, log=log)
         except OSError as exc:
             message = f"cannot start {cmd.argv[0]}: {exc.strerror or exc}"
             log.note(message)
             log.close()
             outcome.error, outcome.rc = message, 127
             return
+        except SubmitError as exc:  # sbatch or dispatch_job.py submitted nothing
+            message = str(exc)
+            log.note(message)
+            log.close()
+            outcome.error, outcome.rc = message, 1
+            return
         self._set_stage(name, process=proc.handle.to_json(), command=cmd.label)
+        agent: GpuAgentHelper | None = None
         try:
-            self._supervise(stage, proc, log, outcome, monitor)
+            if cmd.executor == "slurm":
+                self._slurm_started(stage, proc, log, outcome)
+            else:
+                self.pids.set_stage(proc.handle.pid, name)
+                if stage.kind == "train":
+                    agent = self._start_gpu_agent(log)
+                    foreign = getattr(proc, "foreign", None)
+                    if agent is not None and agent.pid is not None and isinstance(foreign, set):
+                        foreign.add(agent.pid)  # a subreaper's child, but not the stage's
+            self._supervise(stage, proc, log, outcome, monitor, agent)
         finally:
             if proc.alive():  # only after an unexpected error: never leave a stage behind
                 proc.stop(self.spec.supervisor.stop_grace_s)
+            if agent is not None:
+                self._stop_gpu_agent(agent, log)
+            self.pids.clear()
             proc.close()
         self._set_stage(name, process=None, command=None, exit_code=outcome.rc)
 
+    # -- Slurm (compute = "cluster") -------------------------------------------------------------------------
+    def _slurm_started(self, stage: StageSpec, proc: StageProcess, log: StageLog, outcome: _Outcome) -> None:
+        """A submitted job: link cosmos-dispatch's log folder into the run, record the job."""
+        job = proc.handle.job_id or ""
+        cluster = self.spec.cluster
+        if cluster is not None and cluster.method == "cosmos-dispatch":
+            from supervisor.cluster import dispatch_logs_target, link_slurm_dir
+
+            target = dispatch_logs_target(self.spec, job, getattr(proc, "slurm_dir", None))
+            problem = link_slurm_dir(self.layout, target) if target is not None else "dispatch_job.py named no run dir"
+            log.note(problem or f"slurm: {self.layout.slurm_dir} -> {target}")
+        self._note_slurm(stage, proc, outcome)
+
+    def _note_slurm(self, stage: StageSpec, proc: StageProcess, outcome: _Outcome) -> None:
+        """Keep the job's state, pending reason and nodes in state.json; an event when they change."""
+        to_json = getattr(proc, "to_json", None)
+        if not callable(to_json):
+            return
+        job: dict[str, Any] = to_json()
+        old = outcome.slurm
+        if job == old:
+            return
+        outcome.slurm = job
+        self._set_stage(stage.name, slurm=job)
+        keys = ("state", "reason", "nodes", "restarts", "run")
+        if old is not None and all(old.get(k) == job.get(k) for k in keys):
+            return
+        text = f"Slurm job {job['job_id']} {job['state']}"
+        if job.get("reason_text"):
+            text += f" ({job['reason_text']})"
+        elif job.get("nodes") and job["state"] != "PENDING":
+            text += f" on {job['nodes']}"
+        if job.get("run"):
+            text += f"; logs {job['run']}"
+        self.events.emit("slurm_job", text, stage=stage.name, **job)
+
+    # -- the GPU agent beside local training -------------------------------------------------------------
+    def _start_gpu_agent(self, log: StageLog) -> GpuAgentHelper | None:
+        if self._gpu_agent is False or self._agent_note is not None:
+            return None
+        argv = None if self._gpu_agent is True else list(self._gpu_agent)
+        agent = GpuAgentHelper(self.layout, argv)
+        problem = agent.start()
+        if problem is not None:
+            self._gpu_agent_ended(problem, log)
+            return None
+        log.note(f"GPU agent pid {agent.pid}: samples in {self.layout.run_dir / 'gpu'}, roles from {self.pids.path}")
+        return agent
+
+    def _gpu_agent_ended(self, line: str, log: StageLog) -> None:
+        """Recorded once per supervisor (no NVML here: every later start would say the same); training goes on."""
+        self._agent_note = line
+        log.note(f"{line}; training goes on without GPU samples")
+        self.events.emit("note", f"{line}; training goes on without GPU samples", stage="train")
+
+    def _stop_gpu_agent(self, agent: GpuAgentHelper, log: StageLog) -> None:
+        report = agent.stop()
+        if report is not None and report.survivors:
+            text = f"GPU agent: STILL ALIVE after SIGKILL: {report.survivors}"
+            self.events.emit("processes_survived", text, pids=report.survivors)
+            log.note(text)
+
+    def _update_pids(self, proc: StageProcess, labeler: ReplicaLabeler) -> None:
+        try:
+            labels = labeler.labels(pid for pid, _ in proc.handle.descendants)
+        except Exception as exc:  # a role join that fails must not stop training
+            self.events.emit("note", f"pids.json: role join failed: {type(exc).__name__}: {exc}", stage="train")
+            return
+        self.pids.set_replicas(labels)
+
     def _supervise(
-        self, stage: StageSpec, proc: StageProcess, log: StageLog, outcome: _Outcome, monitor: TrainMonitor | None
+        self,
+        stage: StageSpec,
+        proc: StageProcess,
+        log: StageLog,
+        outcome: _Outcome,
+        monitor: TrainMonitor | None,
+        agent: GpuAgentHelper | None = None,
     ) -> None:
         grace = self.spec.supervisor.stop_grace_s
+        slurm = proc.handle.executor == "slurm"
+        stopping = (
+            f"stopping: scancel {proc.handle.job_id}, SIGKILL after {grace:.0f}s"
+            if slurm
+            else f"stopping: SIGTERM to process group {proc.handle.pgid}, SIGKILL after {grace:.0f}s"
+        )
+        labeler = ReplicaLabeler() if stage.kind == "train" and not slurm else None
         last_track = 0.0
         descendants = 0
         while True:
@@ -663,13 +820,22 @@ class Supervisor:
                 if len(proc.handle.descendants) != descendants:
                     descendants = len(proc.handle.descendants)
                     self._set_stage(stage.name, process=proc.handle.to_json())
+                    if labeler is not None:
+                        self._update_pids(proc, labeler)
+                if slurm:
+                    self._note_slurm(stage, proc, outcome)
+                if agent is not None:
+                    ended = agent.poll()
+                    if ended is not None:
+                        self._gpu_agent_ended(ended, log)
+                        agent = None
             if rc is not None:
                 break
             with self._lock:
                 interrupt = self._stop.is_set() or self._restart_to is not None
             if interrupt:
-                log.note(f"stopping: SIGTERM to process group {proc.handle.pgid}, SIGKILL after {grace:.0f}s")
-                self._log_stop(log, proc.stop(grace))
+                log.note(stopping)
+                self._log_stop(log, proc.stop(grace), slurm=slurm)
                 outcome.interrupted = True
                 break
             if monitor is not None:
@@ -679,8 +845,8 @@ class Supervisor:
                 if verdict is not None:
                     log.note(verdict.reason)
                     self.events.emit("train_verdict", verdict.reason, stage=stage.name, action=verdict.action)
-                    log.note(f"stopping: SIGTERM to process group {proc.handle.pgid}, SIGKILL after {grace:.0f}s")
-                    self._log_stop(log, proc.stop(grace))
+                    log.note(stopping)
+                    self._log_stop(log, proc.stop(grace), slurm=slurm)
                     outcome.verdict = verdict
                     break
         outcome.rc = proc.poll()
@@ -688,7 +854,9 @@ class Supervisor:
         if left:
             # no process outlives its stage (a replica the launcher left behind, a daemonized redis)
             log.note(f"{len(left)} process(es) outlived the stage's main process: stopping them ({left[:8]})")
-            self._log_stop(log, proc.stop(grace))
+            self._log_stop(log, proc.stop(grace), slurm=slurm)
+        if slurm:
+            self._note_slurm(stage, proc, outcome)
         if monitor is not None:
             monitor.tick(running=False)
             if monitor.progress is not None:
@@ -696,7 +864,16 @@ class Supervisor:
         if outcome.rc is not None and not outcome.interrupted:
             log.note(f"exit code {outcome.rc}")
 
-    def _log_stop(self, log: StageLog, report: StopReport) -> None:
+    def _log_stop(self, log: StageLog, report: StopReport, *, slurm: bool = False) -> None:
+        if slurm:  # a StopReport of SlurmExecutor holds job numbers, not pids
+            text = f"scancel: job {report.terminated[0]}" if report.terminated else "scancel: the job had ended"
+            if report.killed:
+                text += " still there after the grace period: scancel --signal=KILL"
+            if report.survivors:
+                text += f"; STILL NOT ENDED after scancel --signal=KILL: job {report.survivors[0]}"
+                self.events.emit("processes_survived", text, pids=report.survivors)
+            log.note(text)
+            return
         text = f"SIGTERM to {len(report.terminated)} process(es)"
         if report.killed:
             text += f"; SIGKILL to {len(report.killed)} still alive after the grace period"

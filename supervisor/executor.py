@@ -225,6 +225,8 @@ class LocalProcess:
         self._popen = popen
         self._log = log
         self._subreaper = subreaper
+        # The supervisor's own helpers (the GPU agent): children of a subreaper too, never this stage's.
+        self.foreign: set[int] = set()
         created = _create_time(popen.pid) or time.time()
         self.handle = ProcessHandle(executor="local", pid=popen.pid, pgid=popen.pid, create_time=created)
         self._reader = threading.Thread(target=self._pump, name=f"stage-output-{popen.pid}", daemon=True)
@@ -257,7 +259,7 @@ class LocalProcess:
 
     def _reap(self) -> None:
         if self._subreaper:
-            reap_orphans({self._popen.pid})
+            reap_orphans({self._popen.pid, *self.foreign})
 
     def track(self) -> None:
         known = {pid for pid, _ in self.handle.descendants}
@@ -267,7 +269,7 @@ class LocalProcess:
         if self._subreaper:
             with contextlib.suppress(psutil.Error):
                 for child in psutil.Process().children():
-                    if child.pid != self._popen.pid:
+                    if child.pid != self._popen.pid and child.pid not in self.foreign:
                         found.append(child)
                         with contextlib.suppress(psutil.Error):
                             found.extend(child.children(recursive=True))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from supervisor.daemon import AlreadySupervised, Plan, RunLock, Supervisor, lock_is_held
-from supervisor.executor import LocalExecutor, ProcessHandle, StopReport
+from supervisor.executor import Executor, LocalExecutor, ProcessHandle, StopReport
 from supervisor.layout import RunLayout
 from supervisor.protocol import NoSupervisor, SupervisorClient
 from supervisor.spec import RunSpec, dump_spec
@@ -135,6 +135,15 @@ def _tail(path: Path) -> str:
     return lines[-1][:300] if lines else "(empty log)"
 
 
+def executor_for(handle: ProcessHandle) -> Executor:
+    """The executor that can find a recorded handle again: local processes, or a Slurm job."""
+    if handle.executor == "slurm":
+        from supervisor.slurm.executor import SlurmExecutor
+
+        return SlurmExecutor()
+    return LocalExecutor()
+
+
 def offline_status(layout: RunLayout) -> dict[str, Any] | None:
     """``state.json`` as last written, with what is true now about its processes."""
     state = load_state(layout.state_path)
@@ -143,12 +152,15 @@ def offline_status(layout: RunLayout) -> dict[str, Any] | None:
     data = state.model_dump(mode="json")
     supervisor_alive = lock_is_held(layout.lock_path)
     running: list[dict[str, Any]] = []
-    executor = LocalExecutor()
     for st in state.stages:
         if st.process:
-            alive = executor.alive(ProcessHandle.from_json(st.process))
+            handle = ProcessHandle.from_json(st.process)
+            alive = executor_for(handle).alive(handle)
             if alive:
-                running.append({"stage": st.name, "pids": alive})
+                item: dict[str, Any] = {"stage": st.name, "pids": alive}
+                if handle.job_id is not None:
+                    item["job_id"] = handle.job_id
+                running.append(item)
     data["live"] = False
     data["supervisor_alive"] = supervisor_alive
     data["processes_alive"] = running
@@ -165,17 +177,18 @@ def stop_orphans(layout: RunLayout, grace_s: float) -> list[tuple[str, StopRepor
         state = load_state(layout.state_path)
         if state is None:
             return []
-        executor = LocalExecutor()
         reports = []
         for st in state.stages:
             if not st.process:
                 continue
             handle = ProcessHandle.from_json(st.process)
+            executor = executor_for(handle)
             if executor.alive(handle):
-                report = executor.stop_handle(handle, grace_s)
+                report = executor.stop_handle(handle, grace_s)  # a Slurm job: scancel
                 reports.append((st.name, report))
                 if not report.survivors:
-                    st.reason = f"orphaned: pid {handle.pid} stopped by `a1x-tui stop`"
+                    what = f"Slurm job {handle.job_id} cancelled" if handle.job_id else f"pid {handle.pid} stopped"
+                    st.reason = f"orphaned: {what} by `a1x-tui stop`"
                     st.process = None
             else:
                 st.process = None

@@ -13,6 +13,10 @@
     <run>/stages/<stage>.log  each stage's output, one timestamped line per line
     <run>/config/             the training TOML, the entry-script copy, configure.json
     <run>/logs/               cosmos-rl --log-dir (unless the spec names another)
+    <run>/slurm/              compute = "cluster": the Slurm job's layout (part_<N>/run_<M>/, latest_run);
+                              a link to dispatch_job.py's run directory for method = "cosmos-dispatch"
+    <run>/supervisor/         pids.json ({"pid": "label"} for the GPU agent), gpu-agent.log
+    <run>/gpu/                the GPU agent's samples, <hostname>.jsonl
 """
 
 from __future__ import annotations
@@ -79,7 +83,27 @@ class RunLayout:
         return self.config_dir / "configure.json"
 
     def log_dir(self, spec: RunSpec) -> Path:
+        """Where the training logs are: the Slurm layout for cluster runs, else cosmos-rl's --log-dir."""
+        if spec.on_slurm:
+            return self.slurm_dir
         return spec.paths.log_dir if spec.paths.log_dir is not None else self.run_dir / "logs"
+
+    @property
+    def slurm_dir(self) -> Path:
+        return self.run_dir / "slurm"
+
+    @property
+    def helper_dir(self) -> Path:
+        """``<run>/supervisor/``: files the supervisor keeps for its helper processes."""
+        return self.run_dir / "supervisor"
+
+    @property
+    def pids_path(self) -> Path:
+        return self.helper_dir / "pids.json"
+
+    @property
+    def gpu_agent_log(self) -> Path:
+        return self.helper_dir / "gpu-agent.log"
 
     def is_run_dir(self) -> bool:
         return self.spec_path.is_file()

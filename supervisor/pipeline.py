@@ -36,6 +36,10 @@ _REPO_ROOT = Path(__file__).resolve().parent.parent  # for `python -m supervisor
 
 def stage_names(spec: RunSpec) -> list[str]:
     """The stages of this spec, in order: curate is motion-only, grader joint-only."""
+    if spec.pipeline == "demo":  # the demo's stages ship with the app (a1x_tui/demo/pipeline.py)
+        from a1x_tui.demo.pipeline import stage_names as demo_stage_names
+
+        return demo_stage_names(spec)
     skip = "grader" if spec.reward_mode == "motion" else "curate"
     return [name for name in STAGE_NAMES if name != skip]
 
@@ -72,6 +76,10 @@ def fresh_dir(preferred: Path) -> Path:
 
 def build_stages(spec: RunSpec, layout: RunLayout, outputs: MutableMapping[str, str]) -> list[StageSpec]:
     """Every stage of ``spec`` (``outputs`` is shared state: the export folder, the checkpoint)."""
+    if spec.pipeline == "demo":
+        from a1x_tui.demo.pipeline import build_stages as demo_build_stages
+
+        return demo_build_stages(spec, layout, outputs)
     paths = spec.paths
     ws = paths.workspace
     venv = paths.venv_dir
@@ -289,7 +297,8 @@ def build_stages(spec: RunSpec, layout: RunLayout, outputs: MutableMapping[str, 
             record = json.loads(layout.configure_record.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             raise StageError(f"{layout.configure_record} is missing: run the configure stage first") from None
-        log_dir.mkdir(parents=True, exist_ok=True)
+        if not spec.on_slurm:  # a Slurm job makes its own layout (cosmos-dispatch: <run>/slurm is a link)
+            log_dir.mkdir(parents=True, exist_ok=True)
         cosmos_rl = str(venv_bin / "cosmos-rl") if (venv_bin / "cosmos-rl").exists() else "cosmos-rl"
         env = {**venv_env, "COSMOS_LOG_LEVEL": spec.supervisor.cosmos_log_level}
         # §3 / §8.1: the entry reads exactly one of these, depending on the reward mode.
@@ -302,6 +311,14 @@ def build_stages(spec: RunSpec, layout: RunLayout, outputs: MutableMapping[str, 
             secrets += ("WANDB_API_KEY",)
         else:
             env["WANDB_MODE"] = "disabled"  # §8.2 / §14 row 14
+        if spec.on_slurm:  # compute = "cluster": submit to Slurm instead (supervisor.cluster, docs/slurm.md)
+            from supervisor.cluster import cluster_train_command
+
+            return [
+                cluster_train_command(
+                    spec, layout, record=record, env=env, path_prepend=(str(venv_bin),), secrets=secrets
+                )
+            ]
         return [
             Command(
                 argv=(

@@ -19,6 +19,7 @@ from typing import Any
 from diagnostics.catalog import entry
 from diagnostics.findings import CheckResult, CheckState, Evidence, Finding, Report, overall_status
 from supervisor.secrets import hf_token_file, secret_source
+from supervisor.slurm.spec import ClusterSpec
 from supervisor.spec import RunSpec
 from supervisor.verify import (
     verify_converted,
@@ -186,7 +187,7 @@ def preflight(
     _check_gpus(spec, todo, checks, env, gpu_probe)
     _check_disk(spec, todo, checks, env, free_of)
     _check_hf_token(todo, checks, env)
-    _check_binaries(todo, checks, env, find)
+    _check_binaries(todo, checks, env, find, cluster=spec.cluster if spec.on_slurm else None)
     _check_recipe(spec, stages, checks)
     _check_grader(spec, stages, todo, checks)
     _check_env_vars(spec, stages, todo, checks, env)
@@ -319,13 +320,24 @@ def _check_hf_token(todo: Sequence[str], checks: _Checks, env: Mapping[str, str]
 
 
 def _check_binaries(
-    todo: Sequence[str], checks: _Checks, env: Mapping[str, str], find: Callable[[str], str | None]
+    todo: Sequence[str],
+    checks: _Checks,
+    env: Mapping[str, str],
+    find: Callable[[str], str | None],
+    *,
+    cluster: ClusterSpec | None = None,
 ) -> None:
     cid = "binary_missing"
     wanted: list[tuple[str, str]] = []
     if "env" in todo:
         wanted += [("uv", "the env stage builds the a1x_rl venv with uv"), ("git", "uv fetches git dependencies")]
-    if "train" in todo:
+    if "train" in todo and cluster is not None:  # the job runs elsewhere; this node submits and follows it
+        submit = "sbatch" if cluster.method == "sbatch" else cluster.python
+        wanted += [
+            (submit, "the train stage is submitted to Slurm from this node (docs/slurm.md)"),
+            ("scontrol", "the Slurm job is followed with scontrol/squeue and stopped with scancel"),
+        ]
+    elif "train" in todo:
         wanted += [
             ("redis-server", "the Cosmos-RL controller starts redis-server (alpamayo-recipe.md §2.3)"),
             ("nvidia-smi", "the cosmos-rl launcher counts GPUs with nvidia-smi"),

@@ -16,6 +16,8 @@ import tomlkit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from tomlkit.items import Table
 
+from supervisor.slurm.spec import ClusterSpec
+
 AlpamayoVersion = Literal["1", "1.5"]
 RewardMode = Literal["motion", "joint"]
 Compute = Literal["local", "cluster"]
@@ -95,7 +97,10 @@ class PathsSpec(_Section):
 
 
 class SupervisorSpec(_Section):
-    executor: Literal["local", "slurm"] = Field("local", description="how stages run; only local exists today")
+    executor: Literal["local", "slurm"] = Field(
+        "local",
+        description='"slurm" = the train stage is a Slurm job, which compute = "cluster" means already',
+    )
     stop_grace_s: float = Field(30.0, gt=0, description="SIGTERM to a stage's process group, then SIGKILL after this")
     live_diagnostics: bool = Field(True, description="run the live diagnostics on the training logs")
     diagnostics_interval_s: float = Field(12.0, gt=0, description="how often the live diagnostics read the logs")
@@ -118,6 +123,12 @@ class RunSpec(_Section):
     replicas: ReplicaSpec = Field(default_factory=ReplicaSpec)
     paths: PathsSpec
     supervisor: SupervisorSpec = Field(default_factory=SupervisorSpec)
+    cluster: ClusterSpec | None = Field(
+        None, description='Slurm submission of the train stage (compute = "cluster"); docs/slurm.md'
+    )
+    pipeline: Literal["alpamayo", "demo"] = Field(
+        "alpamayo", description='the stage list: "demo" = `a1x-tui demo`\'s simulated stages (no GPU, no network)'
+    )
 
     @field_validator("alpamayo_version", mode="before")
     @classmethod
@@ -132,6 +143,24 @@ class RunSpec(_Section):
         if self.reward_mode == "motion" and not self.data.chunk_ids:
             raise ValueError("data.chunk_ids is empty: a motion download needs explicit PAI chunk ids")
         return self
+
+    @model_validator(mode="after")
+    def _cluster_section(self) -> RunSpec:
+        # docs/slurm.md: with compute = "cluster" the train stage is a Slurm job; the rest runs here.
+        if self.compute == "cluster":
+            if self.cluster is None:
+                raise ValueError(
+                    'compute = "cluster" needs a [cluster] section (method, partition, account, gpus_per_node...; '
+                    "`a1x-tui init` writes a commented example)"
+                )
+        elif self.supervisor.executor == "slurm":
+            raise ValueError('supervisor.executor = "slurm" needs compute = "cluster" and a [cluster] section')
+        return self
+
+    @property
+    def on_slurm(self) -> bool:
+        """Whether the train stage is submitted to Slurm (``compute = "cluster"``)."""
+        return self.compute == "cluster" and self.cluster is not None
 
     @property
     def alpamayo_model(self) -> str:
@@ -181,17 +210,23 @@ def _reject_secrets(data: Any, where: str = "") -> None:
 
 
 def _resolve_paths(data: dict[str, Any], base: Path) -> None:
-    paths = data.get("paths")
-    if not isinstance(paths, dict):
-        return
-    for key, value in list(paths.items()):
-        if not isinstance(value, str):
+    sections: list[tuple[Any, frozenset[str] | None]] = [(data.get("paths"), None)]
+    sections.append((data.get("cluster"), _CLUSTER_PATH_KEYS))
+    for paths, only in sections:
+        if not isinstance(paths, dict):
             continue
-        if value.strip() == "":
-            paths[key] = None
-            continue
-        path = Path(value).expanduser()
-        paths[key] = str(path if path.is_absolute() else (base / path).resolve())
+        for key, value in list(paths.items()):
+            if not isinstance(value, str) or (only is not None and key not in only):
+                continue
+            if value.strip() == "":
+                paths[key] = None
+                continue
+            path = Path(value).expanduser()
+            paths[key] = str(path if path.is_absolute() else (base / path).resolve())
+
+
+# [cluster] keys that are paths (relative to the spec file, like [paths]).
+_CLUSTER_PATH_KEYS = frozenset({"output_root", "repo_root", "dispatch_script"})
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -233,6 +268,10 @@ def dump_spec(spec: RunSpec) -> str:
     for key, value in list(data["paths"].items()):
         if value is None:
             data["paths"][key] = ""
+    if data.get("cluster") is None:
+        data.pop("cluster", None)
+    else:  # None = the submitting tool's default: left out (TOML has no null)
+        data["cluster"] = {k: v for k, v in data["cluster"].items() if v is not None}
     return _commented_toml(data, header=["a1x-tui run spec (secrets are never stored here)."])
 
 
@@ -240,13 +279,31 @@ def default_spec_text() -> str:
     """The commented spec ``a1x-tui init`` writes."""
     data = RunSpec(paths=PathsSpec(**{k: v or None for k, v in default_paths().items()})).model_dump(mode="json")
     data["paths"] = default_paths()
+    data.pop("cluster", None)  # written below as a commented example
     header = [
         "a1x-tui run spec: the choices a run needs up front. `a1x-tui run --spec FILE` starts a run.",
         "Secrets are never written here: HF_TOKEN comes from the environment or the Hugging Face token",
         "file (`hf auth login`), WANDB_API_KEY from the environment. Relative paths are relative to",
         "this file; ~ is your home directory.",
     ]
-    return _commented_toml(data, header=header)
+    return _commented_toml(data, header=header) + CLUSTER_EXAMPLE
+
+
+# The commented [cluster] example of `a1x-tui init` (docs/slurm.md; alpamayo-recipe.md §8.5 cluster values).
+CLUSTER_EXAMPLE = """
+# With compute = "cluster" the train stage is a Slurm job; every other stage runs here (docs/slurm.md).
+# [cluster]
+# method = "sbatch"              # "sbatch" (a1x_rl venv on a shared filesystem) or "cosmos-dispatch" (containers)
+# partition = "batch"
+# account = "my_account"
+# gpus_per_node = 8
+# max_nodes = 80                 # what the partition can give; the node plan must fit
+# time = "04:00:00"
+# retries = 3                    # failure requeues per part
+# pass_env = ["WANDB_API_KEY"]   # names only: checked in the submitting environment, never written
+# a1x_tui = "a1x-tui"            # sbatch: a1x-tui as the compute nodes see it (GPU agent on every node)
+# container = "/shared/cosmos-rl.sqsh"  # cosmos-dispatch only, with repo_root and output_root
+"""
 
 
 _SECTION_MODELS: dict[str, type[BaseModel]] = {
@@ -255,6 +312,7 @@ _SECTION_MODELS: dict[str, type[BaseModel]] = {
     "replicas": ReplicaSpec,
     "paths": PathsSpec,
     "supervisor": SupervisorSpec,
+    "cluster": ClusterSpec,
 }
 
 
@@ -278,6 +336,9 @@ def _commented_toml(data: dict[str, Any], *, header: list[str]) -> str:
         model = _SECTION_MODELS[section]
         for key, value in values.items():
             item = tomlkit.item(value)
+            if isinstance(value, dict):  # [cluster] env: inline, so the section stays one table
+                item = tomlkit.inline_table()
+                item.update(value)
             desc = model.model_fields[key].description
             if desc:
                 item.comment(desc)

@@ -29,7 +29,16 @@ STAGE_NAMES: tuple[str, ...] = (
 
 
 class StageError(Exception):
-    """A stage cannot start or cannot be judged; ``str(exc)`` is the one line to show."""
+    """A stage cannot start or cannot be judged; ``str(exc)`` is the one line to show.
+
+    ``findings`` (``Finding.model_dump(mode="json")`` dicts) are the reasons as diagnostics
+    findings, e.g. a Slurm submission refused by the node plan; the supervisor records them in
+    ``findings.jsonl``.
+    """
+
+    def __init__(self, message: str, *, findings: Sequence[Mapping[str, Any]] = ()) -> None:
+        super().__init__(message)
+        self.findings = [dict(f) for f in findings]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +68,8 @@ class Command:
     path_prepend: tuple[str, ...] = ()  # PATH entries put in front (a venv's bin/)
     secrets: tuple[str, ...] = ()  # names from supervisor.secrets.SECRET_NAMES
     label: str = ""
+    executor: Literal["local", "slurm"] = "local"  # slurm: argv submits a job (SlurmExecutor follows it)
+    findings: tuple[Mapping[str, Any], ...] = ()  # warnings found while preparing it, for findings.jsonl
 
     def record(self) -> dict[str, Any]:
         """What state.json keeps about the command: no secret values, by construction."""
@@ -69,6 +80,7 @@ class Command:
             "env": dict(self.env),
             "path_prepend": list(self.path_prepend),
             "secrets": list(self.secrets),
+            "executor": self.executor,
         }
 
 

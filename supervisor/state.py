@@ -61,6 +61,9 @@ class StageState(BaseModel):
     progress: dict[str, Any] | None = None
     log: str = ""
     failure: dict[str, Any] | None = None  # e.g. the replica_died finding that stopped training
+    # The Slurm job of a cluster train stage (SlurmJob.to_json): job_id, state, reason, reason_text,
+    # nodes, exit_code, restarts, run (part_<N>/run_<M>), slurm_dir. Kept after the job ends.
+    slurm: dict[str, Any] | None = None
 
 
 class SupervisorInfo(BaseModel):
@@ -237,6 +240,12 @@ class FindingsLog:
             self._write({"ts": now_iso(), "stage": stage, "change": "cleared", "id": finding.get("id")})
         self.active = current
         return raised, cleared
+
+    def record(self, findings: list[dict[str, Any]], *, stage: str) -> None:
+        """Record findings raised outside the live diagnostics (a refused Slurm submission, its
+        warnings): written as raised, without touching what the diagnostics hold active."""
+        for finding in findings:
+            self._write({"ts": now_iso(), "stage": stage, "change": "raised", "finding": finding})
 
     def _write(self, record: dict[str, Any]) -> None:
         with open(self.path, "a", encoding="utf-8") as fh:

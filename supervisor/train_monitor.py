@@ -12,6 +12,13 @@ monitor
   ``shutdown_hang`` starts the shutdown grace period;
 - ends a job whose training is complete (last step = total, a complete checkpoint) but that has
   not exited after ``shutdown_grace_s``.
+
+For a Slurm job (``slurm=True``, compute = "cluster") the log source is ``<run>/slurm`` and each
+start of the job is a ``part_<N>/run_<M>`` folder (cosmos-rl.md §11.1): the monitor follows the
+newest one (a requeue makes a new one), reads ``controller.err`` and ``policy_<t>.err``, and hands
+``part_<N>/run_<M>`` to the diagnostics. Failures belong to the job there: its monitor ends the job
+when a step fails and requeues it while retries last, so a ``replica_died`` finding is recorded but
+does not cancel the job.
 """
 
 from __future__ import annotations
@@ -28,9 +35,12 @@ from supervisor.cosmos_logs import (
     LAUNCHER_FAILED_RE,
     LogFollower,
     checkpoint_incomplete_reason,
-    logs_dirs,
+    controller_logs,
+    log_runs,
     parse_saved,
     replica_failure_cause,
+    replica_logs,
+    run_name,
 )
 from supervisor.progress import TrainSteps
 from supervisor.stage import Progress
@@ -101,8 +111,10 @@ class TrainMonitor:
         findings: FindingsLog,
         emit: EmitFn,
         clock: Callable[[], float] = time.monotonic,
+        slurm: bool = False,
     ) -> None:
         self.log_dir = log_dir
+        self.slurm = slurm
         self._ranks = ranks
         self._diagnose = diagnose
         self._interval_s = interval_s
@@ -110,8 +122,10 @@ class TrainMonitor:
         self._findings = findings
         self._emit = emit
         self._clock = clock
-        self._known_dirs = {p.name for p in logs_dirs(log_dir)}
+        # Runs of earlier attempts, by real path (a cosmos-dispatch <run>/slurm link moves per job).
+        self._known_dirs = {p.resolve() for p in log_runs(log_dir)}
         self.logs_dir: Path | None = None
+        self.run_name: str | None = None  # logs_<ts> or part_<N>/run_<M>, for the diagnostics
         self.progress: Progress | None = None
         self.last_step: tuple[int, int] | None = None
         self.checkpoints: dict[Path, int] = {}
@@ -154,19 +168,20 @@ class TrainMonitor:
 
     # -- logs --------------------------------------------------------------------------------------
     def _read_logs(self) -> None:
-        if self.logs_dir is None:
-            fresh = [p for p in logs_dirs(self.log_dir) if p.name not in self._known_dirs]
+        if self.logs_dir is None or self.slurm:  # a Slurm job makes a new run per start (requeue, autoresume)
+            fresh = [p for p in log_runs(self.log_dir) if p.resolve() not in self._known_dirs]
             if not fresh:
                 return
-            self.logs_dir = fresh[-1]
-            self._emit("note", f"Cosmos-RL logs: {self.logs_dir}", logs_dir=str(self.logs_dir))
-        controller = self._follower(self.logs_dir / "controller.log")
-        for line in controller.new_lines():
-            progress = self._steps.feed(line)
-            if progress is not None and progress.current is not None and progress.total is not None:
-                self.progress = progress
-                self.last_step = (int(progress.current), int(progress.total))
-        for log in sorted(self.logs_dir.glob("policy_*.log")):
+            if fresh[-1] != self.logs_dir:
+                self._switch_run(fresh[-1])
+        assert self.logs_dir is not None
+        for controller in controller_logs(self.logs_dir):
+            for line in self._follower(controller).new_lines():
+                progress = self._steps.feed(line)
+                if progress is not None and progress.current is not None and progress.total is not None:
+                    self.progress = progress
+                    self.last_step = (int(progress.current), int(progress.total))
+        for log in replica_logs(self.logs_dir, "policy"):
             for line in self._follower(log).new_lines():
                 if "checkpoint saved successfully" in line:
                     saved = parse_saved(line)
@@ -178,6 +193,19 @@ class TrainMonitor:
             self._emit(
                 "note", f"training reached step {self.last_step[0]}/{self.last_step[1]} with a complete checkpoint"
             )
+
+    def _switch_run(self, run: Path) -> None:
+        first = self.logs_dir is None
+        self.logs_dir = run
+        self.run_name = run_name(self.log_dir, run) or None
+        if not first:  # the job started again: what the previous start showed no longer holds
+            self._steps = TrainSteps()
+            self.last_step = None
+            self.complete_since = None
+            self.hang_since = None
+            self.replica_died = None
+        what = "Slurm job logs" if self.slurm else "Cosmos-RL logs"
+        self._emit("note", f"{what}: {run}", logs_dir=str(run))
 
     def _follower(self, path: Path) -> LogFollower:
         if path not in self._followers:
@@ -209,7 +237,7 @@ class TrainMonitor:
         assert self._diagnose is not None
         try:
             assert self.logs_dir is not None
-            report: Any = self._diagnose(self.log_dir, self.logs_dir.name)
+            report: Any = self._diagnose(self.log_dir, self.run_name)
             error: BaseException | None = None
         except Exception as exc:  # the engine is another module: its failure must not stop training
             report, error = None, exc
@@ -242,13 +270,15 @@ class TrainMonitor:
     # -- decisions -------------------------------------------------------------------------------------
     def _decide(self) -> TrainVerdict | None:
         finished = self.complete_since is not None
-        if self.replica_died is not None and not finished:
+        # A Slurm job's own monitor ends it when a step fails, and requeues it while retries last.
+        ours = not self.slurm
+        if ours and self.replica_died is not None and not finished:
             return TrainVerdict(
                 "stop_failed",
                 f"a replica died while the launcher kept running: {describe_finding(self.replica_died)}",
                 failure={"finding": self.replica_died},
             )
-        if self.launcher_failure is not None and not finished:
+        if ours and self.launcher_failure is not None and not finished:
             cause = replica_failure_cause(self.logs_dir) if self.logs_dir else None
             reason = f"the launcher reports '{self.launcher_failure}' and would keep running"
             if cause:

@@ -19,6 +19,7 @@ from supervisor.cosmos_logs import (
     checkpoint_incomplete_reason,
     last_step,
     latest_logs_dir,
+    run_name,
     saved_checkpoints,
 )
 from supervisor.stage import VerifyResult
@@ -370,7 +371,7 @@ def verify_trained(log_dir: Path, *, ranks: int | None, logs_dir: Path | None = 
         return VerifyResult.failed(f"no Cosmos-RL logs under {log_dir}")
     step = last_step(run_logs)
     if step is None:
-        return VerifyResult.failed(f"{run_logs.name}/controller.log has no 'Step: n/N' line")
+        return VerifyResult.failed(f"{run_name(log_dir, run_logs)}: the controller log has no 'Step: n/N' line")
     if step[0] < step[1]:
         return VerifyResult.failed(f"training stopped at step {step[0]}/{step[1]}", step=step[0], total=step[1])
     saved = saved_checkpoints(run_logs)

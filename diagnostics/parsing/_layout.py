@@ -10,7 +10,9 @@ Layouts (cosmos-rl.md §3.1, §11.1, §11.2; alpamayo-recipe.md §8.3):
   ``policy_<i>.log`` / ``rollout_<i>.log``.
 - ``slurm_run``: a SLURM job folder (``slurm/part_N/run_M/<role>_<t>.out|.err``, ``latest_run`` link,
   ``slurm_<jobid>.log``), or the 747d1bd layout (``<job>/<jobid>/<role>/<t>.out|.err``).
-- ``run_dir``: our supervisor's run folder (``run.toml``, ``logs/``, ``stages/<stage>.log``).
+- ``run_dir``: our supervisor's run folder (``run.toml``, ``logs/``, ``stages/<stage>.log``). A cluster
+  run (``compute = "cluster"`` in ``run.toml``, or a ``slurm/`` folder while ``logs/`` holds no
+  ``logs_<ts>``) is read from ``<run>/slurm`` in the SLURM layout (its ``latest_run``).
 - ``single_file``: one log file (a launcher stdout or a SLURM ``.out`` counts).
 """
 
@@ -157,7 +159,7 @@ def discover(path: Path, run: str | None = None) -> RunLayout:
     if not os.access(path, os.R_OK | os.X_OK):
         raise LayoutError(f"{path}: not readable (permission denied)")
 
-    if (path / "run.toml").is_file() and (path / "logs").is_dir():
+    if (path / "run.toml").is_file() and ((path / "logs").is_dir() or (path / "slurm").exists()):
         return _run_dir(path, run)
     slurm = _slurm_root(path)
     if slurm is not None:
@@ -215,8 +217,23 @@ def _log_dir(target: Path, d: Path, run: str | None, kind: str = "log_dir") -> R
     return RunLayout(target, kind, run_path, chosen, runs, sorted(files, key=_sort_key))
 
 
+def _run_compute(path: Path) -> str | None:
+    """``compute`` from our ``run.toml`` ("local" | "cluster"), None when it cannot be read."""
+    try:
+        import tomlkit
+
+        value = tomlkit.parse(path.read_text(encoding="utf-8")).get("compute")
+    except Exception:  # a broken run.toml: the folders decide
+        return None
+    return str(value) if value is not None else None
+
+
 def _run_dir(path: Path, run: str | None) -> RunLayout:
     logs = path / "logs"
+    slurm = path / "slurm"
+    cluster = _run_compute(path / "run.toml") == "cluster"
+    if slurm.exists() and (cluster or not _log_runs(logs)):
+        return _cluster_run_dir(path, slurm, run)
     if _log_runs(logs) or (logs / "logs_latest").exists():
         inner = _log_dir(path, logs, run, kind="run_dir")
         files, run_path, run_name, runs = inner.files, inner.run_dir, inner.run_name, inner.available_runs
@@ -224,11 +241,39 @@ def _run_dir(path: Path, run: str | None) -> RunLayout:
         if run is not None:
             raise LayoutError(f"{path}: --run {run}: this run folder holds a single run")
         files, run_path, run_name, runs = _log_files(logs, path), logs, None, []
-    stages = path / "stages"
-    if stages.is_dir():
-        files += [(p, Source(_display(p, path), Role.STAGE)) for p in _listdir(stages)
-                  if p.is_file() and p.suffix == ".log"]
+    files += _stage_logs(path)
     return RunLayout(path, "run_dir", run_path, run_name, runs, sorted(files, key=_sort_key))
+
+
+def _stage_logs(path: Path) -> list[tuple[Path, Source]]:
+    stages = path / "stages"
+    if not stages.is_dir():
+        return []
+    return [(p, Source(_display(p, path), Role.STAGE)) for p in _listdir(stages) if p.is_file() and p.suffix == ".log"]
+
+
+def _cluster_run_dir(path: Path, slurm: Path, run: str | None) -> RunLayout:
+    """A cluster run of ours: the job's SLURM layout under ``<run>/slurm`` (a link to dispatch_job.py's
+    folder for cosmos-dispatch), plus the stage logs. Before the job wrote a run: the stage logs alone."""
+    inner: RunLayout | None = None
+    if _slurm_root(slurm) is not None:
+        inner = _slurm_run(path, slurm, run)
+    elif slurm.is_dir():
+        inner = _slurm_747(slurm.resolve(), run)  # 747d1bd: <root>/<job-name>/<jobid>, sbatch's x.* beside
+    if inner is None:
+        if run is not None:
+            raise LayoutError(f"{path}: --run {run}: the SLURM job has not written part_N/run_M yet")
+        return RunLayout(path, "run_dir", None, None, [], sorted(_stage_logs(path), key=_sort_key))
+    real = slurm.resolve()
+
+    def display(p: Path, src: Source) -> str:
+        if p.is_relative_to(path):
+            return _display(p, path)
+        return f"slurm/{_display(p, real)}" if p.is_relative_to(real) else src.path
+
+    files = [(p, Source(display(p, s), s.role, s.index)) for p, s in inner.files] + _stage_logs(path)
+    return RunLayout(path, "run_dir", inner.run_dir, inner.run_name, inner.available_runs,
+                     sorted(files, key=_sort_key))
 
 
 def _slurm_root(path: Path) -> Path | None:

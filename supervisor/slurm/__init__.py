@@ -4,38 +4,49 @@ follow the job, and read its Slurm log layout. See docs/slurm.md.
 
 from __future__ import annotations
 
-from supervisor.slurm.dispatch import DispatchCommand, dispatch_argv
-from supervisor.slurm.executor import SlurmExecutor, SlurmJob, SubmitError, exit_status
-from supervisor.slurm.plan import (
-    ConfigSource,
-    CosmosRev,
-    NodeAssignment,
-    NodePlan,
-    Packing,
-    PlanError,
-    ReplicaSlot,
-    RoleShape,
-    cluster_findings,
-    plan_nodes,
-    prefetch_need,
-)
-from supervisor.slurm.sbatch import SbatchJob, render_sbatch, write_sbatch
-from supervisor.slurm.spec import ClusterSpec, SlurmSpecError
-from supervisor.slurm.submit import Submission, SubmissionRefused, prepare_dispatch, prepare_sbatch
-from supervisor.slurm.tracking import (
-    JobInfo,
-    SlurmLayout,
-    cancel_job,
-    parse_monitor_log,
-    parse_sacct,
-    parse_sbatch,
-    parse_scontrol_jobs,
-    parse_squeue_json,
-    parse_squeue_text,
-    query_job,
-    read_layout,
-    role_logs,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "ClusterSpec": "supervisor.slurm.spec",
+    "ConfigSource": "supervisor.slurm.plan",
+    "CosmosRev": "supervisor.slurm.plan",
+    "DispatchCommand": "supervisor.slurm.dispatch",
+    "JobInfo": "supervisor.slurm.tracking",
+    "NodeAssignment": "supervisor.slurm.plan",
+    "NodePlan": "supervisor.slurm.plan",
+    "Packing": "supervisor.slurm.plan",
+    "PlanError": "supervisor.slurm.plan",
+    "ReplicaSlot": "supervisor.slurm.plan",
+    "RoleShape": "supervisor.slurm.plan",
+    "SbatchJob": "supervisor.slurm.sbatch",
+    "SlurmExecutor": "supervisor.slurm.executor",
+    "SlurmJob": "supervisor.slurm.executor",
+    "SlurmLayout": "supervisor.slurm.tracking",
+    "SlurmSpecError": "supervisor.slurm.spec",
+    "Submission": "supervisor.slurm.submit",
+    "SubmissionRefused": "supervisor.slurm.submit",
+    "SubmitError": "supervisor.slurm.executor",
+    "cancel_job": "supervisor.slurm.tracking",
+    "cluster_findings": "supervisor.slurm.plan",
+    "dispatch_argv": "supervisor.slurm.dispatch",
+    "exit_status": "supervisor.slurm.executor",
+    "parse_monitor_log": "supervisor.slurm.tracking",
+    "parse_sacct": "supervisor.slurm.tracking",
+    "parse_sbatch": "supervisor.slurm.tracking",
+    "parse_scontrol_jobs": "supervisor.slurm.tracking",
+    "parse_squeue_json": "supervisor.slurm.tracking",
+    "parse_squeue_text": "supervisor.slurm.tracking",
+    "plan_nodes": "supervisor.slurm.plan",
+    "prefetch_need": "supervisor.slurm.plan",
+    "prepare_dispatch": "supervisor.slurm.submit",
+    "prepare_sbatch": "supervisor.slurm.submit",
+    "query_job": "supervisor.slurm.tracking",
+    "read_layout": "supervisor.slurm.tracking",
+    "render_sbatch": "supervisor.slurm.sbatch",
+    "role_logs": "supervisor.slurm.tracking",
+    "write_sbatch": "supervisor.slurm.sbatch",
+}
 
 __all__ = [
     "ClusterSpec",
@@ -77,3 +88,44 @@ __all__ = [
     "role_logs",
     "write_sbatch",
 ]
+
+if TYPE_CHECKING:
+    from supervisor.slurm.dispatch import DispatchCommand, dispatch_argv
+    from supervisor.slurm.executor import SlurmExecutor, SlurmJob, SubmitError, exit_status
+    from supervisor.slurm.plan import (
+        ConfigSource,
+        CosmosRev,
+        NodeAssignment,
+        NodePlan,
+        Packing,
+        PlanError,
+        ReplicaSlot,
+        RoleShape,
+        cluster_findings,
+        plan_nodes,
+        prefetch_need,
+    )
+    from supervisor.slurm.sbatch import SbatchJob, render_sbatch, write_sbatch
+    from supervisor.slurm.spec import ClusterSpec, SlurmSpecError
+    from supervisor.slurm.submit import Submission, SubmissionRefused, prepare_dispatch, prepare_sbatch
+    from supervisor.slurm.tracking import (
+        JobInfo,
+        SlurmLayout,
+        cancel_job,
+        parse_monitor_log,
+        parse_sacct,
+        parse_sbatch,
+        parse_scontrol_jobs,
+        parse_squeue_json,
+        parse_squeue_text,
+        query_job,
+        read_layout,
+        role_logs,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'supervisor.slurm' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

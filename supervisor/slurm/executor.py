@@ -19,6 +19,7 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from supervisor.executor import ProcessHandle, StopReport
 from supervisor.slurm.tracking import (
@@ -166,6 +167,25 @@ class SlurmJob:
             return None
         finals = [ln for ln in lines if ln.kind == "final"]
         return int(finals[-1].data["status"]) if finals else None
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``state.json`` and ``a1x-tui status`` show about the job (no query: the last answer)."""
+        info = self.info
+        layout = self.layout
+        run = None
+        if layout is not None and layout.current_part is not None and layout.current_run is not None:
+            run = f"part_{layout.current_part}/run_{layout.current_run}"
+        return {
+            "job_id": self.job_id,
+            "state": info.state if info is not None else "SUBMITTED",
+            "reason": info.reason if info is not None and info.reason not in (None, "None") else None,
+            "reason_text": info.reason_text if info is not None else None,
+            "nodes": info.nodes if info is not None else None,
+            "exit_code": self._rc,
+            "restarts": info.restarts if info is not None else None,
+            "run": run,
+            "slurm_dir": str(self.slurm_dir) if self.slurm_dir is not None else None,
+        }
 
     # -- StageProcess ---------------------------------------------------------------------------------
 

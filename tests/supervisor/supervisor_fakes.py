@@ -319,6 +319,8 @@ def _child_sleeper(new_session: bool) -> None:
 def cosmos_rl() -> int:
     import tomlkit
 
+    if "--num-workers" in sys.argv:  # a node of a Slurm job (our sbatch script)
+        return cosmos_rl_worker()
     p = argparse.ArgumentParser(prog="cosmos-rl")
     p.add_argument("--config", required=True)
     p.add_argument("--policy", type=int)
@@ -391,4 +393,71 @@ def cosmos_rl() -> int:
     if behaviour == "hang_after_finish":
         sleep_forever()
     print("Process 0 completed successfully", flush=True)
+    return 0
+
+
+# -- the same two programs inside a Slurm job (compute = "cluster", our sbatch script) ---------------
+# The job step sends their stderr to slurm/part_<N>/run_<M>/<role>_<t>.err (cosmos-rl.md §11.1).
+
+
+def _say(msg: str, rank: bool = False) -> None:
+    sys.stderr.write(_cosmos_line(msg, rank=rank))
+    sys.stderr.flush()
+
+
+def _hang_with_child() -> None:
+    """Sleep in a child, as a launcher waits on its replicas; SIGTERM (scancel) ends both."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "a1x-fake-replica"])
+    signal.signal(signal.SIGTERM, lambda *_: (child.terminate(), sys.exit(143)))
+    child.wait()
+
+
+def controller() -> int:
+    """``launch_controller.sh --port P --config C --script ENTRY`` (cosmos-rl.md §2.8)."""
+    p = argparse.ArgumentParser(prog="launch_controller.sh")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--config", required=True)
+    p.add_argument("--script", required=True)
+    args = p.parse_args()
+    record("controller")
+    _say(f"[Controller] Using script: {args.script}")
+    steps = setting("steps", 4)
+    for s in range(1, steps + 1):
+        _say(f"Step: {s}/{steps}, Reward Mean: -0.2500, Reward Std: 0.1000")
+        time.sleep(0.02)
+    if mode("train") == "hang":
+        _hang_with_child()
+    return 0
+
+
+def cosmos_rl_worker() -> int:
+    """``cosmos-rl --num-workers N --worker-idx k --url HOST:PORT ...`` on one node of the job."""
+    import tomlkit
+
+    p = argparse.ArgumentParser(prog="cosmos-rl")
+    p.add_argument("--config", required=True)
+    p.add_argument("--num-workers", type=int, required=True)
+    p.add_argument("--worker-idx", type=int, required=True)
+    p.add_argument("--url", required=True)
+    p.add_argument("--policy", type=int)
+    p.add_argument("--rollout", type=int)
+    p.add_argument("script")
+    args = p.parse_args()
+    record("cosmos-rl")
+    _say(f"Controller will be launched on another node. This node will connect to {args.url} for control.")
+    _say("POLICY Replica started at global rank 0, with replica name: 3f9c-fake", rank=True)
+    if mode("train") == "hang":
+        _hang_with_child()
+    conf = tomlkit.parse(Path(args.config).read_text()).unwrap()
+    ranks = int(conf["policy"]["parallelism"].get("dp_shard_size", 1))
+    steps = setting("steps", 4)
+    stamp = time.strftime("%Y%m%d%H%M%S")
+    ckpt = Path(conf["train"]["output_dir"]) / stamp / "checkpoints" / f"step_{steps}" / "policy"
+    ckpt.mkdir(parents=True, exist_ok=True)
+    (ckpt / "cosmos_config").write_text("{}")
+    for r in range(ranks):
+        _touch(ckpt / f"model_rank_{r}.pth")
+        _touch(ckpt / f".rank_{r}_complete", b"")
+    _say(f"[Policy] Step: {steps}, checkpoint saved successfully at {ckpt}.", rank=True)
+    _say("Process 0 completed successfully")
     return 0

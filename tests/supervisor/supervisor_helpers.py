@@ -103,6 +103,8 @@ class World:
             "diagnostics_interval_s": 0.5,
             "live_diagnostics": False,
             "hf_backoff_s": 0.1,
+            "compute": "local",
+            "cluster": "",
         }
         values.update(self.spec_values)
         values.update(overrides)
@@ -110,7 +112,7 @@ class World:
         return f"""
 alpamayo_version = "{values["alpamayo_version"]}"
 reward_mode = "{values["reward_mode"]}"
-compute = "local"
+compute = "{values["compute"]}"
 
 [data]
 chunk_ids = {json.dumps(values["chunk_ids"])}
@@ -135,6 +137,7 @@ shutdown_grace_s = {values["shutdown_grace_s"]}
 diagnostics_interval_s = {values["diagnostics_interval_s"]}
 live_diagnostics = {str(values["live_diagnostics"]).lower()}
 hf_backoff_s = {values["hf_backoff_s"]}
+{values["cluster"]}
 """
 
     def write_spec(self, **overrides: Any) -> Path:
@@ -236,6 +239,12 @@ def build_world(root: Path) -> World:
         (stubs / rel).parent.mkdir(parents=True, exist_ok=True)
         (stubs / rel).write_text(text)
     (stubs / "fakes.py").write_text((HERE / "supervisor_fakes.py").read_text())
+    # Found by our sbatch script through the venv's cosmos_rl package (launcher/launch_controller.sh).
+    controller = stubs / "cosmos_rl" / "launcher" / "launch_controller.sh"
+    controller.parent.mkdir()
+    program = f"import sys\nsys.path.insert(0, {str(stubs)!r})\nimport fakes\nsys.exit(fakes.controller())\n"
+    controller.write_text(f"#!{sys.executable}\n{program}")
+    controller.chmod(0o755)
     bin_dir = root / "bin"
     bin_dir.mkdir()
     (bin_dir / "uv").write_text(

@@ -242,6 +242,12 @@ def test_sighup_only_detaches_the_client(world: World) -> None:
     world.configure()
     world.set_modes(train="slow")
     client = world.popen("run", "--run-dir", str(world.run_dir), "--only", "train", "--skip-preflight")
+    assert client.stdout is not None
+    seen = ""
+    while "attached to" not in seen:  # the client follows the run (its signal handlers are set)
+        line = client.stdout.readline()
+        assert line, seen
+        seen += line
     world.wait_state(_train_running)
     client.send_signal(signal.SIGHUP)  # the SSH session dropped
     out, _ = client.communicate(timeout=10)

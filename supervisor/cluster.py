@@ -1,0 +1,135 @@
+"""The ``train`` stage of a cluster run: the Slurm submission, prepared and checked on this node.
+
+With ``compute = "cluster"`` the train stage's one command is the submission (docs/slurm.md):
+``sbatch --parsable <run>/slurm/sbatch_script.sh`` (``method = "sbatch"``) or Cosmos-RL's
+``python dispatch_job.py ...`` (``method = "cosmos-dispatch"``, cosmos-rl.md §11.1), run through
+``SlurmExecutor``. Before anything reaches Slurm the node and GPU arithmetic is planned and the
+multi-node rules are checked (``supervisor.slurm.submit``; alpamayo-recipe.md §8.5:
+``data_dispatch_as_rank_in_mesh = true`` is mandatory, the prefetch capacity must cover a node's
+replicas): a refusal is a ``StageError`` carrying the findings, warnings travel with the command.
+The other stages run on this node as for a local run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from supervisor.layout import RunLayout
+from supervisor.secrets import read_secret
+from supervisor.spec import RunSpec
+from supervisor.stage import Command, StageError
+
+
+def _finding_json(finding: Any) -> dict[str, Any]:
+    dumped = finding.model_dump(mode="json") if hasattr(finding, "model_dump") else dict(finding)
+    return dict(dumped)
+
+
+def cluster_train_command(
+    spec: RunSpec,
+    layout: RunLayout,
+    *,
+    record: Mapping[str, Any],
+    env: Mapping[str, str],
+    path_prepend: tuple[str, ...],
+    secrets: tuple[str, ...],
+    environ: Mapping[str, str] | None = None,
+) -> Command:
+    """The submission command of the train stage. Raises ``StageError`` (with ``findings``) when
+    the job must not be submitted: the plan fails, a critical finding stands, a variable is missing."""
+    from diagnostics.config.loader import ConfigError, load_config
+    from supervisor.slurm.plan import ConfigSource
+    from supervisor.slurm.sbatch import SbatchJob
+    from supervisor.slurm.spec import SlurmSpecError
+    from supervisor.slurm.submit import SubmissionRefused, prepare_dispatch, prepare_sbatch
+
+    cluster = spec.cluster
+    if cluster is None:
+        raise StageError('compute = "cluster" needs a [cluster] section')
+    toml_path = Path(str(record["toml"]))
+    try:
+        config = load_config(toml_path)
+    except ConfigError as exc:
+        raise StageError(f"not submitted: {exc}") from None
+    source = ConfigSource(str(toml_path), config.locate)
+    base = os.environ if environ is None else environ
+    # What the submission command will see: this environment, the stage's additions, and the
+    # secrets it is given (only their presence is used here; values are never kept).
+    submitting = {**base, **env}
+    submitting.update({name: "set" for name in secrets if read_secret(name, base)})
+    entry = str(record["entry_arg"])
+    try:
+        if cluster.method == "sbatch":
+            job = SbatchJob(
+                run_dir=layout.run_dir,
+                config_path=toml_path,
+                entry=entry,
+                workdir=spec.paths.workspace,
+                venv=spec.paths.venv_dir,
+            )
+            submission = prepare_sbatch(
+                cluster,
+                config.data,
+                job,
+                source=source,
+                environ=submitting,
+                n_policy=spec.replicas.policy,
+                n_rollout=spec.replicas.rollout,
+            )
+        else:
+            submission = prepare_dispatch(
+                cluster,
+                config.data,
+                config_path=toml_path,
+                launcher=entry,
+                source=source,
+                n_policy=spec.replicas.policy,
+                n_rollout=spec.replicas.rollout,
+            )
+    except SubmissionRefused as exc:
+        raise StageError(str(exc), findings=[_finding_json(f) for f in exc.findings]) from None
+    except SlurmSpecError as exc:
+        raise StageError(f"not submitted: {exc}") from None
+    method = "sbatch" if cluster.method == "sbatch" else "dispatch_job.py"
+    return Command(
+        argv=submission.argv,
+        cwd=spec.paths.workspace,
+        env=env,
+        path_prepend=path_prepend,
+        secrets=secrets,
+        label=f"submit to Slurm ({method}): {submission.plan.summary()}",
+        executor="slurm",
+        findings=tuple(_finding_json(f) for f in submission.findings),
+    )
+
+
+def dispatch_logs_target(spec: RunSpec, job_id: str, slurm_dir: Path | None) -> Path | None:
+    """Where a cosmos-dispatch job writes its logs, for the ``<run>/slurm`` link: the run directory's
+    ``slurm/`` that HEAD's dispatch_job.py printed, else 747d1bd's ``<output-root>/<job-name>/<jobid>``
+    (cosmos-rl.md §11.2)."""
+    if slurm_dir is not None:
+        return slurm_dir
+    cluster = spec.cluster
+    if cluster is None or cluster.output_root is None:
+        return None
+    return cluster.output_root / cluster.job_name / job_id
+
+
+def link_slurm_dir(layout: RunLayout, target: Path) -> str | None:
+    """Point ``<run>/slurm`` at ``target`` (cosmos-dispatch writes its logs outside the run directory),
+    so ``--check RUN`` and the train monitor read one place. Returns a one-line problem or None."""
+    link = layout.slurm_dir
+    if link.resolve() == target.resolve():
+        return None
+    if link.exists() and not link.is_symlink():
+        return f"{link} is a folder, not a link: the job's logs are in {target}"
+    try:
+        if link.is_symlink():
+            link.unlink()
+        link.symlink_to(target, target_is_directory=True)
+    except OSError as exc:
+        return f"cannot link {link} to {target}: {exc.strerror or exc}"
+    return None

@@ -1,0 +1,95 @@
+"""The GPU agent as a helper process of the local ``train`` stage.
+
+While ``cosmos-rl`` runs on this node the supervisor also runs ``a1x-tui gpu-agent <run>
+--pids-file <run>/supervisor/pids.json`` (docs/gpu.md): GPU samples go to ``<run>/gpu/``, and the
+agent joins GPU processes to roles from the labels the supervisor keeps in ``pids.json``. The agent
+runs in its own process group and is stopped with the stage (SIGTERM, then SIGKILL), so it never
+outlives training. Its output goes to ``<run>/supervisor/gpu-agent.log``. Training never depends on
+it: an agent that exits (exit 1 with one line when this machine has no usable NVML) is noted once.
+
+For cluster runs the sbatch script runs the agent on every node as a job step instead
+(``supervisor.slurm.sbatch``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from supervisor.executor import LocalExecutor, LocalProcess, StopReport
+from supervisor.layout import RunLayout
+from supervisor.secrets import Scrubber, child_environment
+from supervisor.stagelog import NOTE_PREFIX, StageLog, read_since, strip_timestamp
+
+_REPO_ROOT = Path(__file__).resolve().parent.parent  # `python -m a1x_tui` from a checkout too
+STOP_GRACE_S = 5.0  # the agent writes its last line and exits within a second of SIGTERM
+
+
+def agent_argv(layout: RunLayout) -> list[str]:
+    """``a1x-tui gpu-agent RUN --pids-file RUN/supervisor/pids.json`` with this Python."""
+    return [sys.executable, "-m", "a1x_tui", "gpu-agent", str(layout.run_dir), "--pids-file", str(layout.pids_path)]
+
+
+class GpuAgentHelper:
+    """One agent process for one run of the train stage."""
+
+    def __init__(self, layout: RunLayout, argv: Sequence[str] | None = None) -> None:
+        self.layout = layout
+        self.argv = list(argv) if argv is not None else agent_argv(layout)
+        self.proc: LocalProcess | None = None
+        self.exit_line: str | None = None  # set once the agent ended on its own
+        self._offset = 0
+        self._closed = False
+
+    def start(self) -> str | None:
+        """Start it; returns a one-line problem instead when it cannot be started."""
+        log_path = self.layout.gpu_agent_log
+        log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._offset = log_path.stat().st_size if log_path.exists() else 0
+        pythonpath = os.pathsep.join(p for p in (str(_REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        env = child_environment(os.environ, additions={"PYTHONPATH": pythonpath}, path_prepend=(), secrets=())
+        log = StageLog(log_path, scrubber=Scrubber.from_environment())
+        log.note(f"$ {' '.join(self.argv)}")
+        try:
+            self.proc = LocalExecutor().start(self.argv, cwd=self.layout.run_dir, env=env, log=log)
+        except OSError as exc:
+            log.close()
+            return f"GPU agent not started: {exc.strerror or exc}"
+        return None
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.handle.pid if self.proc is not None else None
+
+    def poll(self) -> str | None:
+        """The one line to record when the agent has just ended on its own (once), else None."""
+        if self.proc is None or self.exit_line is not None:
+            return None
+        rc = self.proc.poll()
+        if rc is None:
+            return None
+        self.proc.close()  # the output is read to its end before the line is taken
+        self._closed = True
+        last = _last_line(read_since(self.layout.gpu_agent_log, self._offset))
+        self.exit_line = f"GPU agent exited with code {rc}" + (f": {last}" if last else "")
+        return self.exit_line
+
+    def stop(self) -> StopReport | None:
+        """Stop the agent and whatever it started; nothing of it is left afterwards."""
+        if self.proc is None:
+            return None
+        proc, self.proc = self.proc, None
+        report = proc.stop(STOP_GRACE_S)
+        if not self._closed:
+            proc.close()
+        return report
+
+
+def _last_line(text: str) -> str:
+    for raw in reversed(text.splitlines()):
+        line = strip_timestamp(raw).strip()
+        if line and not line.startswith(NOTE_PREFIX.strip()):
+            return line[:300]
+    return ""
