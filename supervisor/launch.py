@@ -167,9 +167,10 @@ def offline_status(layout: RunLayout) -> dict[str, Any] | None:
     return data
 
 
-def stop_orphans(layout: RunLayout, grace_s: float) -> list[tuple[str, StopReport]] | None:
+def stop_orphans(layout: RunLayout, grace_s: float) -> list[tuple[str, StopReport, str]] | None:
     """Stop the processes ``state.json`` records while no supervisor owns the run, and say so in
-    the state. None when a supervisor holds the run's lock (it must be asked instead)."""
+    the state: (stage, report, what was stopped, in words). None when a supervisor holds the run's
+    lock (it must be asked instead)."""
     lock = RunLock(layout.lock_path)
     if not lock.acquire():
         return None
@@ -185,9 +186,12 @@ def stop_orphans(layout: RunLayout, grace_s: float) -> list[tuple[str, StopRepor
             executor = executor_for(handle)
             if executor.alive(handle):
                 report = executor.stop_handle(handle, grace_s)  # a Slurm job: scancel
-                reports.append((st.name, report))
+                if handle.job_id:
+                    what = f"Slurm job {handle.job_id} cancelled"
+                else:
+                    what = f"{len(report.terminated)} process(es) of pid group {handle.pid} stopped"
+                reports.append((st.name, report, what))
                 if not report.survivors:
-                    what = f"Slurm job {handle.job_id} cancelled" if handle.job_id else f"pid {handle.pid} stopped"
                     st.reason = f"orphaned: {what} by `a1x-tui stop`"
                     st.process = None
             else:

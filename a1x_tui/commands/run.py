@@ -103,10 +103,6 @@ def run(args: argparse.Namespace) -> int:
     except (SpecError, StageError) as exc:
         print(str(exc), file=sys.stderr)
         return 2
-    if spec.supervisor.executor != "local":
-        executor = spec.supervisor.executor
-        print(f'{spec_path}: [supervisor] executor = "{executor}" is not available yet', file=sys.stderr)
-        return 2
     if existing is not None and lock_is_held(existing.lock_path):
         print(f"{existing.run_dir}: a supervisor already runs it: a1x-tui status {existing.run_dir}", file=sys.stderr)
         return 2

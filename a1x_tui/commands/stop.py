@@ -48,8 +48,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"{layout.run_dir}: no supervisor and no recorded process running: nothing to stop")
             return 0
         survivors = []
-        for stage, report in reports:
-            print(f"stage {stage}: stopped {len(report.terminated)} process(es) left by a crashed supervisor")
+        for stage, report, what in reports:
+            print(f"stage {stage}: {what} (left by a crashed supervisor)")
             survivors += report.survivors
         if survivors:
             print(f"still running after SIGKILL: {survivors}", file=sys.stderr)
