@@ -23,7 +23,6 @@ does not cancel the job.
 
 from __future__ import annotations
 
-import importlib
 import threading
 import time
 from collections.abc import Callable
@@ -51,17 +50,15 @@ EmitFn = Callable[..., Any]
 
 
 def load_diagnose() -> tuple[DiagnoseFn | None, str | None]:
-    """``diagnostics.engine.check`` if that module exists yet, else (None, the note to record)."""
+    """The diagnostics the train stage polls: ``diagnostics.engine.check`` at the current time, so the
+    silence since the newest write counts toward ``stalled``. (None, note) if it cannot be imported."""
     try:
-        engine = importlib.import_module("diagnostics.engine")
+        from diagnostics.engine import check
     except ImportError as exc:
         return None, f"live diagnostics unavailable ({exc}); dead replicas are still caught from the launcher's lines"
-    check = getattr(engine, "check", None)
-    if not callable(check):
-        return None, "diagnostics.engine has no check(); live diagnostics skipped"
 
     def diagnose(path: Path, run: str | None) -> Any:
-        return check(path, run=run, timeout=120.0)
+        return check(path, run=run, now=time.time(), timeout=120.0)
 
     return diagnose, None
 
