@@ -1,0 +1,223 @@
+"""``a1x-tui watch PATH``: follow a live run headlessly, print findings as they come and go.
+
+For agents and scripts that follow a run without a terminal UI. stdout carries only the stream
+(``--format json``: one JSON object per line, each with a ``type``); diagnostics go to stderr.
+Ctrl-C or SIGTERM end it cleanly; the exit code is the status of the findings still open, as
+``--check``: 0 ok, 1 warning, 2 critical, 3 unknown (nothing read, or stopped before the history
+of the run was read). Never imports Textual.
+
+JSON types: ``history_complete`` (the run's history is read: findings are evaluated from now on),
+``finding_raised`` / ``finding_updated`` (with ``key`` and the ``finding`` as in the ``--check``
+report), ``finding_resolved`` (``key``, ``finding_id``), ``run_switched`` (``logs_latest`` moved),
+``file_appeared``, and last ``ended`` (``status``, ``exit_code``, ``open`` keys, ``reason``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import textwrap
+import threading
+from datetime import datetime, timezone
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from diagnostics.findings import Finding
+    from diagnostics.live import Message, RunFollower
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0.05 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"{value:g} s is out of range (0.05 to 3600)")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "path",
+        metavar="PATH",
+        help="a Cosmos-RL --log-dir (follows logs_latest as it moves), one logs_<ts> folder, a run folder of ours, "
+        "a SLURM job folder, or one log file",
+    )
+    parser.add_argument("--config", metavar="TOML", help="the run's TOML: adds config lint and current values to fixes")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="stream format (default: text)")
+    parser.add_argument("--run", metavar="NAME", help="follow this logs_<ts> (or part_N/run_M) instead of the latest")
+    parser.add_argument(
+        "--poll",
+        action="store_true",
+        help="poll the files instead of inotify (automatic on NFS, Lustre, GPFS, BeeGFS, CIFS: inotify does not see "
+        "other nodes' writes there)",
+    )
+    parser.add_argument(
+        "--interval",
+        type=_positive_seconds,
+        default=1.0,
+        metavar="S",
+        help="seconds between evaluations of the findings, and the polling period (default: 1)",
+    )
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class _Printer:
+    """Writes the stream; every string passes ``redact`` (no token or API key reaches stdout)."""
+
+    def __init__(self, fmt: str) -> None:
+        from diagnostics.report import redact
+
+        self.fmt = fmt
+        self._redact = redact
+
+    def _out(self, text: str) -> None:
+        sys.stdout.write(self._redact(text))
+        sys.stdout.flush()
+
+    def json(self, kind: str, **fields: Any) -> None:
+        self._out(json.dumps({"type": kind, "time": _now(), **fields}, default=str) + "\n")
+
+    def text(self, line: str) -> None:
+        clock = datetime.now().strftime("%H:%M:%S")
+        self._out(f"{clock} {line}\n")
+
+    def finding_text(self, verb: str, key: str, finding: Finding) -> None:
+        lines = [f"{verb} {finding.severity.value} {key}: {finding.title}"]
+        lines += textwrap.wrap(finding.explanation, 110, initial_indent="    ", subsequent_indent="    ")
+        for ev in finding.evidence:
+            where = f"{ev.file}:{ev.line}" if ev.line is not None else ev.file
+            lines.append(f"    {where}: {ev.text.strip()}")
+        for fx in finding.fixes:
+            proposed = "remove the key" if fx.proposed is None else json.dumps(fx.proposed, default=str)
+            lines.append(f"    fix: {fx.path} = {proposed} (now {json.dumps(fx.current, default=str)}): {fx.why}")
+        if finding.action:
+            lines.append(f"    action: {finding.action}")
+        self.text("\n".join(lines))
+
+    def message(self, message: Message) -> None:
+        from diagnostics.live import (
+            FileAppeared,
+            FindingRaised,
+            FindingResolved,
+            FindingUpdated,
+            FollowError,
+            HistoryComplete,
+            RunSwitched,
+        )
+
+        js = self.fmt == "json"
+        if isinstance(message, FindingRaised | FindingUpdated):
+            kind = "finding_raised" if isinstance(message, FindingRaised) else "finding_updated"
+            if js:
+                self.json(kind, key=message.key, finding=message.finding.model_dump(mode="json"))
+            elif isinstance(message, FindingRaised):
+                self.finding_text("RAISED", message.key, message.finding)
+        elif isinstance(message, FindingResolved):
+            if js:
+                self.json("finding_resolved", key=message.key, finding_id=message.finding_id)
+            else:
+                title = f": {message.finding.title}" if message.finding is not None else ""
+                self.text(f"RESOLVED {message.key}{title}")
+        elif isinstance(message, RunSwitched):
+            if js:
+                self.json("run_switched", run=message.run_name, previous=message.previous)
+            else:
+                self.text(f"RUN {message.run_name} (was {message.previous or 'none'}): findings start over")
+        elif isinstance(message, HistoryComplete):
+            if js:
+                self.json("history_complete", files=message.files, lines=message.lines, seconds=message.seconds)
+            else:
+                print(
+                    f"a1x-tui watch: read the history of {message.files} file(s) ({message.lines} lines) in "
+                    f"{message.seconds:g} s; following",
+                    file=sys.stderr,
+                )
+        elif isinstance(message, FileAppeared):
+            if js:
+                self.json("file_appeared", file=message.source.path, replica=message.source.replica)
+        elif isinstance(message, FollowError):
+            print(f"a1x-tui watch: {message.message}", file=sys.stderr)
+
+
+def _follow(follower: RunFollower, printer: _Printer, stop: threading.Event) -> None:
+    from diagnostics.live import (
+        FileAppeared,
+        FindingRaised,
+        FindingResolved,
+        FindingUpdated,
+        FollowError,
+        HistoryComplete,
+        RunSwitched,
+    )
+
+    kinds = {FindingRaised, FindingUpdated, FindingResolved, RunSwitched, HistoryComplete, FollowError, FileAppeared}
+    sub = follower.subscribe(kinds)
+    follower.start()
+    try:
+        while not stop.is_set():
+            message = sub.get(timeout=0.2)
+            if message is not None:
+                printer.message(message)
+    finally:
+        follower.stop()
+    for message in sub.drain():
+        printer.message(message)
+
+
+def run(args: argparse.Namespace) -> int:
+    from diagnostics.findings import Status
+    from diagnostics.live import FollowOptions, RunFollower, engine_diagnosis, resolve_layout
+    from diagnostics.parsing import LayoutError
+
+    try:
+        layout = resolve_layout(args.path, args.run)
+    except LayoutError as exc:
+        print(f"a1x-tui watch: {exc}", file=sys.stderr)
+        return Status.UNKNOWN.exit_code
+    factory, notes = engine_diagnosis(args.config)
+    for note in notes:
+        print(f"a1x-tui watch: {note}", file=sys.stderr)
+    options = FollowOptions(
+        poll=True if args.poll else None, poll_interval=args.interval, evaluate_interval=args.interval
+    )
+    follower = RunFollower(args.path, run=args.run, options=options, diagnosis=factory)
+    how = f"polling: {follower.why_polling}" if follower.polling else "inotify"
+    if layout.waiting:
+        print(f"a1x-tui watch: no run yet ({layout.waiting}); waiting for one", file=sys.stderr)
+    else:
+        run_name = f"run {layout.run}, " if layout.run else ""
+        print(f"a1x-tui watch: following {layout.root} ({run_name}{len(layout.files)} file(s), {how})", file=sys.stderr)
+
+    printer = _Printer(args.format)
+    stop = threading.Event()
+    reason = ["stopped"]
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        reason[0] = signal.Signals(signum).name
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        _follow(follower, printer, stop)
+    except BrokenPipeError:  # the reader went away: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return follower.status().exit_code
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+    status = follower.status()
+    open_keys = sorted(follower.findings_by_key())
+    if args.format == "json":
+        printer.json("ended", status=status.value, exit_code=status.exit_code, open=open_keys, reason=reason[0])
+    else:
+        printer.text(f"ENDED {status.value.upper()} ({reason[0]}): {', '.join(open_keys) or 'no finding open'}")
+    return status.exit_code

@@ -1,0 +1,595 @@
+"""``RunFollower``: follows every log file of a run and publishes what happens to subscribers.
+
+One worker thread owns every file and the diagnostics; watchdog's thread only records which
+paths changed. Each turn of the worker: look at the folders again if something was created,
+moved or deleted (or every ``rescan_interval`` as a safety net), read the files that changed (or,
+on a busy run or when polling, check the size of every file every scan), settle the files that
+went quiet (show the unterminated last line, let the parsers close a traceback), read one slice of
+history, and re-evaluate the findings once the history of every file has been read. Design and
+measurements: ``docs/live.md``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from diagnostics.events import Source
+from diagnostics.findings import Finding, Status
+from diagnostics.live._diagnose import Diagnosis, DiagnosisFactory, Evaluation
+from diagnostics.live._findings import FindingTracker
+from diagnostics.live._layout import Layout, resolve
+from diagnostics.live._lines import MAX_LINE_BYTES
+from diagnostics.live._mounts import filesystem_type, is_network_fs
+from diagnostics.live._observe import Watcher
+from diagnostics.live._osfs import OsFileSystem
+from diagnostics.live._queue import Subscription
+from diagnostics.live._tail import FileId, FileSystem, FileTail, History, Lines, Opened, Reset, TailOutput
+from diagnostics.live.messages import (
+    FileAppeared,
+    FileReset,
+    FollowError,
+    HistoryComplete,
+    HistoryLoaded,
+    LinesAppended,
+    Message,
+    MetricsUpdated,
+    RunSwitched,
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FollowOptions:
+    """How the follower watches and how often it works. Times in seconds."""
+
+    poll: bool | None = None  # None: poll only on network file systems
+    poll_interval: float = 0.5  # polling mode: every followed file is checked this often ...
+    poll_folders_interval: float = 2.0  # ... and watchdog's PollingObserver lists the folders this often
+    evaluate_interval: float = 1.0  # findings re-evaluated this often while lines arrive
+    quiet_evaluate_interval: float = 5.0  # ... and this often when none did (a stall is silence)
+    rescan_interval: float = 5.0  # safety net: every file and folder checked this often
+    scan_interval: float = 0.5  # busy runs: the size of every file checked this often (``_observe``)
+    busy_events_per_s: float = 200.0  # more inotify modify events than this: switch to size scans
+    quiet_files_per_s: float = 50.0  # fewer files growing than this ...
+    quiet_seconds: float = 10.0  # ... for this long: back to modify events
+    batch_delay: float = 0.05  # after a change, wait this long so a burst is read at once
+    idle_flush: float = 1.0  # an unterminated last line is shown after this much quiet
+    backfill_chunk: int = 256 * 1024
+    backfill_slice: float = 0.02  # history reading per turn, so live lines keep priority
+    read_budget: int = 4 * 1024 * 1024  # bytes per file per turn
+    max_line: int = MAX_LINE_BYTES
+
+
+@dataclass(slots=True)
+class _Followed:
+    source: Source
+    tail: FileTail
+    last_data: float = 0.0
+    partial_shown: str | None = None
+    committed: int | None = None  # number of the partial line already given to the diagnostics
+
+
+class RunFollower:
+    """Follow the run under ``path``; ``subscribe()`` for messages, ``start()``, later ``stop()``."""
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        run: str | None = None,
+        options: FollowOptions | None = None,
+        diagnosis: DiagnosisFactory | None = None,
+        fs: FileSystem | None = None,
+    ) -> None:
+        self.path = path
+        self.run = run
+        self.options = options or FollowOptions()
+        self._diagnosis_factory = diagnosis
+        self._fs: FileSystem = fs or OsFileSystem()
+        poll = self.options.poll
+        where = path if os.path.exists(path) else os.path.dirname(os.path.abspath(path))
+        fs_type = filesystem_type(where)
+        self.polling = bool(poll) if poll is not None else is_network_fs(where)
+        self.why_polling = (
+            "asked" if poll else f"{fs_type} is a network file system" if self.polling else None
+        )  # inotify does not see writes made by other nodes there
+        self._subs: tuple[Subscription, ...] = ()
+        self._subs_lock = threading.Lock()
+        self._files: dict[str, _Followed] = {}
+        self._dirty: set[str] = set()
+        self._dirty_lock = threading.Lock()
+        self._layout_dirty = True
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self.history_complete = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._watcher: Watcher | None = None
+        self._layout: Layout | None = None
+        self._diag: Diagnosis | None = None
+        self._tracker = FindingTracker()
+        self._findings_lock = threading.Lock()
+        self._last_metrics: Evaluation | None = None
+        self._backfill: deque[str] = deque()
+        self._unsettled: set[str] = set()  # files written to since they were last quiet
+        self._retired: dict[FileId, bytes] = {}  # rotated-away files: inode -> first bytes
+        self._errors_seen: set[str] = set()
+        self._started_at = 0.0
+        self._history_lines = 0
+        self._next_eval = 0.0
+        self._next_rescan = 0.0
+        self._last_eval = 0.0
+        self._fed_since_eval = True
+        self.files_seen = 0
+        self.evaluated = False
+        self.scanning = False  # modify events off, sizes scanned every scan_interval
+        self._next_scan = 0.0
+        self._rate_since = 0.0
+        self._grown = 0
+        self._quiet_since: float | None = None
+
+    # --- public API -------------------------------------------------------------------------------
+
+    def subscribe(self, kinds: Iterable[type] | None = None, **queue_options: object) -> Subscription:
+        """A new subscription (all message types unless ``kinds`` says which)."""
+        sub = Subscription(kinds, **queue_options)  # type: ignore[arg-type]
+        with self._subs_lock:
+            self._subs = (*self._subs, sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        with self._subs_lock:
+            self._subs = tuple(s for s in self._subs if s is not sub)
+        sub.close()
+
+    def start(self) -> RunFollower:
+        if self._thread is not None:
+            return self
+        if self._diagnosis_factory is not None:
+            self._diag = self._diagnosis_factory()
+        self._watcher = Watcher(
+            self._on_change, self._on_layout, polling=self.polling, poll_interval=self.options.poll_folders_interval
+        )
+        if self.polling:  # no inotify: the sizes are checked by us, the folders by the PollingObserver
+            self.scanning = True
+        self._watcher.start()
+        self._started_at = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name="a1x-live-follower", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop watching, release every file, close the subscriptions."""
+        self._stopping.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        if self._watcher is not None:
+            self._watcher.stop()
+        for followed in self._files.values():
+            followed.tail.release()
+        self._files.clear()
+        for sub in self._subs:
+            sub.close()
+
+    def __enter__(self) -> RunFollower:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def run_name(self) -> str | None:
+        layout = self._layout
+        return None if layout is None else layout.run
+
+    def sources(self) -> list[Source]:
+        return [f.source for f in list(self._files.values())]
+
+    def open_findings(self) -> list[Finding]:
+        with self._findings_lock:
+            return list(self._tracker.open.values())
+
+    def findings_by_key(self) -> dict[str, Finding]:
+        """The open findings by key (``finding_key``)."""
+        with self._findings_lock:
+            return dict(self._tracker.open)
+
+    def status(self) -> Status:
+        """Status of the findings open now; UNKNOWN until a file was read and evaluated."""
+        if not self.files_seen or not self.evaluated:
+            return Status.UNKNOWN
+        with self._findings_lock:
+            return self._tracker.status()
+
+    # --- watchdog's thread --------------------------------------------------------------------------
+
+    def _on_change(self, path: str) -> None:
+        if path in self._files:
+            with self._dirty_lock:
+                self._dirty.add(path)
+            self._wake.set()
+
+    def _on_layout(self) -> None:
+        self._layout_dirty = True
+        self._wake.set()
+
+    # --- the worker -----------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        opts = self.options
+        try:
+            self._rescan(initial=True)
+            self._check_history_complete()
+        except Exception as exc:  # a bug must not kill the follower silently
+            self._error(f"cannot follow {self.path}: {exc}", self.path)
+        while not self._stopping.is_set():
+            timeout = self._next_timeout()
+            if timeout > 0:
+                self._wake.wait(timeout)
+            if self._stopping.is_set():
+                break
+            if self._wake.is_set():
+                self._wake.clear()
+                if opts.batch_delay > 0 and not self._backfill:
+                    self._stopping.wait(opts.batch_delay)
+            try:
+                self._turn()
+            except Exception as exc:
+                self._error(f"live follower: {type(exc).__name__}: {exc}")
+
+    def _next_timeout(self) -> float:
+        if self._backfill or self._dirty or self._layout_dirty:
+            return 0.0
+        now = time.monotonic()
+        deadline = self._next_rescan
+        if self.scanning:
+            deadline = min(deadline, self._next_scan)
+        if self.history_complete.is_set() and self._diag is not None:
+            deadline = min(deadline, self._next_eval)
+        for path in self._unsettled:
+            followed = self._files.get(path)
+            if followed is not None:
+                deadline = min(deadline, followed.last_data + self.options.idle_flush)
+        return max(0.0, deadline - now)
+
+    def _turn(self) -> None:
+        now = time.monotonic()
+        if not self.polling and now - self._rate_since >= 1.0:
+            self._check_write_rate(now)
+        if self._layout_dirty or now >= self._next_rescan:
+            periodic = now >= self._next_rescan
+            self._rescan()
+            if periodic:
+                with self._dirty_lock:
+                    self._dirty.update(self._files)
+        with self._dirty_lock:
+            dirty, self._dirty = self._dirty, set()
+        for path in dirty:
+            followed = self._files.get(path)
+            if followed is not None:
+                self._poll(followed)
+        if self.scanning and now >= self._next_scan:
+            self._next_scan = now + (self.options.poll_interval if self.polling else self.options.scan_interval)
+            for path, followed in list(self._files.items()):
+                # Polling: nothing else reports a rename or a deletion, so the path is checked too.
+                if path not in dirty and self._poll(followed, check_path=self.polling):
+                    self._grown += 1
+        if self._unsettled:
+            self._settle(time.monotonic())
+        if self._backfill:
+            self._backfill_slice()
+        if self.history_complete.is_set() and self._diag is not None and time.monotonic() >= self._next_eval:
+            self._evaluate()
+
+    def _check_write_rate(self, now: float) -> None:
+        """Busy run: modify events off, size scans on; quiet again for a while: the other way round."""
+        elapsed = max(1e-3, now - self._rate_since)
+        self._rate_since = now
+        watcher = self._watcher
+        if watcher is None:
+            return
+        events = watcher.take_modified_count() / elapsed
+        grown, self._grown = self._grown / elapsed, 0
+        opts = self.options
+        if not self.scanning:
+            if events > opts.busy_events_per_s:
+                self.scanning = True
+                self._next_scan = now
+                watcher.set_modify_events(False)
+                self._look_at_everything()
+            return
+        if grown >= opts.quiet_files_per_s:
+            self._quiet_since = None
+        elif self._quiet_since is None:
+            self._quiet_since = now
+        elif now - self._quiet_since >= opts.quiet_seconds:
+            self.scanning = False
+            self._quiet_since = None
+            watcher.set_modify_events(True)
+            self._look_at_everything()
+
+    def _look_at_everything(self) -> None:
+        """After a watch switch, events of that instant may be lost: check every folder and file."""
+        self._layout_dirty = True
+        with self._dirty_lock:
+            self._dirty.update(self._files)
+
+    # --- files ----------------------------------------------------------------------------------------
+
+    def _rescan(self, *, initial: bool = False) -> None:
+        self._layout_dirty = False
+        self._next_rescan = time.monotonic() + self.options.rescan_interval
+        layout = resolve(self.path, self.run)
+        previous = self._layout
+        self._layout = layout
+        if self._watcher is not None:
+            every = self.options.rescan_interval
+            for folder in self._watcher.watch(layout.watch_dirs):
+                self._error(f"cannot watch {folder}; it is still checked every {every:g} s", folder)
+        if previous is not None and previous.run != layout.run and layout.run is not None:
+            self._switch_run(previous, layout)
+        for path in [p for p in self._files if p not in layout.files]:
+            followed = self._files[path]
+            self._poll(followed)
+            if not followed.tail.is_open:
+                self._forget(path)
+        for path, source in layout.files.items():
+            if path not in self._files:
+                self._add(path, source, from_end=initial)
+
+    def _add(self, path: str, source: Source, *, from_end: bool) -> None:
+        if self._already_read(path):
+            return
+        tail = FileTail(path, self._fs, from_end=from_end, max_line=self.options.max_line)
+        try:
+            quiet_for = max(0.0, time.time() - os.stat(path).st_mtime)  # last written before we looked
+        except OSError:
+            quiet_for = 0.0
+        followed = _Followed(source, tail, last_data=time.monotonic() - quiet_for)
+        self._files[path] = followed
+        self.files_seen += 1
+        self._publish([FileAppeared(source=source)])
+        self._poll(followed)
+        if not tail.is_open and os.path.exists(path):
+            self._error(f"{path}: cannot be read (permissions?); tried again every few seconds", path)
+
+    def _already_read(self, path: str) -> bool:
+        """A followed file under another name (renamed away by a rotation): its lines were read.
+
+        Same inode and same first bytes: an inode number alone can be reused by a new file.
+        """
+        ident = self._fs.identity(path)
+        if ident is None:
+            return False
+        if any(f.tail.ident == ident for f in self._files.values()):
+            return True
+        head = self._retired.get(ident)
+        if head is None:
+            return False
+        handle = self._fs.open(path)
+        if handle is None:
+            return False
+        try:
+            return bool(head) and handle.read(0, len(head)) == head
+        finally:
+            handle.close()
+
+    def _forget(self, path: str) -> None:
+        followed = self._files.pop(path)
+        self._unsettled.discard(path)
+        if self._diag is not None:
+            self._diag.end_file(followed.source)
+
+    def _switch_run(self, previous: Layout, layout: Layout) -> None:
+        for path in [p for p in self._files if p not in layout.files]:
+            followed = self._files[path]
+            self._handle(followed, followed.tail.close())
+            self._forget(path)
+        self._publish([RunSwitched(run_name=layout.run, previous=previous.run)])
+        with self._findings_lock:
+            self._tracker.clear()
+        self._last_metrics = None
+        if self._diagnosis_factory is not None:
+            self._diag = self._diagnosis_factory()
+
+    def _poll(self, followed: _Followed, *, check_path: bool = True) -> bool:
+        """Check one file; True when it had new bytes."""
+        tail = followed.tail
+        before, head, read_before = tail.ident, tail.head, tail.bytes_read
+        outputs, more = tail.poll(self.options.read_budget, check_path=check_path)
+        if more:
+            with self._dirty_lock:
+                self._dirty.add(tail.path)
+        if outputs:
+            if before is not None and any(isinstance(o, Reset) and o.reason == "replaced" for o in outputs):
+                self._retire(before, head)
+            self._handle(followed, outputs)
+        grew = tail.bytes_read != read_before
+        if grew:
+            followed.last_data = time.monotonic()
+            self._unsettled.add(tail.path)
+        return grew
+
+    def _retire(self, ident: FileId, head: bytes) -> None:
+        self._retired.pop(ident, None)
+        self._retired[ident] = head
+        while len(self._retired) > 4096:
+            del self._retired[next(iter(self._retired))]
+
+    def _handle(self, followed: _Followed, outputs: list[TailOutput]) -> None:
+        source = followed.source
+        diag = self._diag
+        messages: list[Message] = []
+        now = time.monotonic()
+        for out in outputs:
+            if isinstance(out, Lines):
+                messages.append(
+                    LinesAppended(
+                        source=source, first_lineno=out.first_lineno, lines=tuple(out.lines), offset=out.offset
+                    )
+                )
+                if diag is not None:
+                    if out.diag and out.first_lineno is not None:
+                        first, lines = out.first_lineno, out.lines
+                        if followed.committed == first:  # its beginning was given when it sat idle
+                            first, lines = first + 1, lines[1:]
+                        if lines:
+                            self._feed(diag, source, first, lines)
+                    diag.file_stat(source, followed.tail.offset, time.time())  # it was just written
+                followed.committed = None
+                followed.last_data = now
+                followed.partial_shown = None
+            elif isinstance(out, History):
+                if out.display and (out.lines or out.done) and self._wanted(HistoryLoaded):
+                    messages.append(
+                        HistoryLoaded(
+                            source=source,
+                            first_lineno=out.first_lineno,
+                            lines=tuple(out.lines),
+                            done=out.done,
+                            abandoned=out.abandoned,
+                        )
+                    )
+                if out.lines:
+                    self._history_lines += len(out.lines)
+                    self._unsettled.add(followed.tail.path)
+                    if diag is not None:
+                        self._feed(diag, source, out.first_lineno, out.lines)
+            elif isinstance(out, Reset):
+                messages.append(FileReset(source=source, reason=out.reason))
+                if diag is not None:
+                    diag.end_file(source)
+                followed.partial_shown = None
+                followed.committed = None
+            elif isinstance(out, Opened):
+                if out.at_end:
+                    self._backfill.append(followed.tail.path)
+                if diag is not None:
+                    self._stat_to(diag, followed)
+        if messages:
+            self._publish(messages)
+
+    def _feed(self, diag: Diagnosis, source: Source, first_lineno: int, lines: list[str]) -> None:
+        self._fed_since_eval = True
+        try:
+            diag.feed(source, first_lineno, lines)
+        except Exception as exc:
+            self._error(f"diagnostics failed on {source.path}:{first_lineno}: {type(exc).__name__}: {exc}", source.path)
+
+    def _stat_to(self, diag: Diagnosis, followed: _Followed) -> None:
+        try:
+            st = os.stat(followed.tail.path)
+        except OSError:
+            return
+        diag.file_stat(followed.source, st.st_size, st.st_mtime)
+
+    def _settle(self, now: float) -> None:
+        """Files quiet for ``idle_flush``: show their unterminated last line, and let the
+        diagnostics close what spans lines (a traceback at the end of a file is complete once the
+        file is quiet; ``--check`` closes it at the end of the file)."""
+        for path in list(self._unsettled):
+            followed = self._files.get(path)
+            if followed is None:
+                self._unsettled.discard(path)
+                continue
+            tail = followed.tail
+            if now - followed.last_data < self.options.idle_flush or not tail.caught_up:
+                continue
+            self._unsettled.discard(path)
+            diag = self._diag
+            text = tail.partial()
+            lineno = tail.next_lineno
+            if text is not None and text != followed.partial_shown:
+                followed.partial_shown = text
+                if diag is not None and followed.committed is None and lineno is not None:
+                    # An unterminated line that stays quiet is a line (as --check reads a file): given to
+                    # the diagnostics once; if its end comes later, that end is not given again.
+                    followed.committed = lineno
+                    self._feed(diag, followed.source, lineno, [text])
+                message = LinesAppended(
+                    source=followed.source, first_lineno=lineno, lines=(), offset=tail.line_start, partial=text
+                )
+                self._publish([message])
+            if diag is not None:
+                diag.end_file(followed.source)
+
+    def _backfill_slice(self) -> None:
+        deadline = time.monotonic() + self.options.backfill_slice
+        while self._backfill:
+            path = self._backfill.popleft()
+            followed = self._files.get(path)
+            if followed is None:
+                continue
+            outputs = followed.tail.backfill(self.options.backfill_chunk)
+            if outputs:
+                self._handle(followed, outputs)
+            if followed.tail.history_pending:
+                self._backfill.append(path)
+            elif self._diag is not None:
+                self._stat_to(self._diag, followed)
+            if time.monotonic() >= deadline:
+                break
+        self._check_history_complete()
+
+    def _check_history_complete(self) -> None:
+        if self._backfill or self.history_complete.is_set():
+            return
+        self._settle(time.monotonic())  # what the history ends with, if the file is quiet
+        self.history_complete.set()
+        self._publish(
+            [
+                HistoryComplete(
+                    files=len(self._files),
+                    lines=self._history_lines,
+                    seconds=round(time.monotonic() - self._started_at, 3),
+                )
+            ]
+        )
+        self._next_eval = 0.0
+
+    # --- findings -------------------------------------------------------------------------------------
+
+    def _evaluate(self) -> None:
+        now = time.monotonic()
+        self._next_eval = now + self.options.evaluate_interval
+        diag = self._diag
+        if diag is None:
+            return
+        if not self._fed_since_eval and now - self._last_eval < self.options.quiet_evaluate_interval:
+            return
+        self._fed_since_eval = False
+        self._last_eval = now
+        try:
+            evaluation = diag.evaluate(time.time())
+        except Exception as exc:
+            self._error(f"diagnostics evaluation failed: {type(exc).__name__}: {exc}")
+            return
+        with self._findings_lock:
+            messages: list[Message] = list(self._tracker.update(evaluation.findings))
+        self.evaluated = True
+        last = self._last_metrics
+        if last is None or last.metrics != evaluation.metrics or last.checks != evaluation.checks:
+            messages.append(MetricsUpdated(summary=dict(evaluation.metrics), checks=tuple(evaluation.checks)))
+            self._last_metrics = evaluation
+        if messages:
+            self._publish(messages)
+
+    # --- publishing -----------------------------------------------------------------------------------
+
+    def _wanted(self, kind: type) -> bool:
+        return any(sub.wants(kind) for sub in self._subs)
+
+    def _publish(self, messages: list[Message]) -> None:
+        for sub in self._subs:
+            sub.put_many(messages)
+
+    def _error(self, message: str, path: str | None = None) -> None:
+        if message in self._errors_seen:
+            return
+        if len(self._errors_seen) < 1000:
+            self._errors_seen.add(message)
+        self._publish([FollowError(message=message, path=path)])
