@@ -1,0 +1,35 @@
+"""``a1x-tui attach PATH [--config TOML]``: the dashboard on a run of ours, or on any Cosmos-RL logs.
+
+A run directory of ours (it holds ``run.toml``) gets the whole dashboard, with stop and restart
+through its supervisor. Anything else the log parser knows (a ``--log-dir``, one ``logs_<ts>``, a
+replica folder, a SLURM job folder, one log file) is watched read-only: logs, plots, findings and
+GPUs, no stages. ``--config`` names the TOML that fixes are shown against and applied to. Leaving
+the dashboard never stops a run. Exit: 0, or 2 when PATH cannot be watched (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "path",
+        type=Path,
+        metavar="PATH",
+        help="a run directory of a1x-tui, a Cosmos-RL --log-dir, one logs_<ts>, a SLURM job folder or a log file",
+    )
+    parser.add_argument("--config", type=Path, metavar="TOML", help="the run's TOML (fixes are shown against it)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from a1x_tui.ui import A1xApp, TargetError, resolve_target
+
+    try:
+        target = resolve_target(args.path, args.config)
+    except TargetError as exc:
+        print(f"a1x-tui attach: {exc}", file=sys.stderr)
+        return 2
+    return int(A1xApp(target=target).run() or 0)

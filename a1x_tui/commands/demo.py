@@ -1,0 +1,95 @@
+"""``a1x-tui demo``: a complete run through the real supervisor, diagnostics and dashboard.
+
+No GPU, no network, under two minutes. The stages are small programs shipped in
+``a1x_tui.demo.programs`` that write what the real ones write (Cosmos-RL logs in the launcher's
+layout and formats, checkpoints, an export) on simulated GPUs, and play out scripted trouble:
+pending rollouts growing, a vLLM out-of-memory in the rollout replica, a stretch of collapsed
+reward std. The real detectors raise ``rollout_buffer_growth``, ``vllm_oom`` and
+``grpo_collapse``; apply their fixes and restart training from the dashboard to see them go.
+
+``--headless`` runs the same without the UI: the supervisor's events on stderr, then the final
+``a1x-tui --check`` report on stdout, and its exit code (0 ok, 1 warning, 2 critical, 3 unknown).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _speed(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.25 <= value <= 20:
+        raise argparse.ArgumentTypeError(f"{value:g} is out of range (0.25 to 20)")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--headless", action="store_true", help="no UI: print the events, then the --check report")
+    parser.add_argument(
+        "--dir", type=Path, metavar="DIR", help="demo workspace (default: ~/.cache/a1x-tui/demo); runs go in DIR/runs"
+    )
+    parser.add_argument(
+        "--speed", type=_speed, default=1.0, metavar="X", help="play the training scenario X times faster (default 1)"
+    )
+
+
+def _start(root: Path, speed: float) -> tuple[Path, str | None]:
+    from a1x_tui.demo.setup import DemoOptions, prepare_demo_run
+    from supervisor.daemon import Plan
+    from supervisor.launch import start_daemon, wait_until_ready
+    from supervisor.layout import RunLayout
+
+    run_dir = prepare_demo_run(DemoOptions(root=root, speed=speed))
+    pid = start_daemon(run_dir, Plan())
+    return run_dir, wait_until_ready(RunLayout(run_dir), pid)
+
+
+def _headless(run_dir: Path) -> int:
+    from diagnostics.engine import check
+    from diagnostics.report import render
+    from supervisor.console import print_stream
+    from supervisor.layout import RunLayout
+    from supervisor.protocol import NoSupervisor, SupervisorClient
+
+    layout = RunLayout(run_dir)
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    try:
+        print_stream(SupervisorClient(layout.socket_path).subscribe(), say)
+    except NoSupervisor:
+        pass  # it already finished
+    except KeyboardInterrupt:
+        say(f"detached; the demo run goes on by itself: a1x-tui stop {run_dir}")
+        return 130
+    config = layout.train_toml if layout.train_toml.is_file() else None
+    report = check(run_dir / "logs", config_path=config)
+    text = render(report, "text")
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return report.exit_code
+
+
+def run(args: argparse.Namespace) -> int:
+    from a1x_tui.demo.setup import default_root
+
+    root = args.dir if args.dir is not None else default_root()
+    try:
+        run_dir, error = _start(root, args.speed)
+    except OSError as exc:
+        print(f"a1x-tui demo: cannot prepare {root}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    if error is not None:
+        print(f"a1x-tui demo: {error}", file=sys.stderr)
+        return 1
+    print(f"a1x-tui demo: run {run_dir} (supervisor detached; no GPU, no network)", file=sys.stderr, flush=True)
+    if args.headless:
+        return _headless(run_dir)
+    from a1x_tui.ui import A1xApp, resolve_target
+
+    return int(A1xApp(target=resolve_target(run_dir)).run() or 0)

@@ -1,0 +1,201 @@
+"""The demo's stage list, for the real supervisor: the same ``StageSpec`` contract as the real pipeline.
+
+Stage names are a subset of the real ones (``--from``, ``--only`` and restart work unchanged);
+each runs one program of ``a1x_tui.demo.programs`` and is judged by its ``verify()``. The train
+stage is of kind ``train``, so the supervisor's train monitor follows its logs, polls the live
+diagnostics and judges it by steps and a complete checkpoint, exactly as for ``cosmos-rl``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import MutableMapping
+from pathlib import Path
+from typing import Any
+
+from supervisor.cosmos_logs import expected_ranks, latest_complete_checkpoint
+from supervisor.layout import RunLayout
+from supervisor.progress import HfDownload, LastLine, TrainSteps
+from supervisor.spec import RunSpec
+from supervisor.stage import Command, StageError, StageSpec, VerifyResult
+from supervisor.verify import verify_trained
+
+DEMO_STAGES: tuple[str, ...] = ("download", "convert", "configure", "train", "export", "verify")
+OPTIONS_FILE = "demo.json"  # in the run directory: {"speed": 1.0}
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def demo_options(layout: RunLayout) -> dict[str, Any]:
+    try:
+        data = json.loads((layout.run_dir / OPTIONS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def stage_names(spec: RunSpec) -> list[str]:
+    return list(DEMO_STAGES)
+
+
+def build_stages(spec: RunSpec, layout: RunLayout, outputs: MutableMapping[str, str]) -> list[StageSpec]:
+    """Every demo stage; ``outputs`` is shared with the supervisor (the checkpoint, the export folder)."""
+    from a1x_tui.demo.programs import configure as configure_program
+    from a1x_tui.demo.programs import convert as convert_program
+    from a1x_tui.demo.programs import download as download_program
+    from a1x_tui.demo.programs import export as export_program
+
+    paths = spec.paths
+    log_dir = layout.log_dir(spec)
+    env = {"PYTHONPATH": str(_REPO_ROOT)}
+
+    def speed() -> str:
+        return repr(float(demo_options(layout).get("speed", 1.0)))
+
+    def program(name: str, *args: str, label: str) -> Command:
+        argv = (sys.executable, "-m", f"a1x_tui.demo.programs.{name}", *args)
+        return Command(argv=argv, cwd=layout.run_dir, env=env, label=label)
+
+    def ranks() -> int | None:
+        return expected_ranks(layout.train_toml)
+
+    def verify_download() -> VerifyResult:
+        record = _read_json(paths.pai_dir / download_program.MARKER)
+        if not isinstance(record, dict):
+            return VerifyResult.failed(f"{paths.pai_dir}: no demo download")
+        return VerifyResult.passed(f"{record.get('files')} files for chunk(s) {record.get('chunk_ids')}")
+
+    def verify_convert() -> VerifyResult:
+        record = _read_json(paths.model_dir / convert_program.MARKER)
+        if not isinstance(record, dict) or record.get("alpamayo_model") != spec.alpamayo_model:
+            return VerifyResult.failed(f"{paths.model_dir}: no demo conversion of {spec.alpamayo_model}")
+        return VerifyResult.passed(f"{paths.model_dir} holds {spec.alpamayo_model}")
+
+    def verify_configure() -> VerifyResult:
+        record = _read_json(layout.config_dir / configure_program.RECORD)
+        if not isinstance(record, dict) or not layout.train_toml.is_file():
+            return VerifyResult.failed(f"{layout.train_toml} is missing")
+        if record.get("spec_digest") != spec.digest():
+            return VerifyResult.failed("the run spec changed since the TOML was rendered")
+        return VerifyResult.passed(f"{layout.train_toml}")
+
+    def prepare_train() -> list[Command]:
+        if not layout.train_toml.is_file():
+            raise StageError(f"{layout.train_toml} is missing: run the configure stage first")
+        log_dir.mkdir(parents=True, exist_ok=True)
+        args = ("--config", str(layout.train_toml), "--log-dir", str(log_dir), "--run-dir", str(layout.run_dir))
+        return [program("launcher", *args, "--speed", speed(), label="simulated cosmos-rl GRPO training")]
+
+    def current_export() -> VerifyResult:
+        ckpt = latest_complete_checkpoint(log_dir, ranks())
+        if ckpt is None:
+            return VerifyResult.failed(f"no complete checkpoint under {log_dir} to export")
+        for folder in sorted(paths.export_dir.glob("step_*"), reverse=True):
+            provenance = _read_json(folder / export_program.PROVENANCE)
+            if isinstance(provenance, dict) and provenance.get("checkpoint") == str(ckpt.path):
+                outputs["checkpoint"] = str(ckpt.path)
+                outputs["export_dir"] = str(folder)
+                return VerifyResult.passed(f"{folder} exports {ckpt.path}")
+        return VerifyResult.failed(f"no export of {ckpt.path} under {paths.export_dir}")
+
+    def verify_exported() -> VerifyResult:
+        result = current_export()
+        if not result.ok:
+            return result
+        folder = Path(outputs["export_dir"])
+        missing = [n for n in ("config.json", export_program.PROVENANCE) if not (folder / n).is_file()]
+        if missing:
+            return VerifyResult.failed(f"{folder}: {', '.join(missing)} missing")
+        return VerifyResult.passed(f"{folder}: config.json, 3 shards and provenance present")
+
+    model = spec.alpamayo_model
+    chunks = [str(c) for c in spec.data.chunk_ids]
+    stages = [
+        StageSpec(
+            name="download",
+            title="download PAI motion chunks (simulated)",
+            prepare=lambda: [
+                program(
+                    "download",
+                    "--output-dir",
+                    str(paths.pai_dir),
+                    "--chunk-ids",
+                    *chunks,
+                    "--speed",
+                    speed(),
+                    label="simulated download_pai.py",
+                )
+            ],
+            verify=verify_download,
+            progress=HfDownload,
+        ),
+        StageSpec(
+            name="convert",
+            title=f"convert {model} (simulated)",
+            prepare=lambda: [
+                program(
+                    "convert",
+                    "--output-dir",
+                    str(paths.model_dir),
+                    "--alpamayo-model",
+                    model,
+                    "--speed",
+                    speed(),
+                    label="simulated convert_release_config_to_training.py",
+                )
+            ],
+            verify=verify_convert,
+            progress=LastLine,
+        ),
+        StageSpec(
+            name="configure",
+            title="render the training TOML",
+            prepare=lambda: [program("configure", str(layout.run_dir), label="render the training TOML")],
+            verify=verify_configure,
+            progress=LastLine,
+        ),
+        StageSpec(
+            name="train",
+            title="GRPO training (simulated cosmos-rl)",
+            prepare=prepare_train,
+            verify=lambda: verify_trained(log_dir, ranks=ranks()),
+            progress=TrainSteps,
+            kind="train",
+        ),
+        StageSpec(
+            name="export",
+            title="export the latest complete checkpoint (simulated)",
+            prepare=lambda: [
+                program(
+                    "export",
+                    "--log-dir",
+                    str(log_dir),
+                    "--export-dir",
+                    str(paths.export_dir),
+                    "--ranks",
+                    str(ranks() or 1),
+                    "--speed",
+                    speed(),
+                    label="simulated convert_cosmos_rl_checkpoint.py",
+                )
+            ],
+            verify=current_export,
+            progress=LastLine,
+        ),
+        StageSpec(
+            name="verify",
+            title="check the exported checkpoint",
+            prepare=lambda: [],
+            verify=verify_exported,
+            kind="check",
+            skip_if_verified=False,
+        ),
+    ]
+    return stages

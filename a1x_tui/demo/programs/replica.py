@@ -1,0 +1,58 @@
+"""One demo replica (controller, policy_0 or rollout_0): plays its part of the scenario on stdout.
+
+``python -m a1x_tui.demo.programs.replica --role policy --t0 EPOCH --speed S --config TOML
+--checkpoint-dir DIR --ranks N``. The demo launcher points stdout at ``logs_<ts>/<role>.log``, as
+the real launcher does (cosmos-rl.md §3.1). Each entry is written at ``t0 + entry.at`` with the
+wall-clock timestamp of that moment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+from a1x_tui.demo.scenario import ROLES, Context, Trouble, script
+
+
+def write_checkpoint(path: Path, ranks: int) -> None:
+    """The files cosmos-rl writes per saving rank, the completion marker last (cosmos-rl.md §5.3)."""
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "cosmos_config").write_text('{"a1x_tui_demo": true}\n', encoding="utf-8")
+    for rank in range(ranks):
+        for stem in ("model", "optimizer", "scheduler", "extra_info"):
+            (path / f"{stem}_rank_{rank}.pth").write_bytes(b"a1x-tui demo: not a real checkpoint\n")
+        (path / f".rank_{rank}_complete").write_text("", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="a1x_tui.demo.programs.replica")
+    parser.add_argument("--role", choices=ROLES, required=True)
+    parser.add_argument("--t0", type=float, required=True, help="epoch seconds the scenario starts at")
+    parser.add_argument("--speed", type=float, default=1.0)
+    parser.add_argument("--config", type=Path, required=True, help="the run's TOML (decides the troubles)")
+    parser.add_argument("--config-copy", default="/tmp/tmpa1xdemo.toml")
+    parser.add_argument("--checkpoint-dir", required=True)
+    parser.add_argument("--ranks", type=int, default=1)
+    args = parser.parse_args(argv)
+
+    trouble = Trouble.from_toml(args.config)
+    context = Context(checkpoint_dir=args.checkpoint_dir, config_copy=args.config_copy)
+    out = sys.stdout
+    for entry in script(args.role, trouble, speed=args.speed, context=context):
+        delay = args.t0 + entry.at - time.time()
+        if delay > 0:
+            time.sleep(delay)
+        if entry.action == "checkpoint":
+            write_checkpoint(Path(entry.text), args.ranks)
+            continue
+        out.write(entry.render(datetime.now(), os.getpid()) + "\n")
+        out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""``A1xApp``: the screens, the keys every screen shares, themes and the command palette.
+
+Started on the runs (``a1x-tui``), or straight on one run's dashboard (``a1x-tui attach``,
+``a1x-tui demo``). Quitting never stops a run: the supervisor owns it, and the terminal says so.
+``NO_COLOR`` is honoured by Textual itself (monochrome output); ``ctrl+t`` switches dark and light.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from a1x_tui.ui.screens.dashboard import DashboardScreen
+from a1x_tui.ui.screens.help import HelpScreen
+from a1x_tui.ui.screens.start import StartScreen
+from a1x_tui.ui.target import RunTarget
+
+DARK, LIGHT = "textual-dark", "textual-light"
+
+
+class A1xApp(App[int]):
+    TITLE = "a1x-tui"
+    CSS_PATH = "a1x.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("question_mark", "help", "Help"),
+        Binding("q", "leave", "Quit (run goes on)"),
+        Binding("ctrl+c", "leave", "Quit", show=False, priority=True),
+        Binding("ctrl+t", "toggle_theme", "Theme", show=False),
+    ]
+
+    def __init__(
+        self,
+        *,
+        target: RunTarget | None = None,
+        roots: list[Path] | None = None,
+        live: bool = True,
+        clock: Callable[[], float] = time.time,
+        theme: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.start_target = target
+        self.roots = roots or []
+        self.live = live
+        self.clock = clock
+        if theme is not None:
+            self.theme = theme
+
+    def on_mount(self) -> None:
+        if self.start_target is not None:
+            self.push_screen(self.dashboard(self.start_target))
+        else:
+            self.push_screen(StartScreen(self.roots, live=self.live))
+
+    def dashboard(self, target: RunTarget) -> DashboardScreen:
+        return DashboardScreen(target, live=self.live, clock=self.clock)
+
+    def open_run(self, target: RunTarget) -> None:
+        """From the wizard: back to the runs, then the new run's dashboard on top."""
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, StartScreen):
+            self.pop_screen()
+        self.push_screen(self.dashboard(target))
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_toggle_theme(self) -> None:
+        self.theme = LIGHT if self.theme == DARK else DARK
+
+    def action_leave(self) -> None:
+        messages = [m for s in self.screen_stack if isinstance(s, DashboardScreen) if (m := s.leave_message())]
+        self.exit(0, message="\n".join(dict.fromkeys(messages)) or None)
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Help", "Every key, and what quitting does to a run", self.action_help)
+        yield SystemCommand(
+            "Toggle dark / light theme", "Switch between the dark and light themes", self.action_toggle_theme
+        )
+        if isinstance(screen, DashboardScreen):
+            for tab, title in (
+                ("overview", "Overview"),
+                ("logs", "Logs"),
+                ("plots", "Plots"),
+                ("findings", "Findings"),
+            ):
+                yield SystemCommand(
+                    f"Show {title}", f"Switch to the {title.lower()} tab", lambda tab=tab: screen.action_show_tab(tab)
+                )
+            yield SystemCommand(
+                "Apply the selected finding's fix", "Shows the TOML diff, asks, keeps a backup", screen.action_apply_fix
+            )
+            if screen.target.controllable:
+                yield SystemCommand(
+                    "Restart the train stage", "Asks first; uses the TOML as it is now", screen.action_restart_train
+                )
+                yield SystemCommand(
+                    "Stop the run", "Asks first; SIGTERM, then SIGKILL after the grace period", screen.action_stop_run
+                )

@@ -1,0 +1,210 @@
+"""The follow worker: the live follower's messages, turned into the app's, at most four times a second.
+
+It runs ``diagnostics.live.RunFollower`` over the target with the same diagnosis as
+``a1x-tui watch`` (``engine_diagnosis``: the parsers and detectors of ``--check``, plus the TOML's
+lint when one is known), and keeps, per evaluation, the tail of the series the plots draw.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from textual.message import Message
+
+from a1x_tui.ui.messages import (
+    FindingsChanged,
+    FollowedRunChanged,
+    FollowProblem,
+    HistoryRead,
+    LineChunk,
+    LinesArrived,
+    LogFileReset,
+    LogFileSeen,
+    MetricsChanged,
+    SeriesChanged,
+)
+from diagnostics.events import Role, Source
+from diagnostics.findings import Finding
+
+FLUSH_EVERY_S = 0.25  # <= 4 redraws a second from log traffic (SSH-friendly)
+POINTS = 240  # values kept per plotted series
+PLOTTED = (
+    "reward_mean",
+    "reward_std",
+    "traj_l2",
+    "pending_rollouts",
+    "weight_staleness_max",
+    "prompt_version_gap",
+    "step_time_s",
+)
+
+Post = Callable[[Message], Any]
+
+
+def source_label(source: Source) -> str:
+    """``controller``, ``policy_0``, ``[train]`` (a stage's log), ``launcher``."""
+    if source.role is Role.STAGE:
+        return f"[{Path(source.path).stem}]"
+    if source.role in (Role.LAUNCHER, Role.UNKNOWN):
+        return Path(source.path).stem
+    return source.replica
+
+
+class SeriesDiagnosis:
+    """A ``Diagnosis`` that also copies the plotted series' tails at each evaluation (on the follower's
+    thread, where the series are written; the worker reads the copy)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.snapshot: dict[str, list[float]] = {}
+
+    def feed(self, source: Source, first_lineno: int, lines: Sequence[str]) -> None:
+        self.inner.feed(source, first_lineno, lines)
+
+    def end_file(self, source: Source) -> None:
+        self.inner.end_file(source)
+
+    def file_stat(self, source: Source, size: int, mtime: float) -> None:
+        self.inner.file_stat(source, size, mtime)
+
+    def evaluate(self, now: float) -> Any:
+        evaluation = self.inner.evaluate(now)
+        metrics = getattr(getattr(self.inner, "collector", None), "metrics", None)
+        if metrics is not None:
+            snapshot = {}
+            for name in PLOTTED:
+                series = metrics.get(name)
+                if series is not None and series.seen:
+                    snapshot[name] = [float(v) for v in series.tail(POINTS)]
+            self.snapshot = snapshot
+        return evaluation
+
+
+class FollowFeed:
+    """Follows ``path`` until ``stop`` is set, posting the app's messages through ``post``."""
+
+    def __init__(self, path: Path, config: Path | None, post: Post) -> None:
+        self.path = path
+        self.config = config
+        self.post = post
+        self.open: dict[str, Finding] = {}
+        self.resolved: dict[str, Finding] = {}
+        self._gap: deque[tuple[int, float]] = deque(maxlen=POINTS)
+        self._diagnosis: SeriesDiagnosis | None = None
+
+    def run(self, stop: threading.Event) -> None:
+        from diagnostics.live import FollowOptions, RunFollower
+        from diagnostics.live._engine import engine_diagnosis  # as `a1x-tui watch` uses it
+
+        def make() -> SeriesDiagnosis:
+            # Called again for every new logs_<ts>: the TOML is read then, so one written by the configure
+            # stage after the dashboard opened (or changed by a fix) is used from the next attempt on.
+            config = self.config if self.config is not None and self.config.is_file() else None
+            factory, notes = engine_diagnosis(config)
+            for note in notes:
+                self.post(FollowProblem(note))
+            self._diagnosis = SeriesDiagnosis(factory())
+            return self._diagnosis
+
+        follower = RunFollower(str(self.path), options=FollowOptions(evaluate_interval=1.0), diagnosis=make)
+        sub = follower.subscribe()
+        follower.start()
+        pending: list[Any] = []
+        next_flush = time.monotonic() + FLUSH_EVERY_S
+        try:
+            while not stop.is_set():
+                message = sub.get(timeout=0.1)
+                if message is not None:
+                    pending.append(message)
+                    pending.extend(sub.drain())
+                if pending and time.monotonic() >= next_flush:
+                    self.flush(pending)
+                    pending = []
+                    next_flush = time.monotonic() + FLUSH_EVERY_S
+        finally:
+            follower.stop(timeout=2.0)
+
+    def flush(self, messages: list[Any]) -> None:
+        """Turn a batch of follower messages into the app's (public for tests)."""
+        from diagnostics.live import (
+            FileAppeared,
+            FileReset,
+            FindingRaised,
+            FindingResolved,
+            FindingUpdated,
+            FollowError,
+            HistoryComplete,
+            HistoryLoaded,
+            LinesAppended,
+            MetricsUpdated,
+            RunSwitched,
+        )
+
+        chunks: list[LineChunk] = []
+        findings_changed = False
+        out: list[Message] = []
+
+        def flush_chunks() -> None:
+            if chunks:
+                out.append(LinesArrived(list(chunks)))
+                chunks.clear()
+
+        for m in messages:
+            if isinstance(m, LinesAppended):
+                if m.lines:
+                    chunks.append(LineChunk(m.source.path, source_label(m.source), m.first_lineno, m.lines))
+            elif isinstance(m, HistoryLoaded):
+                chunks.append(
+                    LineChunk(m.source.path, source_label(m.source), m.first_lineno, m.lines, history=True, done=m.done)
+                )
+            elif isinstance(m, FileAppeared):
+                flush_chunks()
+                out.append(LogFileSeen(m.source.path, source_label(m.source)))
+            elif isinstance(m, FileReset):
+                flush_chunks()
+                out.append(LogFileReset(m.source.path, m.reason))
+            elif isinstance(m, RunSwitched):
+                flush_chunks()
+                self.open.clear()
+                self.resolved.clear()
+                self._gap.clear()
+                findings_changed = True
+                out.append(FollowedRunChanged(m.run_name, m.previous))
+            elif isinstance(m, FindingRaised | FindingUpdated):
+                self.open[m.key] = m.finding
+                self.resolved.pop(m.key, None)
+                findings_changed = True
+            elif isinstance(m, FindingResolved):
+                last = self.open.pop(m.key, None) or m.finding
+                if last is not None:
+                    self.resolved[m.key] = last
+                findings_changed = True
+            elif isinstance(m, MetricsUpdated):
+                out.append(MetricsChanged(dict(m.summary)))
+                out.append(SeriesChanged(self._series(m.summary)))
+            elif isinstance(m, HistoryComplete):
+                out.append(HistoryRead(m.files, m.lines, m.seconds))
+            elif isinstance(m, FollowError):
+                out.append(FollowProblem(m.message))
+        flush_chunks()
+        if findings_changed:
+            out.append(FindingsChanged(dict(self.open), dict(self.resolved)))
+        for message in out:
+            self.post(message)
+
+    def _series(self, summary: dict[str, Any]) -> dict[str, list[float]]:
+        series = dict(self._diagnosis.snapshot) if self._diagnosis is not None else {}
+        step, gap = summary.get("step"), summary.get("weight_version_gap")
+        if isinstance(step, int) and isinstance(gap, (int, float)):
+            if not self._gap or self._gap[-1][0] != step:
+                self._gap.append((step, float(gap)))
+            else:
+                self._gap[-1] = (step, float(gap))
+        if self._gap:
+            series["weight_version_gap"] = [g for _, g in self._gap]
+        return series

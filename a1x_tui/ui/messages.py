@@ -1,0 +1,184 @@
+"""Every message the app's workers post to its screens: small dataclasses named as past events.
+
+toolong's habit (shared/reference/style.md, "toolong — one concept per module"): workers read
+files and sockets and post these; widgets only ever see these. The follow worker posts at most four
+times a second, so a fast log cannot flood the UI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from textual.message import Message
+
+from diagnostics.findings import Finding, Report
+from diagnostics.gpu import GpuSnapshot, ProcessSample
+
+
+@dataclass(frozen=True, slots=True)
+class LineChunk:
+    """Consecutive lines of one file from one follower message."""
+
+    source: str
+    label: str
+    first_lineno: int | None
+    texts: tuple[str, ...]
+    history: bool = False
+    done: bool = False
+
+
+@dataclass
+class LinesArrived(Message):
+    chunks: list[LineChunk]
+
+
+@dataclass
+class LogFileSeen(Message):
+    """A file of the run is followed now (it may still be empty)."""
+
+    source: str
+    label: str
+
+
+@dataclass
+class LogFileReset(Message):
+    source: str
+    reason: str
+
+
+@dataclass
+class FollowedRunChanged(Message):
+    """``logs_latest`` moved to another ``logs_<ts>``: what was shown belongs to the old run."""
+
+    run_name: str | None
+    previous: str | None
+
+
+@dataclass
+class FindingsChanged(Message):
+    """The open findings (by key) and the ones that resolved while the app watched."""
+
+    open: dict[str, Finding]
+    resolved: dict[str, Finding]
+
+
+@dataclass
+class MetricsChanged(Message):
+    summary: dict[str, Any]
+
+
+@dataclass
+class SeriesChanged(Message):
+    """The plotted series: name -> the last values (one per step, or per Stat line)."""
+
+    series: dict[str, list[float]]
+
+
+@dataclass
+class HistoryRead(Message):
+    files: int
+    lines: int
+    seconds: float
+
+
+@dataclass
+class FollowProblem(Message):
+    message: str
+
+
+@dataclass
+class RunStateChanged(Message):
+    """The supervisor's state (``state.json``'s object); ``live``: a supervisor answered on the socket."""
+
+    state: dict[str, Any] | None
+    live: bool
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HostGpus:
+    """One node's GPUs as last sampled."""
+
+    host: str
+    snapshot: GpuSnapshot | None
+    processes: tuple[ProcessSample, ...] = ()
+    driver: str | None = None
+    simulated: bool = False
+    note: str | None = None  # NVML unavailable there, the role join's caveat...
+
+
+@dataclass
+class GpusSampled(Message):
+    hosts: list[HostGpus]
+    note: str | None = None  # why there is nothing to show
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """A run directory the start screen lists."""
+
+    run_dir: Path
+    status: str
+    message: str = ""
+    current_stage: str | None = None
+    updated_at: str | None = None
+    live: bool = False
+
+
+@dataclass
+class RunsListed(Message):
+    runs: list[RunSummary]
+    roots: list[Path] = field(default_factory=list)
+
+
+@dataclass
+class DiskChecked(Message):
+    """Free space beside one path field of the wizard."""
+
+    field_id: str
+    text: str
+
+
+@dataclass
+class PreflightFinished(Message):
+    report: Report | None
+    text: str
+    error: str | None = None
+
+
+@dataclass
+class RunLaunched(Message):
+    run_dir: Path | None
+    output: str
+    error: str | None = None
+
+
+@dataclass
+class FixPlanned(Message):
+    """The TOML change that cures a finding (``diff``), or why there is none (``refused``)."""
+
+    key: str
+    toml: Path | None
+    diff: str | None
+    refused: str | None = None
+    sha256: str | None = None
+
+
+@dataclass
+class FixApplied(Message):
+    key: str
+    toml: Path
+    backup: Path | None
+    summary: str
+    error: str | None = None
+
+
+@dataclass
+class CommandFinished(Message):
+    """An ``a1x-tui stop/restart`` the dashboard ran: its one-line answer."""
+
+    action: str
+    ok: bool
+    output: str

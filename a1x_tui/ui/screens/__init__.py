@@ -1,0 +1,1 @@
+"""The app's screens: start (runs), wizard, preflight, dashboard, and the modal confirm and help."""

@@ -1,0 +1,486 @@
+"""The dashboard: one run, live. Stages and GPUs, logs, plots, findings — and the few actions.
+
+Workers (``a1x_tui.ui.feeds``) follow the logs with the live diagnostics, poll the supervisor and
+read the GPUs; they post messages, and this screen hands them to its widgets. Nothing here decides
+what is wrong with a run: findings, fixes and their diffs come from ``diagnostics``; stop and
+restart are ``a1x-tui stop`` / ``a1x-tui restart``. Every action that changes a run or a file asks
+first. Redraws from log traffic happen at most four times a second, and only for the visible tab.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static, TabbedContent, TabPane
+
+from a1x_tui.ui.feeds.follow import FollowFeed
+from a1x_tui.ui.feeds.gpus import GpuFeed
+from a1x_tui.ui.feeds.supervision import StateFeed, run_cli
+from a1x_tui.ui.logstore import LogStore
+from a1x_tui.ui.messages import (
+    CommandFinished,
+    FindingsChanged,
+    FixApplied,
+    FixPlanned,
+    FollowedRunChanged,
+    FollowProblem,
+    GpusSampled,
+    HistoryRead,
+    LinesArrived,
+    LogFileReset,
+    LogFileSeen,
+    MetricsChanged,
+    RunStateChanged,
+    SeriesChanged,
+)
+from a1x_tui.ui.screens.confirm import ConfirmScreen
+from a1x_tui.ui.target import RunTarget
+from a1x_tui.ui.widgets.banner import RunBanner, banner_text
+from a1x_tui.ui.widgets.findings import FindingsPanel, Shown, diff_text
+from a1x_tui.ui.widgets.gpus import GpuPanel
+from a1x_tui.ui.widgets.logs import LogsPanel
+from a1x_tui.ui.widgets.plots import PlotsPanel
+from a1x_tui.ui.widgets.stages import StagesTable
+from diagnostics.findings import Finding
+
+FINAL = ("succeeded", "failed", "stopped", "blocked")
+
+
+class DashboardScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("1", "show_tab('overview')", "Overview", show=False),
+        Binding("2", "show_tab('logs')", "Logs", show=False),
+        Binding("3", "show_tab('plots')", "Plots", show=False),
+        Binding("4", "show_tab('findings')", "Findings", show=False),
+        Binding("a", "apply_fix", "Apply fix"),
+        Binding("t", "restart_train", "Restart train"),
+        Binding("r", "restart_stage", "Restart stage", show=False),
+        Binding("s", "stop_run", "Stop run"),
+        Binding("escape", "back", "Runs", show=False),
+    ]
+    DEFAULT_CSS = """
+    DashboardScreen #overview-body { height: 1fr; }
+    DashboardScreen #stages { margin-bottom: 1; }
+    DashboardScreen .note { color: $text-muted; padding: 0 1; }
+    DashboardScreen TabPane { padding: 0; }
+    """
+
+    def __init__(
+        self,
+        target: RunTarget,
+        *,
+        live: bool = True,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__()
+        self.target = target
+        self.live = live
+        self.clock = clock
+        self.store = LogStore()
+        self.state: dict[str, Any] | None = None
+        self.supervisor_live = False
+        self.findings_open: dict[str, Finding] = {}
+        self.findings_resolved: dict[str, Finding] = {}
+        self.metrics: dict[str, Any] = {}
+        self.series: dict[str, list[float]] = {}
+        self._stop = threading.Event()
+        self._dirty: set[str] = set()
+        self._apply_after_plan: str | None = None
+        self._planning: set[str] = set()
+        self._findings_known = False  # the first evaluation's findings are the run's past: no toast
+
+    # -- layout -------------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield RunBanner(id="banner")
+        with TabbedContent(initial="overview", id="tabs"):
+            with TabPane("1 Overview", id="overview"), VerticalScroll(id="overview-body"):
+                if self.target.controllable:
+                    yield StagesTable(id="stages")
+                else:
+                    yield Static(
+                        Text(
+                            f"Attached read-only to {self.target.follow}: a Cosmos-RL log folder, not a run "
+                            "supervised by a1x-tui, so there are no stages to show or control.",
+                            style="dim",
+                        ),
+                        classes="note",
+                    )
+                if self.target.note:
+                    yield Static(Text(self.target.note, style="yellow"), classes="note")
+                yield GpuPanel(id="gpus")
+            with TabPane("2 Logs", id="logs"):
+                yield LogsPanel(self.store, id="logs-panel")
+            with TabPane("3 Plots", id="plots"):
+                yield PlotsPanel(id="plots-panel")
+            with TabPane("4 Findings", id="findings"):
+                yield FindingsPanel(id="findings-panel")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        panel = self.query_one(FindingsPanel)
+        panel.can_apply = self.target.config is not None
+        panel.controllable = self.target.controllable
+        self._banner()
+        if self.live:
+            self.start_feeds()
+            self.set_interval(1.0, self._tick)
+
+    def start_feeds(self) -> None:
+        post = self.post_message
+        follow = FollowFeed(self.target.follow, self.target.config, post)
+        self._worker("follow", follow.run)
+        if self.target.run_dir is not None:
+            self._worker("state", StateFeed(self.target.run_dir, post).run)
+        self._worker("gpus", GpuFeed(self.target.run_dir, post, self._known_pids).run)
+
+    def _worker(self, name: str, run: Callable[[threading.Event], None]) -> None:
+        self.run_worker(partial(run, self._stop), name=name, group="feeds", thread=True, exit_on_error=False)
+
+    def on_unmount(self) -> None:
+        self._stop.set()
+
+    def _known_pids(self) -> dict[int, str] | None:
+        state = self.state
+        if not state:
+            return None
+        pids: dict[int, str] = {}
+        for st in state.get("stages") or []:
+            proc = st.get("process") or {}
+            if isinstance(proc.get("pid"), int):
+                pids[proc["pid"]] = str(st.get("name"))
+        return pids or None
+
+    def _tick(self) -> None:
+        if self.target.controllable and self.state is not None:
+            self.query_one(StagesTable).update_state(self.state, self.clock())
+
+    def _active(self) -> str:
+        return str(self.query_one("#tabs", TabbedContent).active)
+
+    def _banner(self) -> None:
+        text = banner_text(
+            self.target.name,
+            controllable=self.target.controllable,
+            state=self.state,
+            live=self.supervisor_live,
+            findings=self.findings_open,
+            metrics=self.metrics,
+        )
+        self.query_one(RunBanner).update(text)
+        tabs = self.query_one("#tabs", TabbedContent)
+        count = len(self.findings_open)
+        tabs.get_tab("findings").label = f"4 Findings ({count})" if count else "4 Findings"
+
+    # -- messages from the workers ------------------------------------------------------------------
+    def on_lines_arrived(self, message: LinesArrived) -> None:
+        for c in message.chunks:
+            self.store.add(c.source, c.label, c.first_lineno, c.texts, history=c.history, done=c.done)
+        self._logs_changed()
+
+    def on_log_file_seen(self, message: LogFileSeen) -> None:
+        self.store.file(message.source, message.label)
+        self._logs_changed()
+
+    def on_log_file_reset(self, message: LogFileReset) -> None:
+        self.store.reset(message.source)
+        self._logs_changed()
+
+    def on_followed_run_changed(self, message: FollowedRunChanged) -> None:
+        previous = message.previous
+        if previous is None:  # the first logs_<ts> of this run appeared: nothing to forget
+            return
+        for source in [s for s in self.store.files if f"{previous}/" in s]:
+            self.store.forget(source)
+        self.series = {}
+        self.metrics = {}
+        self.query_one(LogsPanel).reset_all()
+        self._dirty.add("plots")
+        self._banner()
+        self.notify(f"now following {message.run_name}: a new attempt of the training", title="logs_latest moved")
+
+    def _logs_changed(self) -> None:
+        if self._active() == "logs":
+            self.query_one(LogsPanel).data_changed()
+        else:
+            self._dirty.add("logs")
+
+    def on_findings_changed(self, message: FindingsChanged) -> None:
+        before = set(self.findings_open)
+        self.findings_open, self.findings_resolved = message.open, message.resolved
+        panel = self.query_one(FindingsPanel)
+        for key in list(panel.plans):
+            if key not in self.findings_open:
+                panel.plans.pop(key)
+        panel.show(self.findings_open, self.findings_resolved)
+        self._banner()
+        new = sorted(set(self.findings_open) - before) if self._findings_known else []
+        self._findings_known = True
+        for key in new:
+            f = self.findings_open[key]
+            self.notify(
+                f.title,
+                title=f"{f.severity.value}: {f.id}",
+                severity="error" if f.severity.value == "critical" else "warning",
+                timeout=6,
+            )
+        self._plan_selected()
+
+    def on_metrics_changed(self, message: MetricsChanged) -> None:
+        self.metrics = message.summary
+        self._banner()
+        self._plots_changed()
+
+    def on_series_changed(self, message: SeriesChanged) -> None:
+        self.series = message.series
+        self._plots_changed()
+
+    def _plots_changed(self) -> None:
+        if self._active() == "plots":
+            self.query_one(PlotsPanel).show(self.series, self.metrics)
+        else:
+            self._dirty.add("plots")
+
+    def on_history_read(self, message: HistoryRead) -> None:
+        self.log.info(f"history read: {message.files} files, {message.lines} lines in {message.seconds} s")
+
+    def on_follow_problem(self, message: FollowProblem) -> None:
+        self.notify(message.message, severity="warning", timeout=8)
+
+    def on_run_state_changed(self, message: RunStateChanged) -> None:
+        self.state, self.supervisor_live = message.state, message.live
+        if self.target.controllable:
+            self.query_one(StagesTable).update_state(self.state, self.clock())
+        self._banner()
+
+    def on_gpus_sampled(self, message: GpusSampled) -> None:
+        self.query_one(GpuPanel).show(message.hosts, message.note)
+
+    def on_command_finished(self, message: CommandFinished) -> None:
+        self.notify(message.output, title=message.action, severity="information" if message.ok else "error", timeout=8)
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        pane = event.pane.id
+        if pane == "logs" and "logs" in self._dirty:
+            self._dirty.discard("logs")
+            self.query_one(LogsPanel).data_changed()
+        if pane == "plots" and "plots" in self._dirty:
+            self._dirty.discard("plots")
+            self.query_one(PlotsPanel).show(self.series, self.metrics)
+
+    # -- findings, evidence and fixes --------------------------------------------------------------
+    def on_findings_panel_selected(self, message: FindingsPanel.Selected) -> None:
+        self._plan_selected()
+
+    def _plan_selected(self) -> None:
+        panel = self.query_one(FindingsPanel)
+        shown = panel.selected
+        if shown is None or not shown.finding.fixes or self.target.config is None:
+            return
+        if shown.key in panel.plans or shown.key in self._planning:
+            return
+        self._planning.add(shown.key)
+        self.run_worker(
+            partial(self._plan, shown.key, shown.finding, self.target.config),
+            thread=True,
+            group="fix",
+            exit_on_error=False,
+        )
+
+    def _plan(self, key: str, finding: Finding, toml: Path) -> None:
+        from diagnostics.config import ConfigError, FixRefused, load_config, plan_fix
+
+        if not toml.is_file():
+            self.post_message(FixPlanned(key, toml, None, f"{toml} does not exist yet (the configure stage writes it)"))
+            return
+        try:
+            plan = plan_fix(load_config(toml), finding.id, finding=finding)
+        except (ConfigError, FixRefused, ValueError) as exc:
+            self.post_message(FixPlanned(key, toml, None, str(exc).splitlines()[0]))
+            return
+        self.post_message(FixPlanned(key, toml, plan.diff, None, plan.original_sha256))
+
+    def on_fix_planned(self, message: FixPlanned) -> None:
+        self._planning.discard(message.key)
+        self.query_one(FindingsPanel).show_plan(message)
+        if self._apply_after_plan == message.key:
+            self._apply_after_plan = None
+            self._confirm_apply(message)
+
+    def on_findings_panel_evidence_chosen(self, message: FindingsPanel.EvidenceChosen) -> None:
+        ev = message.evidence
+        if ev.line is None:
+            self.notify(f"{ev.file}: {ev.text}", title="evidence (not a log line)")
+            return
+        self.action_show_tab("logs")
+        logs = self.query_one(LogsPanel)
+        logs.data_changed()
+        if not logs.open_line(ev.file, ev.line):
+            self.notify(f"{ev.file}:{ev.line} is not in the lines kept in memory", severity="warning")
+
+    def action_apply_fix(self) -> None:
+        if self._active() != "findings":
+            self.action_show_tab("findings")
+        shown = self.query_one(FindingsPanel).selected
+        if shown is None:
+            self.notify("no finding selected", severity="warning")
+            return
+        if not shown.finding.fixes:
+            self.notify(
+                f"no TOML change cures {shown.finding.id}: {shown.finding.action or 'see its explanation'}",
+                severity="warning",
+            )
+            return
+        if self.target.config is None:
+            self.notify("no TOML known: attach with --config TOML to apply fixes", severity="warning")
+            return
+        plan = self.query_one(FindingsPanel).plans.get(shown.key)
+        if plan is None:
+            self._apply_after_plan = shown.key
+            self._plan_selected()
+            return
+        self._confirm_apply(plan)
+
+    def _confirm_apply(self, plan: FixPlanned) -> None:
+        if plan.refused or plan.diff is None or plan.toml is None:
+            self.notify(plan.refused or "no change to apply", severity="warning", title="fix not applicable")
+            return
+        shown = next((s for s in self.query_one(FindingsPanel).shown if s.key == plan.key), None)
+        if shown is None:
+            return
+        body = Text.assemble(
+            f"{plan.toml}\n",
+            ("A backup (<name>.<timestamp>.bak) is written next to it first. ", "dim"),
+            ("The running training keeps its old settings until the train stage restarts (t).\n\n", "dim"),
+            diff_text(plan.diff),
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_worker(partial(self._apply, shown, plan), thread=True, group="fix", exit_on_error=False)
+
+        self.app.push_screen(ConfirmScreen(f"Apply the fix for {shown.finding.id}?", body, confirm="Apply"), answered)
+
+    def _apply(self, shown: Shown, plan: FixPlanned) -> None:
+        from diagnostics.config import FixRefused, apply_fix
+
+        assert plan.toml is not None
+        try:
+            result = apply_fix(plan.toml, shown.finding.id, expected_sha256=plan.sha256, finding=shown.finding)
+        except (FixRefused, OSError) as exc:
+            self.post_message(FixApplied(shown.key, plan.toml, None, "", str(exc).splitlines()[0]))
+            return
+        self.post_message(FixApplied(shown.key, plan.toml, result.backup, result.after.summary))
+
+    def on_fix_applied(self, message: FixApplied) -> None:
+        panel = self.query_one(FindingsPanel)
+        panel.plans.pop(message.key, None)
+        if message.error:
+            self.notify(message.error, title="fix not applied", severity="error", timeout=10)
+            return
+        hint = " Press t to restart the train stage with it." if self.target.controllable else ""
+        self.notify(
+            f"wrote {message.toml.name} (backup {message.backup.name if message.backup else '-'}).{hint}",
+            title="fix applied",
+            timeout=10,
+        )
+        self._plan_selected()
+
+    # -- actions on the run ---------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("stop_run", "restart_stage", "restart_train"):
+            return self.target.controllable
+        return True
+
+    def action_back(self) -> None:
+        """Back to the list of runs, when the dashboard was opened from it (the run goes on)."""
+        if len(self.app.screen_stack) > 2:
+            self.app.pop_screen()
+
+    def action_show_tab(self, tab: str) -> None:
+        self.query_one("#tabs", TabbedContent).active = tab
+        focus = {"logs": "#log-view", "findings": "#finding-list", "overview": "#stages"}.get(tab)
+        if focus:
+            found = self.query(focus)
+            if found:
+                found.first().focus()
+
+    def _run_dir(self) -> str:
+        assert self.target.run_dir is not None
+        return str(self.target.run_dir)
+
+    def action_stop_run(self) -> None:
+        body = Text(
+            "The supervisor sends SIGTERM to the running stage's process group, waits its grace period, then "
+            "SIGKILL; the run ends as 'stopped'. `a1x-tui restart RUN --stage STAGE` (or r here) resumes it later."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.notify("stopping the run...", title="stop")
+                self.run_worker(
+                    partial(run_cli, "stop", ["stop", self._run_dir()], self.post_message),
+                    thread=True,
+                    group="commands",
+                    exit_on_error=False,
+                )
+
+        self.app.push_screen(ConfirmScreen("Stop the run?", body, confirm="Stop the run", danger=True), answered)
+
+    def _restart(self, stage: str) -> None:
+        body = Text(
+            f"The running stage is stopped, then {stage} runs again (even if its outputs verify) and the pipeline "
+            f"goes on from it. A TOML you changed is used from now on."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.notify(f"restarting {stage}...", title="restart")
+                args = ["restart", self._run_dir(), "--stage", stage]
+                self.run_worker(
+                    partial(run_cli, f"restart {stage}", args, self.post_message),
+                    thread=True,
+                    group="commands",
+                    exit_on_error=False,
+                )
+
+        self.app.push_screen(ConfirmScreen(f"Restart the {stage} stage?", body, confirm=f"Restart {stage}"), answered)
+
+    def action_restart_train(self) -> None:
+        self._restart("train")
+
+    def action_restart_stage(self) -> None:
+        stage = None
+        if self.target.controllable:
+            stage = self.query_one(StagesTable).selected_stage
+        stage = stage or (self.state or {}).get("current_stage")
+        if not stage:
+            self.notify("choose a stage in the overview first", severity="warning")
+            return
+        self._restart(str(stage))
+
+    def leave_message(self) -> str | None:
+        """What the terminal says after the app closes: the run goes on."""
+        if not self.target.controllable:
+            return None
+        status = str((self.state or {}).get("status", "unknown"))
+        run = self.target.run_dir
+        if status in FINAL:
+            return f"a1x-tui: left the dashboard of {run} (the run has ended: {status})."
+        pid = ((self.state or {}).get("supervisor") or {}).get("pid")
+        who = f"its supervisor (pid {pid})" if pid else "its supervisor"
+        return (
+            f"a1x-tui: left the dashboard; the run goes on, owned by {who}.\n"
+            f"  come back: a1x-tui attach {run}\n"
+            f"  status:    a1x-tui status {run}\n"
+            f"  stop it:   a1x-tui stop {run}"
+        )

@@ -1,0 +1,346 @@
+"""The set-up wizard: every up-front choice once, then the preflight report and one confirmation.
+
+One form (it scrolls at 80×24): Alpamayo version, reward mode, PAI chunks and clips, W&B (project,
+experiment; the key from the environment, or typed masked — it is passed to the supervisor in its
+environment only, never written), compute shape and replicas, and the paths with the free space
+beside each. "Check" builds the run spec (``supervisor.spec`` validates it) and shows preflight;
+"Start the run" there is the only confirmation. After that nothing is asked again.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Button, Checkbox, Footer, Input, Label, RadioButton, RadioSet, Static
+
+from a1x_tui.ui.answers import (
+    CLUSTER_FIELDS,
+    PATH_FIELDS,
+    AnswerError,
+    Answers,
+    default_answers,
+    free_space,
+    spec_from_answers,
+)
+from a1x_tui.ui.feeds.supervision import cli_command, cli_env
+from a1x_tui.ui.messages import DiskChecked, PreflightFinished, RunLaunched
+
+if TYPE_CHECKING:
+    from a1x_tui.ui.app import A1xApp
+    from supervisor.spec import RunSpec
+
+
+def _radio(name: str, choices: list[tuple[str, str]], current: str) -> RadioSet:
+    return RadioSet(
+        *(
+            RadioButton(label, value=value == current, id=f"{name}-{value.replace('.', '_')}")
+            for value, label in choices
+        ),
+        id=name,
+        classes="choice",
+    )
+
+
+class WizardScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back"),
+        Binding("ctrl+n", "check", "Check and continue"),
+    ]
+    DEFAULT_CSS = """
+    WizardScreen #form { height: 1fr; padding: 0 1; }
+    WizardScreen .section { text-style: bold; margin-top: 1; color: $accent; }
+    WizardScreen .choice { height: auto; width: 100%; layout: horizontal; border: none; padding: 0; }
+    WizardScreen .row { height: 1; margin-bottom: 1; }
+    WizardScreen .row Label { width: 26; }
+    WizardScreen .row Input { width: 1fr; height: 1; border: none; padding: 0 1; background: $boost; }
+    WizardScreen .row Input:focus { background: $accent 30%; }
+    WizardScreen #wandb { border: none; padding: 0; margin-bottom: 1; }
+    WizardScreen .row .free { width: 20; padding: 0 0 0 1; color: $text-muted; }
+    WizardScreen #error { color: $error; height: auto; padding: 0 1; }
+    WizardScreen #buttons { height: auto; align-horizontal: right; padding: 0 1; }
+    WizardScreen #buttons Button { margin-left: 2; }
+    """
+
+    def __init__(
+        self,
+        answers: Answers | None = None,
+        *,
+        environ: dict[str, str] | None = None,
+        free: Callable[[str], str] = free_space,
+    ) -> None:
+        super().__init__()
+        self.answers = answers or default_answers()
+        self.environ = dict(os.environ) if environ is None else environ
+        self.free = free
+
+    def compose(self) -> ComposeResult:
+        a = self.answers
+        key_in_env = bool(self.environ.get("WANDB_API_KEY"))
+        with VerticalScroll(id="form"):
+            yield Label("Alpamayo version", classes="section")
+            yield _radio("version", [("1.5", "Alpamayo 1.5"), ("1", "Alpamayo 1 (R1)")], a.alpamayo_version)
+            yield Label("Reward", classes="section")
+            yield _radio("reward", [("motion", "motion"), ("joint", "motion + reasoning (joint)")], a.reward_mode)
+            yield Label("Data", classes="section")
+            with Horizontal(classes="row"):
+                yield Label("PAI chunk ids (motion)")
+                yield Input(a.chunk_ids, id="chunks", placeholder="3116 3117")
+            with Horizontal(classes="row"):
+                yield Label("clips to use")
+                yield Input(a.clips, id="clips", type="integer")
+            yield Label("Weights & Biases", classes="section")
+            yield Checkbox("log to W&B (project and experiment below)", a.wandb, id="wandb")
+            with Horizontal(classes="row"):
+                yield Label("project")
+                yield Input(a.wandb_project, id="wandb-project")
+            with Horizontal(classes="row"):
+                yield Label("experiment")
+                yield Input(a.wandb_experiment, id="wandb-experiment")
+            with Horizontal(classes="row"):
+                yield Label("WANDB_API_KEY")
+                if key_in_env:
+                    yield Static(Text("found in the environment (used, never stored)", style="green"), id="key-note")
+                else:
+                    yield Input(
+                        id="wandb-key", password=True, placeholder="typed here: used for this run, never stored"
+                    )
+            yield Label("Compute", classes="section")
+            yield _radio("compute", [("local", "one node (local)"), ("cluster", "cluster values")], a.compute)
+            with Horizontal(classes="row"):
+                yield Label("policy replicas")
+                yield Input(a.policy_replicas, id="policy", type="integer")
+            with Horizontal(classes="row"):
+                yield Label("rollout replicas")
+                yield Input(a.rollout_replicas, id="rollout", type="integer")
+            for name, label in CLUSTER_FIELDS:
+                with Horizontal(classes="row cluster"):
+                    yield Label(f"{label} (cluster)")
+                    yield Input(a.cluster.get(name, ""), id=f"cluster-{name}", placeholder="Slurm's default")
+            yield Label("Paths", classes="section")
+            for name, label in PATH_FIELDS:
+                with Horizontal(classes="row"):
+                    yield Label(label)
+                    yield Input(a.paths.get(name, ""), id=f"path-{name}")
+                    yield Static("", id=f"free-{name}", classes="free")
+            yield Static("", id="error")
+            with Horizontal(id="buttons"):
+                yield Button("Back", id="back")
+                yield Button("Check this machine →", id="check", variant="primary")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        for name, _ in PATH_FIELDS:
+            self._check_disk(name, self.answers.paths.get(name, ""))
+        self.query_one("#version", RadioSet).focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id and event.input.id.startswith("path-"):
+            self._check_disk(event.input.id.removeprefix("path-"), event.value)
+
+    @work(thread=True, exit_on_error=False)
+    def _check_disk(self, name: str, text: str) -> None:
+        self.post_message(DiskChecked(name, self.free(text)))
+
+    def on_disk_checked(self, message: DiskChecked) -> None:
+        self.query_one(f"#free-{message.field_id}", Static).update(message.text)
+
+    def _choice(self, name: str) -> str:
+        pressed = self.query_one(f"#{name}", RadioSet).pressed_button
+        assert pressed is not None and pressed.id is not None
+        return pressed.id.removeprefix(f"{name}-").replace("_", ".")
+
+    def read_answers(self) -> Answers:
+        def value(widget_id: str) -> str:
+            return self.query_one(f"#{widget_id}", Input).value
+
+        return Answers(
+            alpamayo_version=self._choice("version"),
+            reward_mode=self._choice("reward"),
+            chunk_ids=value("chunks"),
+            clips=value("clips"),
+            wandb=self.query_one("#wandb", Checkbox).value,
+            wandb_project=value("wandb-project"),
+            wandb_experiment=value("wandb-experiment"),
+            compute=self._choice("compute"),
+            policy_replicas=value("policy"),
+            rollout_replicas=value("rollout"),
+            paths={name: value(f"path-{name}") for name, _ in PATH_FIELDS},
+            cluster={name: value(f"cluster-{name}") for name, _ in CLUSTER_FIELDS},
+        )
+
+    def typed_key(self) -> str | None:
+        found = self.query("#wandb-key")
+        if not found:
+            return None
+        return cast(Input, found.first()).value.strip() or None
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "back":
+            self.action_back()
+        elif event.button.id == "check":
+            self.action_check()
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    def action_check(self) -> None:
+        error = self.query_one("#error", Static)
+        try:
+            spec = spec_from_answers(self.read_answers())
+        except AnswerError as exc:
+            error.update(f"✗ {exc}")
+            return
+        error.update("")
+        environ = dict(self.environ)
+        key = self.typed_key()
+        if key:
+            environ["WANDB_API_KEY"] = key
+        self.app.push_screen(PreflightScreen(cast("RunSpec", spec), environ=environ, typed_key=key))
+
+
+class PreflightScreen(Screen[None]):
+    """The choices, what preflight found, and the one confirmation."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "back", "Back")]
+    DEFAULT_CSS = """
+    PreflightScreen #summary { padding: 0 1; height: auto; }
+    PreflightScreen #report-box { height: 1fr; border: round $primary; padding: 0 1; }
+    PreflightScreen #buttons { height: auto; align-horizontal: right; padding: 0 1; }
+    PreflightScreen #buttons Button { margin-left: 2; }
+    """
+
+    def __init__(self, spec: RunSpec, *, environ: dict[str, str], typed_key: str | None) -> None:
+        super().__init__()
+        self.spec = spec
+        self.environ = environ
+        self.typed_key = typed_key
+        self.report: Any = None
+        self.launching = False
+
+    def compose(self) -> ComposeResult:
+        s = self.spec
+        summary = Text.assemble(
+            ("New run: ", "bold"),
+            f"Alpamayo {s.alpamayo_version}, {s.reward_mode} reward, {s.compute} compute, "
+            f"{s.replicas.policy} policy + {s.replicas.rollout} rollout replica(s), "
+            f"W&B {'on: ' + s.wandb.project if s.wandb.enabled else 'off'}\n",
+            ("runs go under ", "dim"),
+            str(s.paths.workspace / "runs"),
+        )
+        with Vertical():
+            yield Static(summary, id="summary")
+            with VerticalScroll(id="report-box"):
+                yield Static(Text("preflight: checking this machine...", style="dim"), id="report")
+            with Horizontal(id="buttons"):
+                yield Button("Back", id="back")
+                yield Button("Start the run", id="start", variant="primary", disabled=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._preflight()
+
+    @work(thread=True, exit_on_error=False)
+    def _preflight(self) -> None:
+        from supervisor.pipeline import select_stages, stage_names
+        from supervisor.preflight import outputs_present, preflight, render_text
+
+        spec = self.spec
+        try:
+            stages = select_stages(stage_names(spec), from_stage=None, only=None)
+            report = preflight(
+                spec,
+                stages=stages,
+                target="the new run",
+                environ=self.environ,
+                skip_verified=lambda stage: outputs_present(spec, stage),
+            )
+        except Exception as exc:  # another module's failure: say it, do not crash the app
+            self.post_message(PreflightFinished(None, "", f"preflight failed: {type(exc).__name__}: {exc}"))
+            return
+        self.post_message(PreflightFinished(report, render_text(report)))
+
+    def on_preflight_finished(self, message: PreflightFinished) -> None:
+        box = self.query_one("#report", Static)
+        start = self.query_one("#start", Button)
+        if message.error:
+            box.update(Text(message.error, style="red"))
+            return
+        self.report = message.report
+        box.update(Text(message.text))
+        critical = message.report is not None and message.report.exit_code >= 2
+        start.label = "Start anyway" if critical else "Start the run"
+        start.variant = "error" if critical else "primary"
+        start.disabled = False
+        start.focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "back":
+            self.action_back()
+        elif event.button.id == "start" and not self.launching:
+            self.launching = True
+            event.button.disabled = True
+            self.query_one("#report", Static).update(Text("starting the supervisor...", style="bold"))
+            self._launch()
+
+    def action_back(self) -> None:
+        if not self.launching:
+            self.app.pop_screen()
+
+    @work(thread=True, exit_on_error=False)
+    def _launch(self) -> None:
+        from supervisor.launch import new_run_dir, prepare_run_dir
+
+        spec = self.spec
+        if not spec.paths.workspace.is_dir():
+            self.post_message(RunLaunched(None, "", f"paths.workspace {spec.paths.workspace} does not exist"))
+            return
+        try:
+            run_dir = new_run_dir(spec)
+            layout = prepare_run_dir(spec, run_dir)
+            layout.log_dir(spec).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            self.post_message(RunLaunched(None, "", f"cannot create the run directory: {exc}"))
+            return
+        args = ["run", "--run-dir", str(run_dir), "--detach"]
+        if self.report is not None and self.report.exit_code >= 2:
+            args.append("--skip-preflight")
+        extra = {"WANDB_API_KEY": self.typed_key} if self.typed_key else None  # its environment only
+        try:
+            done = subprocess.run(
+                cli_command(*args),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env=cli_env(extra),
+            )
+        except subprocess.TimeoutExpired:
+            self.post_message(RunLaunched(None, "", "the supervisor did not start within 120 s"))
+            return
+        output = "\n".join(t.strip() for t in (done.stdout, done.stderr) if t.strip())
+        if done.returncode != 0:
+            self.post_message(RunLaunched(None, output, f"a1x-tui run exited with code {done.returncode}"))
+            return
+        self.post_message(RunLaunched(Path(run_dir), output))
+
+    def on_run_launched(self, message: RunLaunched) -> None:
+        if message.run_dir is None:
+            self.launching = False
+            self.query_one("#report", Static).update(
+                Text.assemble((f"✗ {message.error}\n\n", "bold red"), message.output)
+            )
+            self.query_one("#start", Button).disabled = False
+            return
+        from a1x_tui.ui.target import resolve_target
+
+        cast("A1xApp", self.app).open_run(resolve_target(message.run_dir))

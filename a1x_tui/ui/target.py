@@ -1,0 +1,69 @@
+"""What a dashboard watches: a run directory of ours (with control), or any Cosmos-RL log directory.
+
+A run directory of ours holds ``run.toml`` (docs/supervisor.md, "The run directory"); its
+supervisor answers on ``supervisor.sock`` and its training TOML is ``config/train.toml``. Anything
+else the log parser recognises (a ``--log-dir``, one ``logs_<ts>``, a replica folder, a SLURM job,
+one log file) is watched read-only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class TargetError(Exception):
+    """The path cannot be watched; ``str()`` is one line naming it and the problem."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunTarget:
+    follow: Path  # what the log follower follows
+    run_dir: Path | None  # our run directory: state, socket, stage logs; None when attached read-only
+    config: Path | None  # the TOML fixes are applied to
+    note: str | None = None
+
+    @property
+    def controllable(self) -> bool:
+        return self.run_dir is not None
+
+    @property
+    def name(self) -> str:
+        return (self.run_dir or self.follow).name
+
+
+def _our_run_dir(path: Path) -> Path | None:
+    for candidate in (path, *list(path.parents)[:3]):
+        if (candidate / "run.toml").is_file() and any(
+            (candidate / name).exists() for name in ("state.json", "supervisor.lock", "stages", "logs")
+        ):
+            return candidate
+    return None
+
+
+def resolve_target(path: Path, config: Path | None = None) -> RunTarget:
+    """The target for ``a1x-tui attach PATH [--config TOML]``. Raises ``TargetError``."""
+    path = path.expanduser()
+    if not path.exists():
+        raise TargetError(f"{path}: no such file or folder")
+    if config is not None and not config.expanduser().is_file():
+        raise TargetError(f"{config}: --config is not a file")
+    path = path.resolve()
+    run_dir = _our_run_dir(path) if path.is_dir() else None
+    if run_dir is None:
+        return RunTarget(path, None, config.expanduser().resolve() if config else None)
+    from supervisor.layout import RunLayout
+    from supervisor.spec import SpecError, load_spec
+
+    layout = RunLayout(run_dir)
+    follow, note = run_dir, None
+    try:
+        spec = load_spec(layout.spec_path)
+    except SpecError as exc:
+        note = f"run.toml not read ({exc}); following the run folder"
+    else:
+        log_dir = layout.log_dir(spec)
+        if log_dir.resolve() != (run_dir / "logs").resolve():
+            follow, note = log_dir, f"Cosmos-RL logs are in {log_dir}; stage logs are not shown"
+    toml = config.expanduser().resolve() if config else layout.train_toml
+    return RunTarget(follow, run_dir, toml, note)

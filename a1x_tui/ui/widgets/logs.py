@@ -1,0 +1,217 @@
+"""The logs tab: the run's files on the left (the merged view first), the chosen one on the right.
+
+Keys (while the tab has focus): ``/`` search, ``n``/``N`` next/previous match, ``f`` filter,
+``:`` go to a line number, ``m`` the merged view, ``end`` follow the end again, ``escape``
+clears the filter and the search.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from a1x_tui.ui.logstore import LogStore
+from a1x_tui.ui.widgets.logview import LogView
+
+MERGED = "*merged*"
+
+
+class LogsPanel(Horizontal):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "prompt('search')", "Search"),
+        Binding("n", "next_match(1)", "Next", show=False),
+        Binding("N", "next_match(-1)", "Previous", show=False),
+        Binding("f", "prompt('filter')", "Filter"),
+        Binding("colon", "prompt('goto')", "Go to line"),
+        Binding("m", "show_merged", "Merged"),
+        Binding("escape", "clear", "Clear", show=False),
+    ]
+    DEFAULT_CSS = """
+    LogsPanel #log-files { width: 15; height: 1fr; }
+    LogsPanel #log-side { width: 1fr; height: 1fr; }
+    LogsPanel #log-view { height: 1fr; }
+    LogsPanel #log-status { height: 1; background: $boost; color: $text-muted; padding: 0 1; }
+    LogsPanel #log-prompt { display: none; }
+    LogsPanel #log-prompt.visible { display: block; }
+    """
+
+    def __init__(self, store: LogStore, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.store = store
+        self.current = MERGED
+        self.prompt_mode: str | None = None
+        self._listed: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield OptionList(id="log-files")
+        with Vertical(id="log-side"):
+            yield LogView(id="log-view")
+            yield Static("", id="log-status")
+            yield Input(id="log-prompt")
+
+    def on_mount(self) -> None:
+        self.data_changed()
+        self._show_current()
+
+    @property
+    def view(self) -> LogView:
+        return self.query_one("#log-view", LogView)
+
+    # -- data ----------------------------------------------------------------------------------------
+    def _order(self) -> list[str]:
+        files = sorted(self.store.files.values(), key=lambda f: (f.label.startswith("["), f.label))
+        return [MERGED, *(f.source for f in files)]
+
+    def data_changed(self) -> None:
+        """The store changed: list new files, recount the view (called at most ~4 times a second)."""
+        order = self._order()
+        if order != self._listed:
+            self._listed = order
+            files = self.query_one("#log-files", OptionList)
+            files.clear_options()
+            for key in order:
+                label = "merged (all)" if key == MERGED else self.store.files[key].label
+                files.add_option(Option(label, id=key))
+            files.highlighted = order.index(self.current) if self.current in order else 0
+        if self.current != MERGED and self.current not in self.store.files:
+            self.current = MERGED
+            self._show_current()
+        self.view.lines_changed()
+        self._status()
+
+    def reset_all(self) -> None:
+        self.current = MERGED
+        self._listed = []
+        self.data_changed()
+        self._show_current()
+
+    def _show_current(self) -> None:
+        if self.current == MERGED:
+            self.view.set_source(self.store.merged, show_labels=True)
+        else:
+            self.view.set_source(self.store.files[self.current], show_labels=False)
+        self._status()
+
+    def _status(self) -> None:
+        view = self.view
+        name = "merged, by time" if self.current == MERGED else self.store.files[self.current].label
+        text = Text(f"{name} · {view.count:,} lines")
+        if view.filter_text:
+            text.append(f" · filter '{view.filter_text}'", style="yellow")
+        if view.search_text:
+            text.append(f" · search '{view.search_text}'", style="cyan")
+        text.append(" · following" if view.follow else " · paused (end: follow)", style="dim")
+        self.query_one("#log-status", Static).update(text)
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        event.stop()
+        key = event.option.id
+        if key is not None and key != self.current and (key == MERGED or key in self.store.files):
+            self.current = key
+            self._show_current()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.view.focus()
+
+    def on_log_view_cursor_moved(self, event: LogView.CursorMoved) -> None:
+        self._status()
+
+    # -- navigation ---------------------------------------------------------------------------------
+    def open_line(self, source: str, lineno: int | None) -> bool:
+        """Show ``source`` with the cursor on ``lineno``; False when the file or line is not kept."""
+        key = self._match_source(source)
+        if key is None:
+            return False
+        self.current = key
+        files = self.query_one("#log-files", OptionList)
+        order = self._order()
+        if key in order:
+            files.highlighted = order.index(key)
+        self._show_current()
+        view = self.view
+        view.set_filter("")
+        if lineno is None:
+            view.action_last()
+            return True
+        index = self.store.files[key].index_of(lineno)
+        ok = index is not None and view.goto_index(index)
+        self._status()
+        view.focus()
+        return ok
+
+    def _match_source(self, source: str) -> str | None:
+        if source in self.store.files:
+            return source
+        for key in self.store.files:  # evidence may name the file by another relative path
+            if key.endswith("/" + source) or source.endswith("/" + key) or key.rsplit("/", 1)[-1] == source:
+                return key
+        return None
+
+    def action_show_merged(self) -> None:
+        self.current = MERGED
+        self.query_one("#log-files", OptionList).highlighted = 0
+        self._show_current()
+
+    def action_next_match(self, direction: int) -> None:
+        if not self.view.next_match(direction):
+            self.notify("no match" if self.view.search_text else "no search: press /", severity="warning")
+        self._status()
+
+    def action_clear(self) -> None:
+        if self.prompt_mode is not None:
+            self._close_prompt()
+            return
+        self.view.set_filter("")
+        self.view.set_search("")
+        self._status()
+
+    def action_prompt(self, mode: str) -> None:
+        prompt = self.query_one("#log-prompt", Input)
+        self.prompt_mode = mode
+        prompt.placeholder = {
+            "search": "search for (Enter; then n / N)",
+            "filter": "show only lines containing (empty: all lines)",
+            "goto": "line number in this file",
+        }[mode]
+        prompt.value = {"search": self.view.search_text, "filter": self.view.filter_text}.get(mode, "")
+        prompt.add_class("visible")
+        prompt.focus()
+
+    def _close_prompt(self) -> None:
+        prompt = self.query_one("#log-prompt", Input)
+        prompt.remove_class("visible")
+        self.prompt_mode = None
+        self.view.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        mode, value = self.prompt_mode, event.value.strip()
+        self._close_prompt()
+        view = self.view
+        if mode == "search":
+            view.set_search(value)
+            if value and not view.next_match(1):
+                self.notify(f"'{value}' is not in this view", severity="warning")
+        elif mode == "filter":
+            view.set_filter(value)
+        elif mode == "goto":
+            self._goto(value)
+        self._status()
+
+    def _goto(self, value: str) -> None:
+        if not value.isdigit():
+            self.notify("a line number, please", severity="warning")
+            return
+        if self.current == MERGED:
+            self.notify("choose one file first: line numbers are per file", severity="warning")
+            return
+        index = self.store.files[self.current].index_of(int(value))
+        if index is None or not self.view.goto_index(index):
+            self.notify(f"line {value} is not kept in memory (older lines are dropped)", severity="warning")

@@ -1,0 +1,95 @@
+"""The plots tab: reward mean with its std, trajectory L2, pending rollouts, weight-version gap, step time.
+
+Series come from the diagnostics' metrics (``diagnostics.metrics``: one value per step for the
+Step-line metrics, one per ``Stat:`` line for pending rollouts), cut to the last few hundred values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Grid
+from textual.widgets import Static
+
+from a1x_tui.ui.widgets.chart import Chart
+
+
+def _last(values: list[float], digits: int = 3) -> str:
+    return f"last {values[-1]:.{digits}f}" if values else ""
+
+
+def gap_series(series: Mapping[str, list[float]]) -> tuple[list[float], str]:
+    """The weight-version gap: staleness lines (0.4.4+), else prompt rejections, else the P2R step gap."""
+    for name, what in (
+        ("weight_staleness_max", "staleness"),
+        ("prompt_version_gap", "rejected prompts"),
+        ("weight_version_gap", "step − last sync"),
+    ):
+        if series.get(name):
+            return list(series[name]), what
+    return [], ""
+
+
+def metrics_text(metrics: Mapping[str, Any]) -> Text:
+    names = (
+        ("step", "step"),
+        ("reward_mean", "reward mean"),
+        ("reward_std", "reward std"),
+        ("traj_l2", "traj L2"),
+        ("loss_avg", "loss"),
+        ("grad_norm", "grad norm"),
+        ("pending_rollouts", "pending"),
+        ("samples_per_s", "samples/s"),
+        ("tokens_per_s", "tokens/s"),
+        ("step_time_s", "step time s"),
+        ("weight_version_gap", "weight gap"),
+    )
+    text = Text("last values\n", style="bold")
+    for key, label in names:
+        value = metrics.get(key)
+        if value is None:
+            continue
+        if key == "step" and metrics.get("total_steps"):
+            shown = f"{value}/{metrics['total_steps']}"
+        elif isinstance(value, float):
+            shown = f"{value:.4g}"
+        else:
+            shown = str(value)
+        text.append(f"{label:<12}", style="dim")
+        text.append(f"{shown}\n")
+    return text
+
+
+class PlotsPanel(Grid):
+    DEFAULT_CSS = """
+    PlotsPanel { grid-size: 2 3; grid-gutter: 0 1; height: 1fr; }
+    PlotsPanel #metrics-now { padding: 0 1; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Chart("reward mean ± std", style="green", id="plot-reward")
+        yield Chart("trajectory L2", style="cyan", id="plot-traj")
+        yield Chart("pending rollouts", style="yellow", id="plot-pending")
+        yield Chart("weight-version gap", style="magenta", id="plot-gap")
+        yield Chart("step time (s)", style="blue", id="plot-step")
+        yield Static(Text("last values: none yet", style="dim"), id="metrics-now")
+
+    def show(self, series: Mapping[str, list[float]], metrics: Mapping[str, Any]) -> None:
+        reward = list(series.get("reward_mean", []))
+        std = list(series.get("reward_std", []))
+        band = std if len(std) == len(reward) else None
+        caption = _last(reward, 4) + (f" ± {std[-1]:.4f}" if std else "")
+        self.query_one("#plot-reward", Chart).set_data(reward, band=band, caption=caption)
+        traj = list(series.get("traj_l2", []))
+        self.query_one("#plot-traj", Chart).set_data(traj, caption=_last(traj))
+        pending = list(series.get("pending_rollouts", []))
+        self.query_one("#plot-pending", Chart).set_data(pending, caption=_last(pending, 0))
+        gap, what = gap_series(series)
+        self.query_one("#plot-gap", Chart).set_data(gap, caption=f"{_last(gap, 0)} ({what})" if gap else "")
+        steps = list(series.get("step_time_s", []))
+        self.query_one("#plot-step", Chart).set_data(steps, caption=_last(steps, 2))
+        if metrics:
+            self.query_one("#metrics-now", Static).update(metrics_text(metrics))

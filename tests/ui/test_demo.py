@@ -1,0 +1,94 @@
+"""The demo's training scenario: the real detectors see its three troubles, and no trouble once fixed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ui_helpers import REPO
+
+from a1x_tui.demo.scenario import Trouble, script
+from diagnostics.engine import check
+
+
+def demo_toml(tmp: Path, **changes: float) -> Path:
+    from configs.render import TemplateChoices, render_toml
+    from diagnostics.config.edit import Edit, edit_text
+
+    text = render_toml(
+        TemplateChoices(
+            alpamayo_version="1.5",
+            reward_mode="motion",
+            wandb=False,
+            compute="local",
+            output_dir=str(tmp / "out"),
+            model_dir=str(tmp / "model"),
+            policy_replicas=1,
+            rollout_replicas=1,
+        )
+    )
+    edits = [Edit("policy.parallelism.dp_shard_size", 1), *(Edit(k.replace("__", "."), v) for k, v in changes.items())]
+    path = tmp / "train.toml"
+    path.write_text(edit_text(text, edits), encoding="utf-8")
+    return path
+
+
+def play(tmp: Path, toml: Path) -> Path:
+    log_dir = tmp / "logs"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "a1x_tui.demo.programs.launcher",
+            "--config",
+            str(toml),
+            "--log-dir",
+            str(log_dir),
+            "--run-dir",
+            str(tmp),
+            "--speed",
+            "40",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    return log_dir
+
+
+def test_the_troubles_follow_the_toml(tmp_path: Path) -> None:
+    assert Trouble.from_toml(demo_toml(tmp_path)) == Trouble(True, True, True)
+    fixed = demo_toml(tmp_path, rollout__gpu_memory_utilization=0.7, rollout__batch_size=1)
+    assert Trouble.from_toml(fixed) == Trouble(buffer_growth=False, vllm_oom=False, grpo_collapse=True)
+
+
+def test_the_script_writes_the_oom_only_while_it_plays() -> None:
+    with_oom = [e.text for e in script("rollout", Trouble())]
+    without = [e.text for e in script("rollout", Trouble(vllm_oom=False))]
+    assert sum("Failed in rollout generation: CUDA out of memory" in t for t in with_oom) == 2
+    assert not any("out of memory" in t for t in without)
+    times = [e.at for e in script("controller", Trouble(), speed=2.0)]
+    assert times == sorted(times) and times[-1] < 30
+
+
+@pytest.mark.slow
+def test_the_real_detectors_raise_the_three_findings_and_none_once_fixed(tmp_path: Path) -> None:
+    toml = demo_toml(tmp_path)
+    log_dir = play(tmp_path, toml)
+    report = check(log_dir, config_path=toml)
+    assert sorted(f.id for f in report.findings) == ["grpo_collapse", "rollout_buffer_growth", "vllm_oom"]
+    assert (tmp_path / "gpu" / "simulated.jsonl").is_file()
+    assert (log_dir / "logs_latest" / "policy_0.log").is_file()
+
+    fixed_dir = tmp_path / "fixed"
+    fixed_dir.mkdir()
+    fixed = demo_toml(
+        fixed_dir, rollout__gpu_memory_utilization=0.7, rollout__batch_size=1, rollout__sampling_config__temperature=1.0
+    )
+    report = check(play(fixed_dir, fixed), config_path=fixed)
+    assert report.findings == [] and report.exit_code == 0

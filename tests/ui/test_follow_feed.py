@@ -1,0 +1,64 @@
+"""The follow worker's translation of follower messages: batches, finding bookkeeping, run switches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from a1x_tui.ui.feeds.follow import FollowFeed
+from a1x_tui.ui.messages import FindingsChanged, FollowedRunChanged, LinesArrived, LogFileSeen
+from diagnostics.events import Role, Source
+from diagnostics.findings import Evidence, Finding, Severity
+from diagnostics.live import (
+    FileAppeared,
+    FindingRaised,
+    FindingResolved,
+    HistoryLoaded,
+    LinesAppended,
+    RunSwitched,
+)
+
+ROLLOUT = Source("logs_1/rollout_0.log", Role.ROLLOUT, 0)
+STAGE = Source("stages/train.log", Role.STAGE)
+OOM = Finding(
+    id="vllm_oom",
+    severity=Severity.CRITICAL,
+    title="t",
+    explanation="e",
+    evidence=[Evidence(file=ROLLOUT.path, line=3, text="x")],
+)
+
+
+def feed() -> tuple[FollowFeed, list[Any]]:
+    posted: list[Any] = []
+    return FollowFeed(Path("/nowhere"), None, posted.append), posted
+
+
+def test_lines_of_a_batch_become_one_message_with_labels() -> None:
+    f, posted = feed()
+    f.flush(
+        [
+            FileAppeared(source=ROLLOUT),
+            HistoryLoaded(source=ROLLOUT, first_lineno=1, lines=("a", "b"), done=True),
+            LinesAppended(source=ROLLOUT, first_lineno=3, lines=("c",)),
+            LinesAppended(source=STAGE, first_lineno=1, lines=("s",)),
+        ]
+    )
+    assert isinstance(posted[0], LogFileSeen) and posted[0].label == "rollout_0"
+    lines = [m for m in posted if isinstance(m, LinesArrived)]
+    assert len(lines) == 1
+    assert [(c.label, c.history, c.texts) for c in lines[0].chunks] == [
+        ("rollout_0", True, ("a", "b")),
+        ("rollout_0", False, ("c",)),
+        ("[train]", False, ("s",)),
+    ]
+
+
+def test_findings_move_from_open_to_resolved_and_a_run_switch_forgets_them() -> None:
+    f, posted = feed()
+    f.flush([FindingRaised(finding=OOM, key="vllm_oom@rollout_0")])
+    assert posted[-1] == FindingsChanged({"vllm_oom@rollout_0": OOM}, {})
+    f.flush([FindingResolved(finding_id="vllm_oom", key="vllm_oom@rollout_0", finding=OOM)])
+    assert posted[-1] == FindingsChanged({}, {"vllm_oom@rollout_0": OOM})
+    f.flush([RunSwitched(run_name="logs_2", previous="logs_1")])
+    assert isinstance(posted[-2], FollowedRunChanged) and posted[-1] == FindingsChanged({}, {})

@@ -1,0 +1,97 @@
+"""The lines the log views show: numbering, history before live lines, the merged order, bounds."""
+
+from __future__ import annotations
+
+from a1x_tui.ui.logstore import LogStore
+from a1x_tui.ui.timestamps import line_level, line_time
+
+COSMOS = "[cosmos] 2026-11-29 15:03:{s:02d},000 - cosmos - {level} - {msg}"
+
+
+def cosmos(second: int, msg: str, level: str = "INFO") -> str:
+    return COSMOS.format(s=second, level=level, msg=msg)
+
+
+def test_live_lines_get_their_numbers_once_the_history_is_counted() -> None:
+    store = LogStore()
+    store.add(
+        "logs/policy_0.log", "policy_0", None, [cosmos(10, "live a"), cosmos(11, "live b")], history=False, done=False
+    )
+    store.add(
+        "logs/policy_0.log",
+        "policy_0",
+        1,
+        [cosmos(1, "old 1"), cosmos(2, "old 2"), cosmos(3, "old 3")],
+        history=True,
+        done=True,
+    )
+    lines = store.files["logs/policy_0.log"]
+    assert [ln.text[-5:] for ln in (lines[i] for i in range(len(lines)))] == [
+        "old 1",
+        "old 2",
+        "old 3",
+        "ive a",
+        "ive b",
+    ]
+    assert [lines[i].lineno for i in range(len(lines))] == [1, 2, 3, 4, 5]
+    assert lines.index_of(4) == 3
+
+
+def test_an_exact_number_later_numbers_the_lines_before_it() -> None:
+    store = LogStore()
+    store.add("c.log", "controller", None, ["a", "b"], history=False, done=False)
+    store.add("c.log", "controller", 42, ["c"], history=False, done=False)
+    lines = store.files["c.log"]
+    assert [lines[i].lineno for i in range(3)] == [40, 41, 42]
+
+
+def test_the_merged_view_is_ordered_by_time_and_lines_without_a_stamp_follow_their_file() -> None:
+    store = LogStore()
+    store.add("controller.log", "controller", 1, [cosmos(5, "c5"), cosmos(9, "c9")], history=False, done=False)
+    store.add(
+        "rollout_0.log",
+        "rollout_0",
+        1,
+        [cosmos(7, "r7"), "Traceback (most recent call last):"],
+        history=False,
+        done=False,
+    )
+    merged = [store.merged[i] for i in range(len(store.merged))]
+    assert [(ln.label, ln.text[-2:]) for ln in merged] == [
+        ("controller", "c5"),
+        ("rollout_0", "r7"),
+        ("rollout_0", "):"),
+        ("controller", "c9"),
+    ]
+
+
+def test_memory_stays_bounded_and_views_learn_how_many_lines_were_dropped() -> None:
+    store = LogStore(per_file=100, merged=150)
+    for start in range(0, 400, 50):
+        store.add(
+            "big.log", "policy_0", start + 1, [f"line {start + i + 1}" for i in range(50)], history=False, done=False
+        )
+    lines = store.files["big.log"]
+    assert len(lines) <= 100
+    assert lines.dropped == 400 - len(lines)
+    assert lines[len(lines) - 1].text == "line 400"
+    assert len(store.merged) <= 150
+
+
+def test_a_reset_file_starts_over_and_leaves_the_merged_view() -> None:
+    store = LogStore()
+    store.add("a.log", "policy_0", 1, ["one", "two"], history=False, done=False)
+    store.add("b.log", "rollout_0", 1, ["three"], history=False, done=False)
+    store.reset("a.log")
+    assert len(store.files["a.log"]) == 0
+    assert [store.merged[i].text for i in range(len(store.merged))] == ["three"]
+
+
+def test_timestamps_and_levels_of_the_line_families() -> None:
+    assert line_time("[rank0]:[cosmos] 2026-11-29 15:03:25,632 - cosmos - INFO - Step: 1/8") is not None
+    assert line_time("2026-11-29T15:03:25.632+00:00 [a1x-tui] exit code 0") is not None
+    assert line_time("INFO 11-29 15:03:20 [gpu_worker.py:298] KV cache") is None
+    assert line_level(cosmos(1, "boom", "ERROR")) == "error"
+    assert line_level(cosmos(1, "careful", "WARNING")) == "warning"
+    assert line_level(cosmos(1, "an Error: in an INFO message")) is None
+    assert line_level("torch.OutOfMemoryError: CUDA out of memory") == "error"

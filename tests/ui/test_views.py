@@ -1,0 +1,66 @@
+"""What the widgets show, as pure functions: stage rows, the banner, GPU lines, the fix diff colours."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ui_helpers import FIXED_NOW, sample_gpus, sample_state
+
+from a1x_tui.ui.widgets.banner import banner_text
+from a1x_tui.ui.widgets.findings import diff_text, evidence_prompt, ordered
+from a1x_tui.ui.widgets.gpus import host_text
+from a1x_tui.ui.widgets.stages import human_duration, stage_rows
+from diagnostics.findings import Evidence, Finding, Severity
+
+
+def finding(id_: str, severity: Severity) -> Finding:
+    return Finding(id=id_, severity=severity, title=id_, explanation="x", evidence=[Evidence(file="f", text="t")])
+
+
+def test_stage_rows_show_state_time_and_progress(tmp_path: Path) -> None:
+    rows = {r.name: r for r in stage_rows(sample_state(tmp_path), FIXED_NOW)}
+    assert rows["download"].duration == "1m00s" and rows["download"].progress == "fetching files 12/12"
+    assert rows["train"].status == "running" and rows["train"].duration == "2m05s"
+    assert rows["train"].percent == 40.0 and rows["train"].progress == "step 12/30"
+    assert rows["configure"].duration == "" and rows["export"].progress == ""
+    assert human_duration(3 * 3600 + 120) == "3h02m"
+
+
+def test_the_banner_says_read_only_or_the_run_state_and_counts_findings(tmp_path: Path) -> None:
+    findings = {"a": finding("vllm_oom", Severity.CRITICAL), "b": finding("grpo_collapse", Severity.WARNING)}
+    text = banner_text(
+        "run1",
+        controllable=True,
+        state=sample_state(tmp_path),
+        live=True,
+        findings=findings,
+        metrics={"step": 12, "total_steps": 30},
+    ).plain
+    assert "RUNNING · train" in text and "step 12/30" in text and "2 findings (1 critical)" in text
+    text = banner_text("logs", controllable=False, state=None, live=False, findings={}, metrics={}).plain
+    assert "read-only" in text and "no findings" in text
+
+
+def test_findings_are_listed_critical_first_then_resolved() -> None:
+    shown = ordered(
+        {"w": finding("grpo_collapse", Severity.WARNING), "c": finding("vllm_oom", Severity.CRITICAL)},
+        {"r": finding("stalled", Severity.CRITICAL)},
+    )
+    assert [(s.key, s.resolved) for s in shown] == [("c", False), ("w", False), ("r", True)]
+
+
+def test_gpu_lines_name_processes_by_role() -> None:
+    text = host_text(sample_gpus().hosts[0], 100).plain
+    assert "GPU0" in text and "GPU1" in text and "96%" in text
+    assert "policy_0" in text and "rollout_0" in text and "pid 4302" in text
+
+
+def test_evidence_and_diff_are_shown_compactly() -> None:
+    ev = Evidence(
+        file="logs_1/rollout_0.log",
+        line=28,
+        text="[rank0]:[cosmos] 2026-11-29 15:31:28,001 - cosmos - ERROR - [Rollout] Failed in rollout",
+    )
+    assert evidence_prompt(ev).plain == "rollout_0.log:28  15:31:28 ERROR [Rollout] Failed in rollout"
+    styles = {span.style for span in diff_text("--- a/t\n+++ b/t\n-x = 1\n+x = 2\n").spans}
+    assert {"red", "green", "bold"} <= styles

@@ -1,0 +1,101 @@
+"""The set-up wizard: choices once, preflight, one confirmation, then the supervisor and the dashboard.
+The W&B key typed here reaches the supervisor's environment only: never the spec, never a file."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import Button, Input, Static
+from ui_helpers import run_async
+
+from a1x_tui.ui import A1xApp
+from a1x_tui.ui.screens.dashboard import DashboardScreen
+from a1x_tui.ui.screens.start import StartScreen
+from a1x_tui.ui.screens.wizard import PreflightScreen, WizardScreen
+
+SECRET = "wandb-secret-0123456789abcdef"
+
+
+def fill(screen: WizardScreen, tmp: Path) -> None:
+    for name in ("workspace", "model_dir", "pai_dir", "reasoning_dir", "grader_dir", "output_dir", "export_dir"):
+        screen.query_one(f"#path-{name}", Input).value = str(tmp / name)
+
+
+async def until(pilot: Any, condition: Any, tries: int = 100) -> None:
+    for _ in range(tries):
+        await pilot.pause(0.05)
+        if condition():
+            return
+    raise AssertionError("the screen did not get there")
+
+
+@run_async
+async def test_a_bad_answer_is_one_line_and_nothing_moves_on(tmp_path: Path) -> None:
+    app = A1xApp(roots=[tmp_path / "runs"], live=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert isinstance(app.screen, StartScreen)
+        await pilot.press("n")
+        await pilot.pause()
+        wizard = app.screen
+        assert isinstance(wizard, WizardScreen)
+        fill(wizard, tmp_path)
+        wizard.query_one("#chunks", Input).value = "31x6"
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        assert app.screen is wizard
+        assert "PAI chunk ids: 31x6 is not a whole number" in str(wizard.query_one("#error", Static).render())
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, StartScreen)
+
+
+@run_async
+async def test_choices_preflight_one_confirmation_then_the_dashboard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    launched: list[dict[str, Any]] = []
+
+    def fake_run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        launched.append({"argv": argv, "env": kwargs["env"]})
+        return subprocess.CompletedProcess(argv, 0, "run ...: supervisor pid 1, detached", "")
+
+    monkeypatch.setattr("a1x_tui.ui.screens.wizard.subprocess.run", fake_run)
+    (tmp_path / "workspace").mkdir()
+    app = A1xApp(roots=[tmp_path / "workspace" / "runs"], live=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.push_screen(WizardScreen(environ={"PATH": "/usr/bin:/bin"}))
+        await pilot.pause()
+        wizard = app.screen
+        assert isinstance(wizard, WizardScreen)
+        fill(wizard, tmp_path)
+        wizard.query_one("#wandb-key", Input).value = SECRET
+        assert wizard.query_one("#wandb-key", Input).password
+        await pilot.press("ctrl+n")
+        await until(pilot, lambda: isinstance(app.screen, PreflightScreen) and app.screen.report is not None)
+        preflight = app.screen
+        assert isinstance(preflight, PreflightScreen)
+        assert SECRET not in preflight.spec.model_dump_json()
+        report = str(preflight.query_one("#report", Static).render())
+        assert "PREFLIGHT" in report and "recipe_checkout_missing" in report
+        start = preflight.query_one("#start", Button)
+        assert str(start.label) == "Start anyway" and not start.disabled
+        assert launched == []  # nothing starts before the one confirmation
+
+        await pilot.click("#start")
+        await until(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        dashboard = app.screen
+        assert isinstance(dashboard, DashboardScreen) and dashboard.target.controllable
+
+    assert len(launched) == 1
+    argv, env = launched[0]["argv"], launched[0]["env"]
+    run_dir = Path(argv[argv.index("--run-dir") + 1])
+    assert argv[3:5] == ["run", "--run-dir"]
+    assert "--detach" in argv and "--skip-preflight" in argv  # critical preflight: the user chose to start
+    assert env["WANDB_API_KEY"] == SECRET
+    assert run_dir.parent == tmp_path / "workspace" / "runs" and (run_dir / "run.toml").is_file()
+    for file in run_dir.rglob("*"):
+        if file.is_file():
+            assert SECRET not in file.read_text(encoding="utf-8", errors="replace")
