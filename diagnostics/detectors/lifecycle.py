@@ -58,6 +58,14 @@ def _handled(tb: Traceback) -> bool:
     return any(h in text for h in HANDLED)
 
 
+def _announced_as_caught(facts: FileFacts, tb: Traceback) -> bool:
+    """Cosmos logs some caught errors as a line, then ``traceback.print_exc()`` (cosmos-rl.md §6.3:
+    'Failed in rollout generation', the batch is discarded and the replica goes on): a traceback that
+    starts right after such a line proves no death."""
+    mark = facts.marks.get(SignalKind.ROLLOUT_GENERATION_FAILED.value)
+    return mark is not None and 0 < tb.line - mark.line <= 3
+
+
 def _when(ctx: DetectorContext, event: Event) -> float | None:
     """An event's time; for the unstamped lines of a replica log (tracebacks, torchrun's summary), the
     newest stamp of that file: a process writes its failure last."""
@@ -121,7 +129,13 @@ def collect_deaths(ctx: DetectorContext) -> dict[str, Death]:
 
     for facts in ctx.files(*REPLICA_ROLES, Role.UNKNOWN):
         tb = facts.last_traceback
-        if tb is None or _handled(tb) or facts.last_line - tb.last_line > TAIL_LINES or _after_end(ctx, _when(ctx, tb)):
+        if (
+            tb is None
+            or _handled(tb)
+            or _announced_as_caught(facts, tb)
+            or facts.last_line - tb.last_line > TAIL_LINES
+            or _after_end(ctx, _when(ctx, tb))
+        ):
             continue
         if facts.source.role is Role.UNKNOWN and not ctx.hits("child_failed"):
             continue

@@ -247,3 +247,22 @@ def test_healthy_0_4_4_run_with_alarming_lines_has_no_finding() -> None:
         {"controller.log": controller, "policy_0.log": policy, "rollout_0.log": rollout, "launcher.log": launcher}
     )
     assert r.ids == set(), [(f.id, f.explanation) for f in r.findings]
+
+
+def test_a_caught_generation_failure_with_its_traceback_is_not_a_death() -> None:
+    # §6.3: '[Rollout] Failed in rollout generation: ...' then traceback.print_exc(); the batch is
+    # discarded and the replica goes on. The traceback right after that line is no evidence of a death.
+    oom = "CUDA out of memory. Tried to allocate 2.00 GiB."
+    rollout = [
+        cosmos(50, f"ROLLOUT Replica started at global rank 0, with replica name: {ROLLOUT_UUID}", rank=0),
+        cosmos(120, "[Rollout] Engine initialized.", rank=0),
+        cosmos(200, f"[Rollout] Failed in rollout generation: {oom}", level="ERROR", rank=0),
+        "[rank0]:Traceback (most recent call last):",
+        '[rank0]:  File "vllm_rollout.py", line 720, in rollout_generation',
+        "[rank0]:    outputs = self.engine.generate(prompts)",
+        f"[rank0]:torch.OutOfMemoryError: {oom}",
+        cosmos(210, "[Rollout] Setting vLLM VLLM_DISABLE_COMPILE_CACHE to 1", rank=0),
+    ]
+    r = run_logs({"controller.log": steady_run(30, 40), "rollout_0.log": rollout})
+    assert "replica_died" not in r.ids
+    assert "vllm_oom" in r.ids  # the OOM itself is still reported, mid-run
