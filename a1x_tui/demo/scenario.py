@@ -370,10 +370,17 @@ def _rollout(trouble: Trouble, ctx: Context) -> list[Entry]:
         t = step_time(k)
         if trouble.vllm_oom and k in OOM_STEPS:
             oom = lines.cuda_oom(3.38, 1.06)
-            # §6.3: the batch is discarded and the replica goes on. The real replica also prints the traceback
-            # (print_exc) after this line; the demo leaves it out: the live replica_died detector reads a
-            # traceback near the end of a replica log as a death, even after this handled failure.
+            # §6.3: the batch is discarded and the replica goes on, after printing the traceback (print_exc).
             out.append(Entry(t - 0.7, f"[Rollout] Failed in rollout generation: {oom}", level="ERROR", rank=True))
+            out += [
+                Entry(t - 0.7, text, kind="raw", rank=True)
+                for text in (
+                    "Traceback (most recent call last):",
+                    '  File "cosmos_rl/rollout/vllm_rollout/vllm_rollout.py", line 717, in rollout_generation',
+                    "    results = self.rollout_engine.generate(prompts, sampling_params=self.sampling_params)",
+                    f"torch.OutOfMemoryError: {oom}",
+                )
+            ]
         if k % SYNC_EVERY == 0 and k < STEPS:
             out.append(
                 Entry(
