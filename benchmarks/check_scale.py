@@ -6,12 +6,14 @@ Generates a run shaped like the Alpamayo 1.5 cluster job (alpamayo-recipe.md §8
 a fresh process, with its peak resident memory:
 
   (a) ``grep -c -F <one fixed pattern>`` over all files (the baseline of the issue),
-  (b) ``read_run(discover(DIR))`` consuming every event (the grep prefilter path),
-  (c) the same with the prefilter disabled (pure Python), only with ``--pure``,
-  (d) ``a1x-tui --check DIR --format json`` when ``a1x_tui/commands/check.py`` exists.
+  (b) ``grep -c -F`` with the prefilter's markers over all files: the scan alone, one process,
+  (c) ``read_run(discover(DIR))`` consuming every event (the grep prefilter path),
+  (d) the same with the prefilter disabled (pure Python), only with ``--pure``,
+  (e) ``a1x-tui --check DIR --format json`` when ``a1x_tui/commands/check.py`` exists.
 
-Usage: ``python benchmarks/check_scale.py DIR [--size-mb 1024] [--files 193] [--pure] [--keep]``
-Prints a markdown table. DIR is created (and removed afterwards unless ``--keep``).
+Usage: ``python benchmarks/check_scale.py DIR [--size-mb 1024] [--files 193] [--repeat 3] [--pure] [--keep]``
+Prints a markdown table per repeat (wall, CPU of the process tree, peak RSS) with the load average
+before it. DIR is created (and removed afterwards unless ``--keep``).
 """
 
 from __future__ import annotations
@@ -168,15 +170,18 @@ def generate(run_dir: Path, size_mb: int, n_files: int) -> tuple[Path, list[Path
                 f.write(piece[:cut])
                 written += cut
                 offset = (offset + cut) % len(block)
+                if not piece[:cut].endswith(b"\n"):  # the last piece cut a line: end it
+                    f.write(b"\n")
             if kind == "rollout" and idx % 16 == 0:
                 f.write(("\n".join(_traceback(0)) + "\n").encode())
         files.append(path)
     return run_dir, files
 
 
-def _measure(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS MiB, stdout tail) of ``cmd`` run under ``/usr/bin/time -v``.
+def _measure(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float, str]:
+    """(wall seconds, CPU seconds, peak RSS MiB, stdout tail) of ``cmd`` run under ``/usr/bin/time -v``.
 
+    CPU is user + system time of the process and the children it waited for (the prefilter's greps).
     The RSS is the largest single process of the tree (GNU time reports the child's maximum, which
     includes the peak of any process it waited for) -- grep's own few MiB for the prefilter.
     """
@@ -187,11 +192,13 @@ def _measure(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, 
     wall = time.perf_counter() - t0
     if proc.returncode not in (0, 1, 2, 3):
         raise SystemExit(f"{cmd[:3]} failed with rc {proc.returncode}: {proc.stderr.decode(errors='replace')[-500:]}")
-    rss = float("nan")
+    rss = cpu = float("nan")
     for line in proc.stderr.decode(errors="replace").splitlines():
         if "Maximum resident set size" in line:
             rss = int(line.rsplit(":", 1)[1]) / 1024
-    return wall, rss, proc.stdout[-200:].decode(errors="replace").strip()
+        elif "User time (seconds)" in line or "System time (seconds)" in line:
+            cpu = (0.0 if cpu != cpu else cpu) + float(line.rsplit(":", 1)[1])
+    return wall, cpu, rss, proc.stdout[-200:].decode(errors="replace").strip()
 
 
 _READ_RUN = """
@@ -204,6 +211,36 @@ print(len(layout.files), 'files', dict(counts))
 """
 
 
+def _one_round(run_dir: Path, files: list[Path], pure: bool, number: int) -> None:
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from diagnostics.parsing._prefilter import GATED_MARKERS
+
+    load = os.getloadavg()
+    grep = shutil.which("grep") or "grep"
+    names = list(map(str, files))
+    rows = [("grep -c -F 'pending rollouts' (all files)", *_measure([grep, "-c", "-F", "pending rollouts", *names]))]
+    markers = [a for m in GATED_MARKERS for a in ("-e", m)]
+    rows.append((f"grep -c -F the {len(GATED_MARKERS)} prefilter markers (all files, one process)",
+                 *_measure([grep, "-a", "-c", "-F", *markers, *names], dict(os.environ, LC_ALL="C"))))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    rows.append(("read_run (grep prefilter)", *_measure([sys.executable, "-c", _READ_RUN, str(run_dir)], env)))
+    if pure:
+        pure_env = dict(env, A1X_NO_GREP="1")
+        rows.append(("read_run (pure Python)", *_measure([sys.executable, "-c", _READ_RUN, str(run_dir)], pure_env)))
+    if (ROOT / "a1x_tui" / "commands" / "check.py").exists():
+        check = [sys.executable, "-m", "a1x_tui", "--check", str(run_dir), "--format", "json"]
+        rows.append(("a1x-tui --check DIR --format json", *_measure(check, env)))
+    base = rows[0][1]
+    print(f"\nrun {number} (load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f})\n")
+    print("| what | wall s | x grep -c | CPU s (user+sys) | peak RSS MiB |")
+    print("|---|---:|---:|---:|---:|")
+    for name, wall, cpu, rss, _ in rows:
+        print(f"| {name} | {wall:.2f} | {wall / base:.2f} | {cpu:.2f} | {rss:.0f} |")
+    for name, _, _, _, tail in rows[2:]:
+        print(f"{name}: {tail[-160:]}", file=sys.stderr)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir", type=Path, help="where to generate the run (must not exist)")
@@ -211,6 +248,7 @@ def main() -> int:
     ap.add_argument("--files", type=int, default=193)
     ap.add_argument("--pure", action="store_true", help="also time the pure-Python path (slow)")
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
+    ap.add_argument("--repeat", type=int, default=1, help="measure this many times on the same files")
     args = ap.parse_args()
     if args.dir.exists():
         raise SystemExit(f"{args.dir}: exists; give a new folder")
@@ -219,30 +257,11 @@ def main() -> int:
     total = sum(f.stat().st_size for f in files)
     print(f"generated {len(files)} files, {total / 2**20:.0f} MiB in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     try:
-        rows = []
         # Warm the page cache so that every contender reads from memory.
         subprocess.run(["cat", *map(str, files)], stdout=subprocess.DEVNULL, check=True)
-        grep = shutil.which("grep") or "grep"
-        rows.append(("grep -c -F 'pending rollouts' (all files)",
-                     *_measure([grep, "-c", "-F", "pending rollouts", *map(str, files)])))
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
-        rows.append(("read_run (grep prefilter)", *_measure([sys.executable, "-c", _READ_RUN, str(run_dir)], env)))
-        if args.pure:
-            pure_env = dict(env, A1X_NO_GREP="1")
-            rows.append(("read_run (pure Python)",
-                         *_measure([sys.executable, "-c", _READ_RUN, str(run_dir)], pure_env)))
-        if (ROOT / "a1x_tui" / "commands" / "check.py").exists():
-            rows.append(("a1x-tui --check DIR --format json",
-                         *_measure([sys.executable, "-m", "a1x_tui", "--check", str(run_dir), "--format", "json"],
-                                   env)))
-        base = rows[0][1]
-        print(f"\n{len(files)} files, {total / 2**20:.0f} MiB, {os.cpu_count()} CPUs\n")
-        print("| what | wall s | x grep -c | peak RSS MiB |")
-        print("|---|---:|---:|---:|")
-        for name, wall, rss, _ in rows:
-            print(f"| {name} | {wall:.2f} | {wall / base:.2f} | {rss:.0f} |")
-        for name, _, _, tail in rows[1:]:
-            print(f"\n{name}: {tail[-160:]}", file=sys.stderr)
+        print(f"\n{len(files)} files, {total / 2**20:.0f} MiB, {os.cpu_count()} CPUs", file=sys.stderr)
+        for repeat in range(args.repeat):
+            _one_round(run_dir, files, args.pure, repeat + 1)
     finally:
         if not args.keep:
             shutil.rmtree(args.dir, ignore_errors=True)

@@ -52,8 +52,7 @@ class Collector:
         self.checks: list[CheckResult] = []
 
     def add(self, event: Event) -> None:
-        self.store.add(event)
-        self.metrics.add(event)
+        self.metrics.add(event, self.store.add(event))  # the store's epoch(event.ts), not computed twice
 
     def extend(self, events: Iterable[Event]) -> None:
         for event in events:

@@ -22,9 +22,10 @@ import bisect
 import math
 from array import array
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from diagnostics.events import (
     DynamicSampling,
@@ -41,6 +42,13 @@ from diagnostics.events import (
 )
 
 NAN = float("nan")
+
+
+class _Unset:
+    """The type of ``_UNSET``: no value given."""
+
+
+_UNSET = _Unset()
 
 
 def epoch(ts: datetime | None) -> float | None:
@@ -229,40 +237,42 @@ class Metrics:
             series = self.series[name] = Series(name, self.capacity)
         series.append(float(value), ts, self.step if step is None else step)
 
-    def add(self, event: Event) -> None:
-        if isinstance(event, Stat):
-            self._stat(event)
-        elif isinstance(event, Step):
-            self._step(event)
-        elif isinstance(event, TrainReport):
-            self._train_report(event)
-        elif isinstance(event, Throttle):
-            if event.state in (ThrottleState.ENGAGED, ThrottleState.STILL_ENGAGED):
-                self._window.throttled = True
-        elif isinstance(event, Staleness):
-            w = self._window
-            w.max_staleness = event.max if w.max_staleness is None else max(w.max_staleness, event.max)
-            w.allowed_outdated = event.allowed_outdated_steps
-            ts = epoch(event.ts)
-            self._put("weight_staleness_max", event.max, ts)
-            self._put("weight_staleness_p50", event.p50, ts)
-            self._put("discarded_outdated", event.discarded, ts)
-        elif isinstance(event, PromptRejected):
-            self._put("prompt_version_gap", event.prompt_version - event.current_version, epoch(event.ts))
-        elif isinstance(event, WeightSync):
-            if event.phase is SyncPhase.RECV_DONE:
-                ts = epoch(event.ts)
-                self._put("weight_recv_s", event.seconds, ts)
-                if event.step is not None and ts is not None and len(self.recv_steps) < 65536:
-                    self.recv_steps.append((ts, event.step))
-        elif isinstance(event, DynamicSampling):
-            for key, count in event.counts.items():
-                self.dapo_counts[key] = self.dapo_counts.get(key, 0) + int(count)
-            self.rollout_failed += int(event.counts.get("rollout_failed", 0))
-            self.outdated_dropped += int(event.counts.get("outdated", 0))
+    def add(self, event: Event, ts: float | None | _Unset = _UNSET, /) -> None:
+        """Take one event. ``ts``: ``epoch(event.ts)`` when the caller has it already (``Collector``)."""
+        handler = _HANDLERS.get(type(event), _UNKNOWN)
+        if handler is _UNKNOWN:
+            handler = _HANDLERS[type(event)] = _handler_for(type(event))
+        if handler is not None:
+            handler(self, event, epoch(event.ts) if isinstance(ts, _Unset) else ts)
 
-    def _stat(self, event: Stat) -> None:
-        ts = epoch(event.ts)
+    def _throttle(self, event: Throttle, ts: float | None) -> None:
+        if event.state in (ThrottleState.ENGAGED, ThrottleState.STILL_ENGAGED):
+            self._window.throttled = True
+
+    def _staleness(self, event: Staleness, ts: float | None) -> None:
+        w = self._window
+        w.max_staleness = event.max if w.max_staleness is None else max(w.max_staleness, event.max)
+        w.allowed_outdated = event.allowed_outdated_steps
+        self._put("weight_staleness_max", event.max, ts)
+        self._put("weight_staleness_p50", event.p50, ts)
+        self._put("discarded_outdated", event.discarded, ts)
+
+    def _prompt_rejected(self, event: PromptRejected, ts: float | None) -> None:
+        self._put("prompt_version_gap", event.prompt_version - event.current_version, ts)
+
+    def _weight_sync(self, event: WeightSync, ts: float | None) -> None:
+        if event.phase is SyncPhase.RECV_DONE:
+            self._put("weight_recv_s", event.seconds, ts)
+            if event.step is not None and ts is not None and len(self.recv_steps) < 65536:
+                self.recv_steps.append((ts, event.step))
+
+    def _dynamic_sampling(self, event: DynamicSampling, ts: float | None) -> None:
+        for key, count in event.counts.items():
+            self.dapo_counts[key] = self.dapo_counts.get(key, 0) + int(count)
+        self.rollout_failed += int(event.counts.get("rollout_failed", 0))
+        self.outdated_dropped += int(event.counts.get("outdated", 0))
+
+    def _stat(self, event: Stat, ts: float | None) -> None:
         w = self._window
         w.min_pending = event.pending if w.min_pending is None else min(w.min_pending, event.pending)
         self._put("pending_rollouts", event.pending, ts)
@@ -301,9 +311,8 @@ class Metrics:
             self.step = step
         return new
 
-    def _step(self, event: Step) -> None:
+    def _step(self, event: Step, ts: float | None) -> None:
         self.step_lines += 1
-        ts = epoch(event.ts)
         if not self._note_step(event.step, event.total, ts):
             return
         s = float(event.step)
@@ -353,9 +362,8 @@ class Metrics:
         ("train/iteration_time", "iteration_time_s"),
     )
 
-    def _train_report(self, event: TrainReport) -> None:
+    def _train_report(self, event: TrainReport, ts: float | None) -> None:
         self.train_reports += 1
-        ts = epoch(event.ts)
         m = event.metrics
 
         def num(key: str) -> float | None:
@@ -477,3 +485,26 @@ class Metrics:
         if self.rollout_failed:
             out["rollout_failed"] = self.rollout_failed
         return out
+
+
+# ``Metrics.add`` dispatches on the event's class: the first of these it is an instance of (a dict
+# lookup per event instead of a chain of isinstance checks; subclasses are resolved once, the same way).
+_HANDLED: tuple[tuple[type[Event], Callable[[Metrics, Any, float | None], None]], ...] = (
+    (Stat, Metrics._stat),
+    (Step, Metrics._step),
+    (TrainReport, Metrics._train_report),
+    (Throttle, Metrics._throttle),
+    (Staleness, Metrics._staleness),
+    (PromptRejected, Metrics._prompt_rejected),
+    (WeightSync, Metrics._weight_sync),
+    (DynamicSampling, Metrics._dynamic_sampling),
+)
+_UNKNOWN: Any = object()
+_HANDLERS: dict[type, Callable[[Metrics, Any, float | None], None] | None] = {}
+
+
+def _handler_for(cls: type) -> Callable[[Metrics, Any, float | None], None] | None:
+    for base, handler in _HANDLED:
+        if issubclass(cls, base):
+            return handler
+    return None

@@ -8,9 +8,9 @@ so a gigabyte of logs costs the same memory as a megabyte. Metric-carrying event
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from diagnostics.detectors._probes import Hit, event_hits
 from diagnostics.events import (
@@ -27,6 +27,7 @@ from diagnostics.events import (
     Staleness,
     Stat,
     Step,
+    SyncPhase,
     Throttle,
     Traceback,
     TrainReport,
@@ -112,6 +113,7 @@ class FileFacts:
 
 
 _MAX_UUIDS = 16384
+_SYNC_NAMES = {p: (p.value, f"sync:{p.value}") for p in SyncPhase}  # built once, not per event
 
 
 class EventStore:
@@ -141,28 +143,34 @@ class EventStore:
         self._recent_hits: deque[tuple[str, str, int]] = deque(maxlen=64)
 
     # --- intake -------------------------------------------------------------------------------
-    def add(self, event: Event) -> None:
+    def add(self, event: Event) -> float | None:
+        """Take one event; returns its time as ``epoch(event.ts)`` (the ``Collector`` passes it on)."""
         self.event_count += 1
-        facts = self.files.get(event.source.path)
+        source = event.source
+        facts = self.files.get(source.path)
         if facts is None:
-            facts = self.files[event.source.path] = FileFacts(event.source)
+            facts = self.files[source.path] = FileFacts(source)
         facts.events += 1
         facts.last_event = event
         if event.line > facts.last_line:
             facts.last_line = event.line
         ts = epoch(event.ts)
         if ts is not None:
-            if facts.first_ts is None or ts < facts.first_ts:
+            first, last = facts.first_ts, facts.last_ts
+            if first is None or ts < first:
                 facts.first_ts = ts
-            if facts.last_ts is None or ts > facts.last_ts:
+            if last is None or ts > last:
                 facts.last_ts = ts
-            if self.newest_ts is None or ts > self.newest_ts:
+            newest, oldest = self.newest_ts, self.oldest_ts
+            if newest is None or ts > newest:
                 self.newest_ts = ts
-            if self.oldest_ts is None or ts < self.oldest_ts:
+            if oldest is None or ts < oldest:
                 self.oldest_ts = ts
-        if isinstance(event, Traceback) and event.last_line > facts.last_line:
-            facts.last_line = event.last_line
-        self._route(event, facts, ts)
+        route = _ROUTES.get(type(event), _UNKNOWN)
+        if route is _UNKNOWN:
+            route = _ROUTES[type(event)] = _route_for(type(event))
+        if route is not None:
+            route(self, event, facts, ts)
         for hit in event_hits(event):
             # A traceback is followed by the signal its last line means: count that error once.
             line = event.last_line if isinstance(event, Traceback) else event.line
@@ -172,6 +180,7 @@ class EventStore:
             self._recent_hits.append(key)
             self._retain(self.hits, hit.id, hit)
             facts.mark(f"hit:{hit.id}", event.line, ts)
+        return ts
 
     def _retain(self, table: dict[str, Retained[T]], key: str, item: T, k: int | None = None) -> None:
         bucket = table.get(key)
@@ -179,52 +188,73 @@ class EventStore:
             bucket = table[key] = Retained(k or self.k)
         bucket.add(item)
 
-    def _route(self, event: Event, facts: FileFacts, ts: float | None) -> None:
-        if isinstance(event, Stat):
-            self.stats.add(event)
-            facts.mark("stat", event.line, ts)
-        elif isinstance(event, Step):
-            self.steps.add(event)
-            facts.mark("step", event.line, ts)
-        elif isinstance(event, TrainReport):
-            self.train_reports.add(event)
-            facts.mark("train_report", event.line, ts)
-        elif isinstance(event, Signal):
-            bucket = self.signals.get(event.kind)
-            if bucket is None:
-                bucket = self.signals[event.kind] = Retained(self.k)
-            bucket.add(event)
-            facts.mark(event.kind.value, event.line, ts)
-            if event.kind in (SignalKind.REPLICA_STARTED, SignalKind.REPLICA_REGISTERED):
-                uuid = event.fields.get("uuid")
-                if isinstance(uuid, str) and uuid and len(self.uuid_source) < _MAX_UUIDS:
-                    self.uuid_source.setdefault(uuid, event.source)
-        elif isinstance(event, Traceback):
-            self.tracebacks.add(event)
-            facts.last_traceback = event
-            if not (event.exc_type or "").endswith("ChildFailedError"):
-                facts.last_error = event
-            facts.mark("traceback", event.line, ts)
-        elif isinstance(event, WeightSync):
-            self._retain(self.weight_sync, event.phase.value, event)
-            facts.mark(f"sync:{event.phase.value}", event.line, ts)
-        elif isinstance(event, Checkpoint):
-            self._retain(self.checkpoints, event.phase.value, event)
-            facts.mark(f"ckpt:{event.phase.value}", event.line, ts)
-        elif isinstance(event, Prefetch):
-            self._retain(self.prefetch, event.event, event, 8)
-            facts.mark("prefetch", event.line, ts)
-        elif isinstance(event, Throttle):
-            self._retain(self.throttle, event.state.value, event)
-            facts.mark(f"throttle:{event.state.value}", event.line, ts)
-        elif isinstance(event, PromptRejected):
-            self.prompt_rejected.add(event)
-            facts.mark("prompt_rejected", event.line, ts)
-        elif isinstance(event, Staleness):
-            self.staleness.add(event)
-        elif isinstance(event, DynamicSampling):
-            self.dynamic_sampling.add(event)
-        elif isinstance(event, ConfigDump) and not any(d.scope == event.scope for d in self.config_dumps):
+    # --- routes: what each class of event updates (``add`` picks one through ``_ROUTES``)
+
+    def _stat(self, event: Stat, facts: FileFacts, ts: float | None) -> None:
+        self.stats.add(event)
+        facts.mark("stat", event.line, ts)
+
+    def _step(self, event: Step, facts: FileFacts, ts: float | None) -> None:
+        self.steps.add(event)
+        facts.mark("step", event.line, ts)
+
+    def _train_report(self, event: TrainReport, facts: FileFacts, ts: float | None) -> None:
+        self.train_reports.add(event)
+        facts.mark("train_report", event.line, ts)
+
+    def _signal(self, event: Signal, facts: FileFacts, ts: float | None) -> None:
+        bucket = self.signals.get(event.kind)
+        if bucket is None:
+            bucket = self.signals[event.kind] = Retained(self.k)
+        bucket.add(event)
+        facts.mark(event.kind.value, event.line, ts)
+        if event.kind in (SignalKind.REPLICA_STARTED, SignalKind.REPLICA_REGISTERED):
+            uuid = event.fields.get("uuid")
+            if isinstance(uuid, str) and uuid and len(self.uuid_source) < _MAX_UUIDS:
+                self.uuid_source.setdefault(uuid, event.source)
+
+    def _traceback(self, event: Traceback, facts: FileFacts, ts: float | None) -> None:
+        if event.last_line > facts.last_line:
+            facts.last_line = event.last_line
+        self.tracebacks.add(event)
+        facts.last_traceback = event
+        if not (event.exc_type or "").endswith("ChildFailedError"):
+            facts.last_error = event
+        facts.mark("traceback", event.line, ts)
+
+    def _weight_sync(self, event: WeightSync, facts: FileFacts, ts: float | None) -> None:
+        names = _SYNC_NAMES.get(event.phase)
+        if names is None:
+            names = (event.phase.value, f"sync:{event.phase.value}")
+        self._retain(self.weight_sync, names[0], event)
+        facts.mark(names[1], event.line, ts)
+
+    def _checkpoint(self, event: Checkpoint, facts: FileFacts, ts: float | None) -> None:
+        phase = event.phase.value
+        self._retain(self.checkpoints, phase, event)
+        facts.mark(f"ckpt:{phase}", event.line, ts)
+
+    def _prefetch(self, event: Prefetch, facts: FileFacts, ts: float | None) -> None:
+        self._retain(self.prefetch, event.event, event, 8)
+        facts.mark("prefetch", event.line, ts)
+
+    def _throttle(self, event: Throttle, facts: FileFacts, ts: float | None) -> None:
+        state = event.state.value
+        self._retain(self.throttle, state, event)
+        facts.mark(f"throttle:{state}", event.line, ts)
+
+    def _prompt_rejected(self, event: PromptRejected, facts: FileFacts, ts: float | None) -> None:
+        self.prompt_rejected.add(event)
+        facts.mark("prompt_rejected", event.line, ts)
+
+    def _staleness(self, event: Staleness, facts: FileFacts, ts: float | None) -> None:
+        self.staleness.add(event)
+
+    def _dynamic_sampling(self, event: DynamicSampling, facts: FileFacts, ts: float | None) -> None:
+        self.dynamic_sampling.add(event)
+
+    def _config_dump(self, event: ConfigDump, facts: FileFacts, ts: float | None) -> None:
+        if not any(d.scope == event.scope for d in self.config_dumps):
             self.config_dumps.append(event)  # one per scope: the full dump and the rollout's
 
     # --- queries -------------------------------------------------------------------------------
@@ -242,3 +272,31 @@ class EventStore:
 
     def source_of_uuid(self, uuid: str) -> Source | None:
         return self.uuid_source.get(uuid)
+
+
+# ``EventStore.add`` dispatches on the event's class: the first of these it is an instance of (a
+# dict lookup per event instead of a chain of isinstance checks; subclasses are resolved once, alike).
+_ROUTED: tuple[tuple[type[Event], Callable[[EventStore, Any, FileFacts, float | None], None]], ...] = (
+    (Stat, EventStore._stat),
+    (Step, EventStore._step),
+    (TrainReport, EventStore._train_report),
+    (Signal, EventStore._signal),
+    (Traceback, EventStore._traceback),
+    (WeightSync, EventStore._weight_sync),
+    (Checkpoint, EventStore._checkpoint),
+    (Prefetch, EventStore._prefetch),
+    (Throttle, EventStore._throttle),
+    (PromptRejected, EventStore._prompt_rejected),
+    (Staleness, EventStore._staleness),
+    (DynamicSampling, EventStore._dynamic_sampling),
+    (ConfigDump, EventStore._config_dump),
+)
+_UNKNOWN: Any = object()
+_ROUTES: dict[type, Callable[[EventStore, Any, FileFacts, float | None], None] | None] = {}
+
+
+def _route_for(cls: type) -> Callable[[EventStore, Any, FileFacts, float | None], None] | None:
+    for base, route in _ROUTED:
+        if issubclass(cls, base):
+            return route
+    return None

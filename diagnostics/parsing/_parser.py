@@ -27,8 +27,18 @@ from datetime import datetime
 from typing import Any
 
 from diagnostics.events import Event, LogLine, Prefetch, Role, Signal, SignalKind, Source, Traceback
+from diagnostics.parsing._build import ctx_maker, maker
 from diagnostics.parsing._lines import segments
-from diagnostics.parsing._rules import MAX_FIELD, Ctx, cap, child_signal_name, classify_message, present_gates
+from diagnostics.parsing._rules import (
+    MAX_FIELD,
+    RULES,
+    Ctx,
+    cap,
+    child_signal_name,
+    classify_gated,
+    classify_message,
+    classify_with,
+)
 from diagnostics.parsing._shapes import Shape, shape_of
 
 TRACEBACK_START = "Traceback (most recent call last):"
@@ -51,6 +61,10 @@ _CF_SIGNAL = re.compile(r"Signal (\d+) \((SIG\w+)\) received by PID (\d+)")
 _CF_EXIT = re.compile(r"(-?\d+)(?: \(pid: (\d+)\))?")
 
 _ACCEPT, _ACCEPT_DONE, _REJECT = 0, 1, 2
+# ``Cls(...)`` / ``Cls(**ctx.kw(), ...)``, built faster (``_build``)
+_make_prefetch = ctx_maker(Prefetch)
+_make_log_line = ctx_maker(LogLine)
+_make_traceback = maker(Traceback)
 Key = tuple[int, int]  # (line number, index of the \r-segment within that line)
 
 
@@ -152,7 +166,7 @@ class _TracebackGroup(_Group):
             last = self.exc[-1][2]
             exc_type, _, exc_message = last.partition(":")
             exc_message = exc_message.strip() or None
-        tb = Traceback(
+        tb = _make_traceback(
             source=parser.source,
             line=self.first_line,
             text=cap(self.raw_first),
@@ -284,6 +298,14 @@ class LineParser:
         out.extend(self._line_events(lineno, text, shape))
         return out
 
+    def ungrouped_line_events(self, lineno: int, text: str) -> list[Event]:
+        """``feed`` for a line that cannot touch a group: none is open, and ``text`` starts none.
+
+        The prefilter's parser is always in that state (``_prefilter``); skipping the group
+        bookkeeping saves a good part of the per-line cost there.
+        """
+        return self._line_events(lineno, text, shape_of(text, self._ref))
+
     def flush(self) -> list[Event]:
         """End of input: close every open group (a traceback cut off by EOF is still one event)."""
         out: list[Event] = []
@@ -316,32 +338,35 @@ class LineParser:
         return [LogLine(source=self.source, line=n, text="", rank=rank, family="plain", msg="") for n in linenos]
 
     def _line_events(self, lineno: int, text: str, shape: Shape) -> list[Event]:
-        ctx = Ctx(self.source, lineno, text, shape.ts, shape.level, shape.rank)
-        if shape.family == "prefetch" and shape.logger is not None:
-            ev = _prefetch_event(shape, ctx)
+        family = shape.family
+        if family == "prefetch" and shape.logger is not None:
+            ev = _prefetch_event(shape, Ctx(self.source, lineno, text, shape.ts, shape.level, shape.rank))
             if ev is not None:
                 return [ev]
-        elif shape.family != "tqdm":
-            events = classify_message(shape.msg, ctx, present_gates(text) if self._gated else None)
+        elif family != "tqdm":
+            ctx = Ctx(self.source, lineno, text, shape.ts, shape.level, shape.rank)
+            events = classify_gated(text, shape.msg, ctx) if self._gated else classify_with(RULES, shape.msg, ctx)
             if events:
                 return events
         if not self._keep_unknown:
             return []
-        return [
-            LogLine(**ctx.kw(), family=shape.family, msg=cap(shape.msg),
-                    logger=shape.logger if shape.family in ("cosmos", "vllm", "torchelastic") else None)
-        ]
+        ctx = Ctx(self.source, lineno, text, shape.ts, shape.level, shape.rank)
+        logger = shape.logger if family in ("cosmos", "vllm", "torchelastic") else None
+        return [_make_log_line(ctx, family=family, msg=cap(shape.msg), logger=logger)]
+
+
+_PREFETCH_HEAD = re.compile(r"pid=(\d+) (\S+)")
 
 
 def _prefetch_event(shape: Shape, ctx: Ctx) -> Event | None:
     """``[AlpamayoPrefetch][lvl] ts pid=N event k=v ..`` (recipe §9.3; values are ``repr``s)."""
     rest = shape.msg
-    m = re.match(r"pid=(\d+) (\S+)", rest)
+    m = _PREFETCH_HEAD.match(rest)
     if not m:
         return None
     fields = _prefetch_fields(rest[m.end() :])
-    return Prefetch(**ctx.kw(), prefetch_level=shape.logger or "", pid=int(m.group(1)), event=m.group(2),
-                    fields=fields)
+    return _make_prefetch(ctx, prefetch_level=shape.logger or "", pid=int(m.group(1)), event=m.group(2),
+                          fields=fields)
 
 
 _PREFETCH_PAIR = re.compile(r"""(\w+)=('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[\[({]|\S*)""")

@@ -43,9 +43,9 @@ from diagnostics.events import (
     TrainReport,
     WeightSync,
 )
+from diagnostics.parsing._build import MAX_TEXT, ctx_maker
 from diagnostics.parsing._literal import read_literal
 
-MAX_TEXT = 8192  # characters of a line kept in an event (the whole line is still parsed)
 MAX_FIELD = 2048  # characters of an error message kept in a signal field
 
 
@@ -74,6 +74,19 @@ class Ctx:
             "rank": self.rank,
         }
 
+
+# ``Cls(**ctx.kw(), ...)``, built faster (``_build``); ``ctx`` supplies source, line, text, ts, level, rank.
+_make_signal = ctx_maker(Signal)
+_make_stat = ctx_maker(Stat)
+_make_step = ctx_maker(Step)
+_make_train_report = ctx_maker(TrainReport)
+_make_dynamic_sampling = ctx_maker(DynamicSampling)
+_make_staleness = ctx_maker(Staleness)
+_make_throttle = ctx_maker(Throttle)
+_make_weight_sync = ctx_maker(WeightSync)
+_make_prompt_rejected = ctx_maker(PromptRejected)
+_make_checkpoint = ctx_maker(Checkpoint)
+_make_config_dump = ctx_maker(ConfigDump)
 
 Builder = Callable[[Any, Ctx], Event | None]  # gets a re.Match (or a _MatchView with the same API)
 
@@ -109,7 +122,7 @@ def signal_rule(needle: str, pattern: str, signal_kind: SignalKind, /, *, wrappe
         fields: dict[str, Any] = dict(const)
         for k, v in m.groupdict().items():
             fields[k] = _auto(v)
-        return Signal(**c.kw(), kind=signal_kind, fields=fields)
+        return _make_signal(c, kind=signal_kind, fields=fields)
 
     rule(needle, pattern, wrapper=wrapper, flags=flags)(build)
 
@@ -134,6 +147,10 @@ def _int(v: str | None) -> int | None:
 def _float(v: str | None) -> float | None:
     if v is None:
         return None
+    try:
+        return float(v)  # what the suffix stripping below gives too, whenever this succeeds
+    except ValueError:
+        pass
     v = v.strip().rstrip(",")
     if v.endswith("s."):
         v = v[:-2]
@@ -161,16 +178,17 @@ def _step_from_path(path: str | None) -> int | None:
     r"(?:(\d+) in-flight, (\d+) filtered \(outdated\), )?([\d.eE+-]+|nan|inf)(?:s| seconds) elapsed",
 )
 def _stat(m: re.Match[str], c: Ctx) -> Event | None:
-    elapsed = _float(m.group(6))
+    samples, tokens, pending, in_flight, filtered, elapsed_text = m.groups()
+    elapsed = _float(elapsed_text)
     if elapsed is None:
         return None
-    return Stat(
-        **c.kw(),
-        samples=int(m.group(1)),
-        completion_tokens=int(m.group(2)),
-        pending=int(m.group(3)),
-        in_flight=_int(m.group(4)),
-        outdated_filtered=_int(m.group(5)),
+    return _make_stat(
+        c,
+        samples=int(samples),
+        completion_tokens=int(tokens),
+        pending=int(pending),
+        in_flight=_int(in_flight),
+        outdated_filtered=_int(filtered),
         elapsed_s=elapsed,
     )
 
@@ -195,20 +213,29 @@ _STEP_FIELDS = {
     "kl loss max": "kl_loss_max",
     "iteration time": "iteration_time_s",
 }
-_STEP_PAIR = re.compile(r"([A-Za-z][A-Za-z ]*?):? (\S+)")
+_STEP_NAME = re.compile(r"([A-Za-z][A-Za-z ]*?):?")
+
+
+@functools.lru_cache(maxsize=256)
+def _step_field(head: str) -> str | None:
+    """The Step field a piece's name part (``Reward Mean:``) stands for, or None."""
+    m = _STEP_NAME.fullmatch(head)
+    return _STEP_FIELDS.get(m.group(1).strip().lower()) if m else None
 
 
 @rule("Step: ", r"^Step: (\d+)/(\d+)(?:, (.*))?$")
 def _step(m: re.Match[str], c: Ctx) -> Event | None:
+    # Each ``, ``-separated piece is ``<name>:? <value>``: the value is what follows the last space (no
+    # white space in it), the name what precedes it; names repeat on every line, hence the cache.
     values: dict[str, Any] = {}
     for piece in (m.group(3) or "").split(", "):
-        pm = _STEP_PAIR.fullmatch(piece.strip())
-        if not pm:
+        head, space, value = piece.strip().rpartition(" ")
+        if not space or not value:
             continue
-        name = _STEP_FIELDS.get(pm.group(1).strip().lower())
-        if name is not None:
-            values[name] = _float(pm.group(2))
-    return Step(**c.kw(), step=int(m.group(1)), total=int(m.group(2)), **values)
+        name = _step_field(head)
+        if name is not None and value.split() == [value]:
+            values[name] = _float(value)
+    return _make_step(c, step=int(m.group(1)), total=int(m.group(2)), **values)
 
 
 _REPORT_KEY = re.compile(r"(?:^|, )([A-Za-z0-9_./-]+): ")
@@ -230,7 +257,11 @@ def parse_report_pairs(text: str) -> dict[str, float | str]:
 
 @rule("Train report data from total ", r"Train report data from total (\d+) rollouts: ?(.*)$")
 def _train_report(m: re.Match[str], c: Ctx) -> Event | None:
-    return TrainReport(**c.kw(), rollouts=int(m.group(1)), metrics=parse_report_pairs(m.group(2)))
+    return _make_train_report(c, rollouts=int(m.group(1)), metrics=parse_report_pairs(m.group(2)))
+
+
+_COUNT_PAIR = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)': (0|[1-9][0-9]*)")
+_SIMPLE_COUNTS = re.compile(rf"\{{(?:{_COUNT_PAIR.pattern}(?:, {_COUNT_PAIR.pattern})*)?\}}")
 
 
 @rule("Dynamic sampling rewards distribution so far: ", r"Dynamic sampling rewards distribution so far: (.*)$")
@@ -239,8 +270,11 @@ def _dynamic_sampling(m: re.Match[str], c: Ctx) -> Event | None:
     start, end = raw.find("{"), raw.rfind("}")
     if start < 0 or end < start:
         return None
+    text = raw[start : end + 1]
+    if _SIMPLE_COUNTS.fullmatch(text):  # {'outdated': 3, ...}: what read_literal would give, 5x faster
+        return _make_dynamic_sampling(c, counts={k: int(v) for k, v in _COUNT_PAIR.findall(text)})
     try:
-        value = read_literal(raw[start : end + 1])
+        value = read_literal(text)
     except ValueError:
         return None
     if not isinstance(value, dict):
@@ -249,7 +283,7 @@ def _dynamic_sampling(m: re.Match[str], c: Ctx) -> Event | None:
     for k, v in value.items():
         if isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v):
             counts[str(k)] = int(v)
-    return DynamicSampling(**c.kw(), counts=counts)
+    return _make_dynamic_sampling(c, counts=counts)
 
 
 @rule(
@@ -259,10 +293,8 @@ def _dynamic_sampling(m: re.Match[str], c: Ctx) -> Event | None:
 )
 def _staleness(m: re.Match[str], c: Ctx) -> Event | None:
     g = [int(x) for x in m.groups()]
-    return Staleness(
-        **c.kw(), p50=g[0], p99=g[1], max=g[2], discarded=g[3], total=g[4],
-        allowed_outdated_steps=g[5], sync_weight_interval=g[6],
-    )
+    return _make_staleness(c, p50=g[0], p99=g[1], max=g[2], discarded=g[3], total=g[4],
+                           allowed_outdated_steps=g[5], sync_weight_interval=g[6])
 
 
 # ---------------------------------------------------------------- throttle (§4.3; absent at 747d1bd)
@@ -277,92 +309,96 @@ def _throttle(m: re.Match[str], c: Ctx) -> Event | None:
         else ThrottleState.STILL_ENGAGED if word.startswith("still")
         else ThrottleState.RELEASED
     )
-    return Throttle(**c.kw(), state=state, in_flight=int(m.group(3)), threshold=int(m.group(4)),
-                    seconds=_float(m.group(2)))
+    return _make_throttle(c, state=state, in_flight=int(m.group(3)), threshold=int(m.group(4)),
+                          seconds=_float(m.group(2)))
 
 
 @rule("Current pending rollouts ", r"Current pending rollouts (\d+) is larger than the allowed outdated version "
       r"count (\d+)\. Generate with batch (\d+)")
 def _pending_over(m: re.Match[str], c: Ctx) -> Event | None:
     # The printed "count" is allowed_outdated_steps * n_policy, not the throttle threshold (§4.3).
-    return Throttle(**c.kw(), state=ThrottleState.PENDING_OVER_ALLOWED, pending=int(m.group(1)),
-                    batch=int(m.group(3)))
+    return _make_throttle(c, state=ThrottleState.PENDING_OVER_ALLOWED, pending=int(m.group(1)),
+                          batch=int(m.group(3)))
 
 
 # ---------------------------------------------------------------- weight sync (§5.2, §6.2)
 
 
-def _sync(phase: SyncPhase, step: int | None = None, seconds: float | None = None, mb: float | None = None,
-          qd: int | None = None) -> Callable[[Ctx], Event]:
-    return lambda c: WeightSync(**c.kw(), phase=phase, step=step, seconds=seconds, megabytes=mb, queue_depth=qd)
+def _sync(c: Ctx, phase: SyncPhase, step: int | None = None, seconds: float | None = None, mb: float | None = None,
+          qd: int | None = None) -> Event:
+    return _make_weight_sync(c, phase=phase, step=step, seconds=seconds, megabytes=mb, queue_depth=qd)
 
 
 @rule("weight sync receives", r"\[Rollout\] Starting to execute (\d+); (\d+), (\d+) weight sync receives")
 def _recv_start(m: re.Match[str], c: Ctx) -> Event | None:
-    return _sync(SyncPhase.RECV_START)(c)
+    return _sync(c, SyncPhase.RECV_START)
 
 
 @rule("recv operations finished", r"All (\d+) at step (\d+|None) recv operations finished in ([\d.eE+-]+) seconds"
       r"(?: with ([\d.eE+-]+) MB received)?")
 def _recv_done(m: re.Match[str], c: Ctx) -> Event | None:
-    return _sync(SyncPhase.RECV_DONE, _int(m.group(2)), _float(m.group(3)), _float(m.group(4)))(c)
+    _, step, seconds, mb = m.groups()
+    return _make_weight_sync(c, phase=SyncPhase.RECV_DONE, step=_int(step), seconds=_float(seconds),
+                             megabytes=_float(mb), queue_depth=None)
 
 
 @rule("send operations", r"All (\d+) at step (\d+|None) send operations(?: of)? finished in ([\d.eE+-]+) seconds"
       r"(?: with ([\d.eE+-]+) MB sent)?")
 def _policy_send(m: re.Match[str], c: Ctx) -> Event | None:
-    return _sync(SyncPhase.POLICY_SEND_DONE, _int(m.group(2)), _float(m.group(3)), _float(m.group(4)))(c)
+    _, step, seconds, mb = m.groups()
+    return _make_weight_sync(c, phase=SyncPhase.POLICY_SEND_DONE, step=_int(step), seconds=_float(seconds),
+                             megabytes=_float(mb), queue_depth=None)
 
 
 @rule("Starting broadcasting of parameters", r"Starting broadcasting of parameters")
 def _bcast_start(m: re.Match[str], c: Ctx) -> Event | None:
-    return _sync(SyncPhase.BROADCAST_START)(c)
+    return _sync(c, SyncPhase.BROADCAST_START)
 
 
 @rule("Starting full-model broadcast", r"Starting full-model broadcast")
 def _bcast_full_start(m: re.Match[str], c: Ctx) -> Event | None:
-    return _sync(SyncPhase.BROADCAST_START)(c)
+    return _sync(c, SyncPhase.BROADCAST_START)
 
 
 @rule("Finished broadcasting of parameters", r"Finished broadcasting of parameters")
 def _bcast_done(m: re.Match[str], c: Ctx) -> Event | None:
-    return _sync(SyncPhase.BROADCAST_DONE)(c)
+    return _sync(c, SyncPhase.BROADCAST_DONE)
 
 
 @rule("Finished full-model broadcast", r"Finished full-model broadcast(?:: (\d+) params, ([\d.]+) MB, ([\d.]+) s)?")
 def _bcast_full_done(m: re.Match[str], c: Ctx) -> Event | None:
-    return _sync(SyncPhase.BROADCAST_DONE, None, _float(m.group(3)), _float(m.group(2)))(c)
+    return _sync(c, SyncPhase.BROADCAST_DONE, None, _float(m.group(3)), _float(m.group(2)))
 
 
 @rule("Setting weight_synced after broadcast", r"Setting weight_synced after broadcast(?: \(n_dst=\d+, step=(\w+)\))?")
 def _synced_after(m: re.Match[str], c: Ctx) -> Event | None:
-    return _sync(SyncPhase.SYNCED_AFTER_BROADCAST, _int(m.group(1)))(c)
+    return _sync(c, SyncPhase.SYNCED_AFTER_BROADCAST, _int(m.group(1)))
 
 
 @rule("[WeightSyncThread] Enqueued ", r"\[WeightSyncThread\] Enqueued (P2R|R2R) \(step=(\w+)(?:, .*?qdepth=(\d+))?")
 def _wst_enqueued(m: re.Match[str], c: Ctx) -> Event | None:
-    return _sync(SyncPhase.ASYNC_ENQUEUED, _int(m.group(2)), qd=_int(m.group(3)))(c)
+    return _sync(c, SyncPhase.ASYNC_ENQUEUED, _int(m.group(2)), qd=_int(m.group(3)))
 
 
 @rule("[WeightSyncThread] P2R done", r"\[WeightSyncThread\] P2R done \(step=(\w+), ver=\w+, ([\d.]+) ms"
       r"(?:, qdepth_after=(\d+))?")
 def _wst_p2r_done(m: re.Match[str], c: Ctx) -> Event | None:
     ms = _float(m.group(2))
-    return _sync(SyncPhase.ASYNC_DONE, _int(m.group(1)), ms / 1000 if ms is not None else None,
-                 qd=_int(m.group(3)))(c)
+    return _sync(c, SyncPhase.ASYNC_DONE, _int(m.group(1)), ms / 1000 if ms is not None else None,
+                 qd=_int(m.group(3)))
 
 
 @rule("[WeightSyncThread] R2R done", r"\[WeightSyncThread\] R2R done: (\d+) params, ([\d.]+) MB, ([\d.]+) ms, "
       r"step=(\w+)(?:, ver=\w+, qdepth_after=(\d+))?")
 def _wst_r2r_done(m: re.Match[str], c: Ctx) -> Event | None:
     ms = _float(m.group(3))
-    return _sync(SyncPhase.ASYNC_DONE, _int(m.group(4)), ms / 1000 if ms is not None else None,
-                 _float(m.group(2)), _int(m.group(5)))(c)
+    return _sync(c, SyncPhase.ASYNC_DONE, _int(m.group(4)), ms / 1000 if ms is not None else None,
+                 _float(m.group(2)), _int(m.group(5)))
 
 
 @rule("[R2R Barrier] Timed out", r"\[R2R Barrier\] Timed out after (\d+)s waiting for go signal(?: \(step=(\w+)\))?")
 def _barrier(m: re.Match[str], c: Ctx) -> Event | None:
-    return _sync(SyncPhase.BARRIER_TIMEOUT, _int(m.group(2)), float(m.group(1)))(c)
+    return _sync(c, SyncPhase.BARRIER_TIMEOUT, _int(m.group(2)), float(m.group(1)))
 
 
 # ---------------------------------------------------------------- version gate (§6.3; HEAD/0.4.7 only)
@@ -372,14 +408,14 @@ def _barrier(m: re.Match[str], c: Ctx) -> Event | None:
       r"allowed_outdated=(-?\d+) ceiling=(-?\d+)")
 def _prompt_rejected(m: re.Match[str], c: Ctx) -> Event | None:
     p, cur, a, ceil = (int(x) for x in m.groups())
-    return PromptRejected(**c.kw(), prompt_version=p, current_version=cur, allowed_outdated=a, ceiling=ceil)
+    return _make_prompt_rejected(c, prompt_version=p, current_version=cur, allowed_outdated=a, ceiling=ceil)
 
 
 # ---------------------------------------------------------------- checkpoints (§5.3)
 
 
 def _ckpt(phase: CheckpointPhase, c: Ctx, step: int | None, path: str | None) -> Event:
-    return Checkpoint(**c.kw(), phase=phase, step=step, path=cap(path, MAX_FIELD) if path else None)
+    return _make_checkpoint(c, phase=phase, step=step, path=cap(path, MAX_FIELD) if path else None)
 
 
 @rule("Saving cosmos checkpoint at step", r"Saving cosmos checkpoint at step (\d+)")
@@ -428,7 +464,7 @@ def _config_dump(scope: str) -> Builder:
             value = read_literal(m.group(1).strip())
         except ValueError:
             value = None
-        return ConfigDump(**c.kw(), config=value if isinstance(value, dict) else None, scope=scope)
+        return _make_config_dump(c, config=value if isinstance(value, dict) else None, scope=scope)
 
     return build
 
@@ -633,8 +669,8 @@ _FORBIDDEN = re.compile(r"\b403\b|permission denied|upsertBucket|Forbidden", re.
 @rule("Failed to initialize wandb", r"Failed to initialize wandb:? ?(.*)$")
 def _wandb_failed(m: re.Match[str], c: Ctx) -> Event | None:
     err = m.group(1)
-    return Signal(**c.kw(), kind=S.WANDB_INIT_FAILED,
-                  fields={"error": cap(err, MAX_FIELD), "forbidden": bool(_FORBIDDEN.search(err))})
+    return _make_signal(c, kind=S.WANDB_INIT_FAILED,
+                        fields={"error": cap(err, MAX_FIELD), "forbidden": bool(_FORBIDDEN.search(err))})
 
 
 def _wandb_error(m: re.Match[str], c: Ctx) -> Event | None:
@@ -642,7 +678,7 @@ def _wandb_error(m: re.Match[str], c: Ctx) -> Event | None:
     forbidden = bool(_FORBIDDEN.search(err))
     if not forbidden and "wandb.errors" not in c.text:
         return None  # a transient W&B error line; not an init failure
-    return Signal(**c.kw(), kind=S.WANDB_INIT_FAILED, fields={"error": cap(err, MAX_FIELD), "forbidden": forbidden})
+    return _make_signal(c, kind=S.WANDB_INIT_FAILED, fields={"error": cap(err, MAX_FIELD), "forbidden": forbidden})
 
 
 rule("wandb: ERROR", r"wandb: ERROR ?(.*)$")(_wandb_error)
@@ -805,6 +841,8 @@ def _eligible(gates: frozenset[str] | None) -> tuple[Rule, ...]:
     """Rules a line with these gates may match, by priority (``None``: every rule)."""
     if gates is None:
         return RULES
+    if not gates:
+        return ()
     return tuple(r for r in RULES if not gates.isdisjoint(r.gates))
 
 
@@ -815,23 +853,67 @@ def classify_message(msg: str, ctx: Ctx, gates: frozenset[str] | None = None, *,
     whose builder accepts wins. ``gates``: the gates of the raw line (replica/controller logs);
     ``None`` reads without gates.
     """
-    if gates is not None and not gates:
-        return []
-    for r in _eligible(gates):
-        if r.needle not in msg:
-            continue
-        m = r.pattern.search(msg)
-        if m is None:
-            continue
-        event = r.build(_MatchView(m) if r.alt_groups else m, ctx)
-        if event is None:
-            continue
-        out = [event]
-        if r.wrapper and _depth == 0:
-            err = m.groupdict().get("error") or ""
-            out.extend(e for e in classify_message(err, ctx, _depth=1) if not _is_wrapper_kind(e))
-        return out
+    return classify_with(_eligible(gates), msg, ctx, _depth)
+
+
+def classify_with(rules: tuple[Rule, ...], msg: str, ctx: Ctx, _depth: int = 0) -> list[Event]:
+    """``classify_message`` over ``rules`` (``RULES``, or those some gates allow), in their order."""
+    for r in rules:
+        if r.needle in msg:
+            out = _apply(r, msg, ctx, _depth)
+            if out is not None:
+                return out
     return []
+
+
+def _apply(r: Rule, msg: str, ctx: Ctx, depth: int) -> list[Event] | None:
+    """The events of rule ``r`` on ``msg`` (its needle occurs), or None when its regex or builder refuses."""
+    m = r.pattern.search(msg)
+    if m is None:
+        return None
+    event = r.build(_MatchView(m) if r.alt_groups else m, ctx)
+    if event is None:
+        return None
+    out = [event]
+    if r.wrapper and depth == 0:
+        err = m.groupdict().get("error") or ""
+        out.extend(e for e in classify_with(RULES, err, ctx, 1) if not _is_wrapper_kind(e))
+    return out
+
+
+# ``classify_gated``: the first rules of the catalogue are the metric lines (controller stats, weight
+# sync, version gate, checkpoint progress) that make up most candidate lines of a run. They are tried
+# needle first, each checking its own few gates; only a line none of them takes pays for finding all
+# ``GATES`` it holds, and then tries the other rules that gates allow. The first rule that is eligible,
+# whose needle occurs, whose regex matches and whose builder accepts wins: the same as
+# ``classify_message(msg, ctx, present_gates(line))``, in a third of the time for a metric line.
+_HEAD = next(i for i, r in enumerate(RULES) if r.needle == "Marking checkpoint as incomplete")
+_HEAD_RULES: tuple[tuple[Rule, tuple[str, ...]], ...] = tuple(
+    (r, (*sorted(r.gates - set(LEVEL_GATES)), *LEVEL_GATES)) for r in RULES[:_HEAD]
+)
+_TAILS: dict[tuple[str, ...], tuple[Rule, ...]] = {}
+
+
+def classify_gated(line: str, msg: str, ctx: Ctx) -> list[Event]:
+    """``classify_message(msg, ctx, present_gates(line))``, faster: see above."""
+    for r, gates in _HEAD_RULES:
+        if r.needle in msg:
+            for g in gates:
+                if g in line:
+                    out = _apply(r, msg, ctx, 0)
+                    if out is not None:
+                        return out
+                    break
+    key = tuple([g for g in GATES if g in line])
+    if not key:
+        return []
+    tail = _TAILS.get(key)
+    if tail is None:
+        if len(_TAILS) >= 1024:
+            _TAILS.clear()
+        gates = frozenset(key)
+        tail = _TAILS[key] = tuple(r for r in RULES[_HEAD:] if not gates.isdisjoint(r.gates))
+    return classify_with(tail, msg, ctx)
 
 
 _WRAPPER_KINDS = {S.CONFIG_LOAD_FAILED, S.CONFIG_READ_ERROR, S.ROLLOUT_GENERATION_FAILED}
