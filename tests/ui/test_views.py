@@ -26,6 +26,14 @@ def test_stage_rows_show_state_time_and_progress(tmp_path: Path) -> None:
     assert human_duration(3 * 3600 + 120) == "3h02m"
 
 
+def test_a_pending_slurm_train_stage_shows_the_job_and_its_reason(tmp_path: Path) -> None:
+    state = sample_state(tmp_path)
+    train = next(st for st in state["stages"] if st["name"] == "train")
+    train["slurm"] = {"job_id": "4242", "state": "PENDING", "reason_text": "Resources: waiting for nodes"}
+    rows = {r.name: r for r in stage_rows(state, FIXED_NOW)}
+    assert rows["train"].reason.startswith("slurm job 4242 PENDING (Resources: waiting for nodes)")
+
+
 def test_the_banner_says_read_only_or_the_run_state_and_counts_findings(tmp_path: Path) -> None:
     findings = {"a": finding("vllm_oom", Severity.CRITICAL), "b": finding("grpo_collapse", Severity.WARNING)}
     text = banner_text(

@@ -62,6 +62,18 @@ def bar(percent: float, cells: int = BAR_CELLS) -> str:
     return "█" * filled + "░" * (cells - filled)
 
 
+def _note(stage: Mapping[str, Any]) -> str:
+    """The stage's reason; for a train stage on Slurm, the job's state first (a pending job says why)."""
+    reason = str(stage.get("reason") or "")
+    job = stage.get("slurm")
+    if not isinstance(job, Mapping) or not job.get("job_id"):
+        return reason
+    from supervisor.console import slurm_line
+
+    line = slurm_line(job)
+    return f"{line} · {reason}" if reason else line
+
+
 def stage_rows(state: Mapping[str, Any] | None, now: float) -> list[StageRow]:
     rows: list[StageRow] = []
     for st in (state or {}).get("stages") or []:
@@ -82,7 +94,7 @@ def stage_rows(state: Mapping[str, Any] | None, now: float) -> list[StageRow]:
                 duration=duration,
                 progress=text,
                 percent=float(percent) if isinstance(percent, (int, float)) else None,
-                reason=str(st.get("reason") or ""),
+                reason=_note(st),
                 attempts=int(st.get("attempts") or 0),
             )
         )
