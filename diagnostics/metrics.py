@@ -237,7 +237,7 @@ class Metrics:
             series = self.series[name] = Series(name, self.capacity)
         series.append(float(value), ts, self.step if step is None else step)
 
-    def add(self, event: Event, ts: float | None | _Unset = _UNSET, /) -> None:
+    def add(self, event: Event, ts: float | _Unset | None = _UNSET, /) -> None:
         """Take one event. ``ts``: ``epoch(event.ts)`` when the caller has it already (``Collector``)."""
         handler = _HANDLERS.get(type(event), _UNKNOWN)
         if handler is _UNKNOWN:

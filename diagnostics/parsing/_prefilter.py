@@ -125,7 +125,7 @@ class _GrepJob:
             with contextlib.suppress(OSError):  # a smaller pipe only means more wake-ups
                 fcntl.fcntl(self.fd, _SETPIPE, PIPE_BYTES)
         if _POSIX:
-            os.set_blocking(self.fd, False)  # ``pump`` never waits; ``read`` waits in select
+            os.set_blocking(self.fd, False)  # ``pump`` never waits; ``read`` waits in poll
         self.chunks: deque[bytes] = deque()  # output read ahead, not parsed yet
         self.buffered = 0
         self.eof = False
@@ -158,7 +158,7 @@ class _GrepJob:
         return got
 
     def read(self) -> bytes:
-        """The next chunk: read ahead, else waited for."""
+        """The next chunk: read ahead, else waited for (POLLHUP at grep's exit wakes the wait too)."""
         while True:
             if self.chunks:
                 chunk = self.chunks.popleft()
@@ -168,7 +168,9 @@ class _GrepJob:
                 return b""
             try:
                 if _POSIX:
-                    select.select([self.fd], [], [])
+                    waiter = select.poll()  # not select(): no limit on the descriptor's number
+                    waiter.register(self.fd, select.POLLIN)
+                    waiter.poll()
                     self.pump(_READ_BYTES)
                     continue
                 chunk = os.read(self.fd, _READ_BYTES)

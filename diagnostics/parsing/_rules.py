@@ -911,8 +911,8 @@ def classify_gated(line: str, msg: str, ctx: Ctx) -> list[Event]:
     if tail is None:
         if len(_TAILS) >= 1024:
             _TAILS.clear()
-        gates = frozenset(key)
-        tail = _TAILS[key] = tuple(r for r in RULES[_HEAD:] if not gates.isdisjoint(r.gates))
+        present = frozenset(key)
+        tail = _TAILS[key] = tuple(r for r in RULES[_HEAD:] if not present.isdisjoint(r.gates))
     return classify_with(tail, msg, ctx)
 
 
