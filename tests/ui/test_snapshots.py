@@ -5,6 +5,7 @@ Update after an intended change of the layout: ``python -m pytest tests/ui/test_
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,11 @@ def test_dashboard_findings(snap_compare: Any) -> None:
 
 
 def test_dashboard_read_only_at_80x24(snap_compare: Any) -> None:
-    app = A1xApp(target=RunTarget(follow=COLLAPSE_RUN, run_dir=None, config=None), live=False)
+    # The screen names the attached folder: give it the same absolute path in every checkout.
+    fixed = Path("/tmp/a1x-tui-snapshots") / COLLAPSE_RUN.name
+    shutil.rmtree(fixed, ignore_errors=True)
+    shutil.copytree(COLLAPSE_RUN, fixed, symlinks=True)
+    app = A1xApp(target=RunTarget(follow=fixed, run_dir=None, config=None), live=False)
     assert snap_compare(app, terminal_size=(80, 24), run_before=feed)
 
 
