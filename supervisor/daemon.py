@@ -26,7 +26,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from supervisor.cosmos_logs import expected_ranks
 from supervisor.executor import Executor, LocalExecutor, ProcessHandle, StageProcess, StopReport, become_subreaper
@@ -53,8 +53,11 @@ from supervisor.state import (
     load_state,
     now_iso,
 )
-from supervisor.train_monitor import DiagnoseFn, TrainMonitor, TrainVerdict, describe_finding, load_diagnose
+from supervisor.train_monitor import TrainMonitor, TrainVerdict, describe_finding, load_diagnosis
 from supervisor.verify import verify_trained
+
+if TYPE_CHECKING:
+    from diagnostics.live import DiagnosisFactory
 
 _ACTIVE = ("running", "checking", "retrying")
 _PROGRESS_EVENT_INTERVAL_S = 5.0
@@ -133,7 +136,7 @@ class Supervisor:
         *,
         executor: Executor | None = None,
         slurm_executor: Executor | None = None,
-        diagnose: DiagnoseFn | bool | None = True,
+        diagnose: DiagnosisFactory | bool | None = True,
         install_signals: bool = True,
         subreaper: bool = False,
         on_event: Callable[[dict[str, Any]], None] | None = None,
@@ -141,7 +144,9 @@ class Supervisor:
     ) -> None:
         """``executor`` runs local commands, ``slurm_executor`` the train stage of a cluster run
         (a ``SlurmExecutor`` by default). ``gpu_agent``: run ``a1x-tui gpu-agent`` beside local
-        training (True), not (False), or this argv instead."""
+        training (True), not (False), or this argv instead. ``diagnose``: follow the training logs with
+        the live diagnostics (True), not (False/None), or with this ``diagnostics.live`` ``DiagnosisFactory``
+        instead of the engine's."""
         self.layout = RunLayout(run_dir.resolve())
         self.plan = plan or Plan()
         self._subreaper = subreaper
@@ -636,7 +641,7 @@ class Supervisor:
             monitor = TrainMonitor(
                 log_dir=self.layout.log_dir(self.spec),
                 ranks=lambda: expected_ranks(self.layout.train_toml),
-                diagnose=self._diagnose(),
+                diagnosis=self._diagnosis(),
                 interval_s=self.spec.supervisor.diagnostics_interval_s,
                 grace_s=self.spec.supervisor.shutdown_grace_s,
                 findings=self.findings,
@@ -654,18 +659,18 @@ class Supervisor:
                     break
         finally:
             if monitor is not None:
-                monitor.close()
+                monitor.close()  # stops the live follower: no thread outlives the stage
         return outcome
 
-    def _diagnose(self) -> DiagnoseFn | None:
+    def _diagnosis(self) -> DiagnosisFactory | None:
         if self._diagnose_arg is False or self._diagnose_arg is None or not self.spec.supervisor.live_diagnostics:
             return None
         if self._diagnose_arg is not True:
             return self._diagnose_arg
-        diagnose, note = load_diagnose()
+        factory, note = load_diagnosis()
         if note:
             self.events.emit("note", note, stage="train")
-        return diagnose
+        return factory
 
     def _run_command(self, stage: StageSpec, cmd: Command, outcome: _Outcome, monitor: TrainMonitor | None) -> None:
         parser = stage.progress() if stage.progress is not None and stage.kind != "train" else None

@@ -103,7 +103,12 @@ class SupervisorSpec(_Section):
     )
     stop_grace_s: float = Field(30.0, gt=0, description="SIGTERM to a stage's process group, then SIGKILL after this")
     live_diagnostics: bool = Field(True, description="run the live diagnostics on the training logs")
-    diagnostics_interval_s: float = Field(12.0, gt=0, description="how often the live diagnostics read the logs")
+    diagnostics_interval_s: float = Field(
+        12.0,
+        gt=0,
+        description="at most this many seconds between evaluations of the live diagnostics "
+        "(the follower evaluates every 1 s while lines arrive, 5 s when quiet)",
+    )
     shutdown_grace_s: float = Field(
         120.0, gt=0, description="training finished but the job does not exit: end it after this"
     )

@@ -7,34 +7,40 @@ monitor
 - follows ``controller.log`` for ``Step: n/N`` and the policy logs for saved checkpoints;
 - reads the launcher's own output for ``Process {i} failed with return code {rc}`` (§2.7;
   alpamayo-recipe.md §8.3: "treat any failed with return code as fatal");
-- polls the live diagnostics (``diagnostics.engine.check(<log dir>, run=<logs_ts>)``, imported lazily) every
-  ``diagnostics_interval_s`` and records their findings; ``replica_died`` stops the stage,
-  ``shutdown_hang`` starts the shutdown grace period;
+- follows the run with one ``diagnostics.live.RunFollower`` (imported lazily) for the stage's
+  lifetime: the follower tails every log file and runs the detectors on the new lines only
+  (``docs/live.md``), and the monitor takes its ``FindingRaised`` / ``FindingUpdated`` /
+  ``FindingResolved`` messages at each tick and records them in ``findings.jsonl``;
+  ``replica_died`` stops the stage, ``shutdown_hang`` starts the shutdown grace period;
 - ends a job whose training is complete (last step = total, a complete checkpoint) but that has
   not exited after ``shutdown_grace_s``.
 
+The follower starts once this attempt's first run folder is there and is the one the log source
+points at (``logs_latest`` / ``latest_run``): an earlier attempt's logs are never read, let alone
+judged. A local train stage is one launcher and one ``logs_<ts>``: the follower is pinned to it.
+
 For a Slurm job (``slurm=True``, compute = "cluster") the log source is ``<run>/slurm`` and each
 start of the job is a ``part_<N>/run_<M>`` folder (cosmos-rl.md §11.1): the monitor follows the
-newest one (a requeue makes a new one), reads ``controller.err`` and ``policy_<t>.err``, and hands
-``part_<N>/run_<M>`` to the diagnostics. Failures belong to the job there: its monitor ends the job
-when a step fails and requeues it while retries last, so a ``replica_died`` finding is recorded but
-does not cancel the job.
+newest one (a requeue makes a new one) for steps and checkpoints, and the follower moves with
+``latest_run`` by itself (``RunSwitched``: what the previous start showed no longer holds).
+Failures belong to the job there: its monitor ends the job when a step fails and requeues it while
+retries last, so a ``replica_died`` finding is recorded but does not cancel the job.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from supervisor.cosmos_logs import (
     LAUNCHER_FAILED_RE,
     LogFollower,
     checkpoint_incomplete_reason,
     controller_logs,
+    latest_logs_dir,
     log_runs,
     parse_saved,
     replica_failure_cause,
@@ -45,22 +51,36 @@ from supervisor.progress import TrainSteps
 from supervisor.stage import Progress
 from supervisor.state import FindingsLog
 
-DiagnoseFn = Callable[[Path, "str | None"], Any]  # (log dir, logs_<ts> name or None) -> Report
+if TYPE_CHECKING:
+    from diagnostics.live import DiagnosisFactory, FollowOptions, RunFollower, Subscription
+
 EmitFn = Callable[..., Any]
+MAX_ERROR_NOTES = 5  # the follower's own errors recorded as notes, then one line saying more were left out
 
 
-def load_diagnose() -> tuple[DiagnoseFn | None, str | None]:
-    """The diagnostics the train stage polls: ``diagnostics.engine.check`` at the current time, so the
-    silence since the newest write counts toward ``stalled``. (None, note) if it cannot be imported."""
+def load_diagnosis() -> tuple[DiagnosisFactory | None, str | None]:
+    """The live diagnostics the train stage follows the run with: ``diagnostics.live``'s engine
+    (the same parsers and detectors as ``--check``, fed line by line). (None, note) if it cannot be
+    imported."""
     try:
-        from diagnostics.engine import check
+        from diagnostics.live import engine_diagnosis
     except ImportError as exc:
         return None, f"live diagnostics unavailable ({exc}); dead replicas are still caught from the launcher's lines"
+    factory, _notes = engine_diagnosis()  # no TOML: the log findings, as --check <logs> gives them
+    return factory, None
 
-    def diagnose(path: Path, run: str | None) -> Any:
-        return check(path, run=run, now=time.time(), timeout=120.0)
 
-    return diagnose, None
+def follow_options(interval_s: float) -> FollowOptions:
+    """The follower's defaults (what ``a1x-tui watch`` uses and ``docs/live.md`` measured): findings
+    evaluated every second while lines arrive and every 5 s when none do; ``diagnostics_interval_s``
+    only shortens those periods."""
+    from diagnostics.live import FollowOptions
+
+    defaults = FollowOptions()
+    return FollowOptions(
+        evaluate_interval=min(defaults.evaluate_interval, interval_s),
+        quiet_evaluate_interval=min(defaults.quiet_evaluate_interval, interval_s),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,15 +92,11 @@ class TrainVerdict:
     failure: dict[str, Any] | None = None
 
 
-def _findings_of(report: Any) -> list[dict[str, Any]]:
-    findings = report.get("findings", []) if isinstance(report, dict) else getattr(report, "findings", [])
-    out = []
-    for f in findings or []:
-        if isinstance(f, dict):
-            out.append(f)
-        elif hasattr(f, "model_dump"):
-            out.append(f.model_dump(mode="json"))
-    return out
+def _as_dict(finding: Any) -> dict[str, Any]:
+    if isinstance(finding, dict):
+        return finding
+    dumped: dict[str, Any] = finding.model_dump(mode="json")
+    return dumped
 
 
 def describe_finding(finding: dict[str, Any]) -> str:
@@ -102,19 +118,23 @@ class TrainMonitor:
         *,
         log_dir: Path,
         ranks: Callable[[], int | None],
-        diagnose: DiagnoseFn | None,
-        interval_s: float,
+        diagnosis: DiagnosisFactory | None,
         grace_s: float,
         findings: FindingsLog,
         emit: EmitFn,
+        interval_s: float = 12.0,
         clock: Callable[[], float] = time.monotonic,
         slurm: bool = False,
+        options: FollowOptions | None = None,
     ) -> None:
+        """``diagnosis``: a ``diagnostics.live`` ``DiagnosisFactory`` (``load_diagnosis()``), None for
+        no live diagnostics. ``options``: the follower's, ``follow_options(interval_s)`` by default."""
         self.log_dir = log_dir
         self.slurm = slurm
         self._ranks = ranks
-        self._diagnose = diagnose
+        self._diagnosis = diagnosis
         self._interval_s = interval_s
+        self._options = options
         self._grace_s = grace_s
         self._findings = findings
         self._emit = emit
@@ -122,7 +142,7 @@ class TrainMonitor:
         # Runs of earlier attempts, by real path (a cosmos-dispatch <run>/slurm link moves per job).
         self._known_dirs = {p.resolve() for p in log_runs(log_dir)}
         self.logs_dir: Path | None = None
-        self.run_name: str | None = None  # logs_<ts> or part_<N>/run_<M>, for the diagnostics
+        self.run_name: str | None = None  # logs_<ts> or part_<N>/run_<M> being read for steps
         self.progress: Progress | None = None
         self.last_step: tuple[int, int] | None = None
         self.checkpoints: dict[Path, int] = {}
@@ -130,13 +150,13 @@ class TrainMonitor:
         self.complete_since: float | None = None
         self.hang_since: float | None = None
         self.replica_died: dict[str, Any] | None = None
+        self.follower: RunFollower | None = None
+        self._sub: Subscription | None = None
+        self._live_open: dict[str, dict[str, Any]] = {}  # the follower's open findings, by its key
+        self._errors_noted = 0
+        self._closed = False
         self._followers: dict[Path, LogFollower] = {}
         self._steps = TrainSteps()
-        self._next_check = clock() + min(interval_s, 2.0)
-        self._check_thread: threading.Thread | None = None
-        self._check_result: tuple[Any, BaseException | None] | None = None
-        self._check_lock = threading.Lock()
-        self._check_error_noted = False
         self._verdict_given = False
 
     # -- inputs ------------------------------------------------------------------------------------
@@ -150,7 +170,8 @@ class TrainMonitor:
     def tick(self, *, running: bool) -> TrainVerdict | None:
         """Called about once a second. Returns a verdict at most once, while the launcher runs."""
         self._read_logs()
-        self._poll_diagnostics()
+        self._start_follower()
+        self._take_live()
         if not running or self._verdict_given:
             return None
         verdict = self._decide()
@@ -159,9 +180,17 @@ class TrainMonitor:
         return verdict
 
     def close(self) -> None:
-        thread = self._check_thread
-        if thread is not None:
-            thread.join(timeout=5.0)
+        """The stage ended: record what the follower still had to say, then stop it (its thread and
+        watchdog's are joined; every file is released)."""
+        if self._closed:
+            return
+        self._closed = True
+        follower, self.follower = self.follower, None
+        if follower is None:
+            return
+        self._take_live()
+        follower.stop()
+        self._sub = None
 
     # -- logs --------------------------------------------------------------------------------------
     def _read_logs(self) -> None:
@@ -195,12 +224,11 @@ class TrainMonitor:
         first = self.logs_dir is None
         self.logs_dir = run
         self.run_name = run_name(self.log_dir, run) or None
-        if not first:  # the job started again: what the previous start showed no longer holds
+        if not first:  # the job started again: its steps count from its own start
+            # (the findings' state is reset by the follower's RunSwitched, which describes the same move)
             self._steps = TrainSteps()
             self.last_step = None
             self.complete_since = None
-            self.hang_since = None
-            self.replica_died = None
         what = "Slurm job logs" if self.slurm else "Cosmos-RL logs"
         self._emit("note", f"{what}: {run}", logs_dir=str(run))
 
@@ -215,40 +243,95 @@ class TrainMonitor:
         ranks = self._ranks()
         return any(checkpoint_incomplete_reason(path, ranks) is None for path in self.checkpoints)
 
-    # -- diagnostics ---------------------------------------------------------------------------------
-    def _poll_diagnostics(self) -> None:
-        if self._diagnose is None or self.logs_dir is None:  # never judge an earlier attempt's logs
+    # -- live diagnostics ------------------------------------------------------------------------------
+    def _start_follower(self) -> None:
+        """Start following once this attempt's run is there and is the one the source points at."""
+        if self.follower is not None or self._diagnosis is None or self.logs_dir is None or self._closed:
             return
-        with self._check_lock:
-            result, self._check_result = self._check_result, None
-        if result is not None:
-            self._take_report(*result)
-        busy = self._check_thread is not None and self._check_thread.is_alive()
-        if busy or self._clock() < self._next_check:
-            return
-        self._next_check = self._clock() + self._interval_s
-        self._check_thread = threading.Thread(target=self._run_check, name="train-diagnostics", daemon=True)
-        self._check_thread.start()
-
-    def _run_check(self) -> None:
-        assert self._diagnose is not None
+        if self.slurm:  # follows latest_run as the job is requeued
+            latest = latest_logs_dir(self.log_dir)
+            if latest is None or latest.resolve() in self._known_dirs:
+                return  # latest_run still names an earlier start: wait for the job to re-point it
+            run = None
+        else:  # one launcher, one logs_<ts>: the run the monitor reads steps from
+            run = self.run_name
         try:
-            assert self.logs_dir is not None
-            report: Any = self._diagnose(self.log_dir, self.run_name)
-            error: BaseException | None = None
-        except Exception as exc:  # the engine is another module: its failure must not stop training
-            report, error = None, exc
-        with self._check_lock:
-            self._check_result = (report, error)
+            from diagnostics.live import (
+                FindingRaised,
+                FindingResolved,
+                FindingUpdated,
+                FollowError,
+                HistoryComplete,
+                RunFollower,
+                RunSwitched,
+            )
 
-    def _take_report(self, report: Any, error: BaseException | None) -> None:
-        if error is not None:
-            if not self._check_error_noted:
-                self._check_error_noted = True
-                self._emit("note", f"live diagnostics failed: {type(error).__name__}: {error}")
+            follower = RunFollower(
+                str(self.log_dir),
+                run=run,
+                options=self._options or follow_options(self._interval_s),
+                diagnosis=self._diagnosis,
+            )
+            kinds = {FindingRaised, FindingUpdated, FindingResolved, RunSwitched, HistoryComplete, FollowError}
+            self._sub = follower.subscribe(kinds)
+            follower.start()
+        except Exception as exc:  # another module: its failure must not stop training
+            self._diagnosis = None
+            self._emit("note", f"live diagnostics failed to start: {type(exc).__name__}: {exc}")
             return
-        findings = _findings_of(report)
-        raised, cleared = self._findings.observe(findings, stage="train")
+        self.follower = follower
+        how = f"polling: {follower.why_polling}" if follower.polling else "inotify"
+        self._emit("note", f"live diagnostics follow {self.log_dir} ({how})")
+
+    def _take_live(self) -> None:
+        """The follower's messages since the last tick, in order."""
+        sub = self._sub
+        if sub is None:
+            return
+        from diagnostics.live import (
+            FindingRaised,
+            FindingResolved,
+            FindingUpdated,
+            FollowError,
+            HistoryComplete,
+            RunSwitched,
+        )
+
+        for message in sub.drain():
+            if isinstance(message, FindingRaised | FindingUpdated):
+                finding = _as_dict(message.finding)
+                self._live_open[message.key] = finding
+                self._record()
+                if finding.get("id") == "replica_died" and self.replica_died is None:
+                    self.replica_died = finding
+                if finding.get("id") == "shutdown_hang" and self.hang_since is None:
+                    self.hang_since = self._clock()
+            elif isinstance(message, FindingResolved):
+                if self._live_open.pop(message.key, None) is not None:
+                    self._record()
+            elif isinstance(message, RunSwitched):
+                # The job started again: the previous start's findings are over (recorded as cleared).
+                self._live_open.clear()
+                self._record()
+                self.replica_died = None
+                self.hang_since = None
+                self._emit("note", f"live diagnostics now follow {message.run_name}")
+            elif isinstance(message, HistoryComplete):
+                self._emit(
+                    "note",
+                    f"live diagnostics read {message.files} log files ({message.lines} lines) in "
+                    f"{message.seconds:.1f}s; following them",
+                )
+            elif isinstance(message, FollowError):
+                self._errors_noted += 1
+                if self._errors_noted <= MAX_ERROR_NOTES:
+                    self._emit("note", f"live diagnostics: {message.message}")
+                elif self._errors_noted == MAX_ERROR_NOTES + 1:
+                    self._emit("note", "live diagnostics: further errors of the follower are not recorded")
+
+    def _record(self) -> None:
+        """``findings.jsonl`` and the events: what was raised and what cleared since the last change."""
+        raised, cleared = self._findings.observe(list(self._live_open.values()), stage="train")
         for finding in raised:
             self._emit(
                 "finding_raised",
@@ -258,11 +341,6 @@ class TrainMonitor:
             )
         for finding in cleared:
             self._emit("finding_cleared", f"{finding.get('id')} no longer holds", finding_id=finding.get("id"))
-        for finding in findings:
-            if finding.get("id") == "replica_died" and self.replica_died is None:
-                self.replica_died = finding
-            if finding.get("id") == "shutdown_hang" and self.hang_since is None:
-                self.hang_since = self._clock()
 
     # -- decisions -------------------------------------------------------------------------------------
     def _decide(self) -> TrainVerdict | None:

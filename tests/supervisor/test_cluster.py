@@ -251,7 +251,9 @@ def _slurm_run(slurm: Path, name: str, steps: int, total: int, ckpt: Path | None
 
 
 def test_the_monitor_follows_the_newest_start_of_the_job_and_leaves_failures_to_it(tmp_path: Path) -> None:
-    from diagnostics.findings import Evidence, Finding, Report, Severity, Status
+    from live_fakes import Rule, Script
+
+    from diagnostics.live import FollowOptions
     from supervisor.cosmos_logs import latest_complete_checkpoint
     from supervisor.secrets import Scrubber
     from supervisor.state import FindingsLog
@@ -259,44 +261,49 @@ def test_the_monitor_follows_the_newest_start_of_the_job_and_leaves_failures_to_
     from supervisor.verify import verify_trained
 
     slurm = tmp_path / "run" / "slurm"
-    _slurm_run(slurm, "part_0/run_0", 0, 4)  # an earlier submission: never this attempt's
-    died = Finding(
-        id="replica_died",
-        severity=Severity.CRITICAL,
-        title="replica died",
-        explanation="x",
-        evidence=[Evidence(file="slurm/part_0/run_1/policy_0.err", line=3, text="exitcode  : -9")],
-    )
-    runs: list[str | None] = []
-
-    def diagnose(_path: Path, run: str | None) -> Report:
-        runs.append(run)
-        return Report(target="x", status=Status.CRITICAL, exit_code=2, summary="s", findings=[died])
-
+    earlier = _slurm_run(slurm, "part_0/run_0", 0, 4)  # an earlier submission: never this attempt's
+    (earlier / "policy_0.err").write_text("exitcode  : -9\n")
+    script = Script(Rule("exitcode  : -9", "replica_died", replica="policy_0"))
+    threads_before = set(threading.enumerate())
     events: list[tuple[str, str]] = []
     monitor = TrainMonitor(
         log_dir=slurm,
         ranks=lambda: 1,
-        diagnose=diagnose,
-        interval_s=0.0,
+        diagnosis=script.factory,
         grace_s=60.0,
         findings=FindingsLog(tmp_path / "findings.jsonl", Scrubber([])),
         emit=lambda kind, message, **_: events.append((kind, message)),
         slurm=True,
+        options=FollowOptions(evaluate_interval=0.05, quiet_evaluate_interval=0.05, idle_flush=0.1),
     )
-    _slurm_run(slurm, "part_0/run_1", 2, 4)  # this job's first start: a replica dies, Slurm requeues
-    for _ in range(100):
+    assert monitor.tick(running=True) is None and monitor.follower is None  # latest_run: the earlier job
+    first = _slurm_run(slurm, "part_0/run_1", 2, 4)  # this job's first start: a replica dies, Slurm requeues
+    with open(first / "policy_0.err", "a") as log:
+        log.write("exitcode  : -9\n")
+    deadline = time.monotonic() + 15
+    while monitor.replica_died is None:
         assert monitor.tick(running=True) is None  # the job's own monitor ends and requeues it, not us
-        if runs and monitor.replica_died is not None:
-            break
-        time.sleep(0.01)
-    assert monitor.last_step == (2, 4) and runs[-1] == "part_0/run_1"
+        assert time.monotonic() < deadline, "replica_died never raised"
+        time.sleep(0.02)
+    assert monitor.last_step == (2, 4) and monitor.run_name == "part_0/run_1"
+    assert monitor.replica_died["evidence"][0]["file"] == "slurm/part_0/run_1/policy_0.err"
     ckpt = tmp_path / "outputs" / "ts" / "checkpoints" / "step_4" / "policy"
-    _slurm_run(slurm, "part_1/run_0", 4, 4, ckpt)  # the requeued start finishes
-    assert monitor.tick(running=True) is None
+    _slurm_run(slurm, "part_1/run_0", 4, 4, ckpt)  # the requeued start finishes; latest_run moves to it
+    while monitor.replica_died is not None or monitor.complete_since is None:  # RunSwitched: a fresh start
+        assert monitor.tick(running=True) is None
+        assert time.monotonic() < deadline, "the follower did not move with latest_run"
+        time.sleep(0.02)
     monitor.close()
-    assert monitor.run_name == "part_1/run_0" and monitor.last_step == (4, 4) and monitor.complete_since is not None
+    assert monitor.run_name == "part_1/run_0" and monitor.last_step == (4, 4)
     assert ("note", f"Slurm job logs: {slurm / 'part_1' / 'run_0'}") in events
+    assert ("note", "live diagnostics now follow part_1/run_0") in events
+    assert not [p for p in script.fed_files() if "part_0/run_0" in p]  # the earlier job was never read
+    records = [json.loads(x) for x in (tmp_path / "findings.jsonl").read_text().splitlines()]
+    assert [(r["change"], r.get("id") or r["finding"]["id"]) for r in records] == [
+        ("raised", "replica_died"),
+        ("cleared", "replica_died"),
+    ]
+    assert set(threading.enumerate()) - threads_before == set()
     result = verify_trained(slurm, ranks=1)  # what the train stage's resume check and the export read
     assert result.ok and result.reason == "step 4/4; checkpoint step_4 complete"
     found = latest_complete_checkpoint(slurm, 1)

@@ -1,22 +1,31 @@
-"""The train monitor (steps, checkpoints, live diagnostics) and the supervisor acting on it."""
+"""The train monitor (steps, checkpoints, the live follower's findings) and the supervisor acting on it."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from supervisor_helpers import World, fake_processes
+from live_fakes import Rule, Script
+from supervisor_helpers import REPO, World, fake_processes
 
-from diagnostics.findings import Evidence, Finding, Report, Severity, Status
+from diagnostics.live import DiagnosisFactory, FollowOptions
 from supervisor.daemon import Plan, Supervisor
 from supervisor.secrets import Scrubber
 from supervisor.state import FindingsLog
-from supervisor.train_monitor import TrainMonitor, TrainVerdict
+from supervisor.train_monitor import TrainMonitor, TrainVerdict, load_diagnosis
 
 PREFIX = "[cosmos] 2025-01-01 00:00:00,000 - cosmos - INFO - "
+RUN = "logs_20250101-000000"
+EARLIER = "logs_20241231-000000"
+# Short periods so a test sees a finding within a few ticks (the defaults: 1 s / 5 s, docs/live.md).
+FAST = FollowOptions(evaluate_interval=0.05, quiet_evaluate_interval=0.05, idle_flush=0.1, batch_delay=0.01)
+KILLED = REPO / "tests" / "fixtures" / "cosmos" / "v0.4.4" / "rollout_killed" / "logs_20261129-145605"
 
 
 class Clock:
@@ -27,51 +36,34 @@ class Clock:
         return self.now
 
 
-def _finding(fid: str, *, replica: str | None = None, text: str = "evidence line") -> Finding:
-    return Finding(
-        id=fid,
-        severity=Severity.CRITICAL,
-        title=fid.replace("_", " "),
-        explanation="x",
-        evidence=[Evidence(file="/logs/logs_1/rollout_0.log", line=812, text=text)],
-        data={"replica": replica} if replica else {},
-    )
-
-
-def _report(*findings: Finding) -> Report:
-    status = Status.CRITICAL if findings else Status.OK
-    return Report(target="x", status=status, exit_code=status.exit_code, summary="s", findings=list(findings))
-
-
-def _monitor(tmp_path: Path, reports: list[Report], clock: Clock, events: list[tuple[str, str]]) -> TrainMonitor:
-    def diagnose(_path: Path, _run: str | None) -> Report:
-        return reports[0] if len(reports) == 1 else reports.pop(0)
-
+def _monitor(
+    tmp_path: Path, clock: Clock, events: list[tuple[str, str]], diagnosis: DiagnosisFactory | None = None
+) -> TrainMonitor:
     return TrainMonitor(
         log_dir=tmp_path / "logs",
         ranks=lambda: 1,
-        diagnose=diagnose,
-        interval_s=0.0,
+        diagnosis=diagnosis,
         grace_s=60.0,
         findings=FindingsLog(tmp_path / "findings.jsonl", Scrubber([])),
         emit=lambda kind, message, **_: events.append((kind, message)),
         clock=clock,
+        options=FAST,
     )
 
 
-def _tick_until(monitor: TrainMonitor, clock: Clock, done: Any, *, advance: float = 0.0) -> TrainVerdict | None:
+def _tick_until(monitor: TrainMonitor, done: Callable[[TrainVerdict | None], bool]) -> TrainVerdict | None:
     verdict = None
-    for _ in range(200):
-        clock.now += advance
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
         verdict = monitor.tick(running=True) or verdict
         if done(verdict):
             return verdict
-        time.sleep(0.01)
-    return verdict
+        time.sleep(0.02)
+    raise AssertionError(f"not reached in 15 s (verdict {verdict})")
 
 
-def _run_logs(tmp_path: Path, steps: int, total: int, ckpt: Path | None = None) -> Path:
-    logs = tmp_path / "logs" / "logs_20250101-000000"
+def _run_logs(tmp_path: Path, steps: int, total: int, ckpt: Path | None = None, *, name: str = RUN) -> Path:
+    logs = tmp_path / "logs" / name
     logs.mkdir(parents=True, exist_ok=True)
     (logs / "controller.log").write_text(
         "".join(f"{PREFIX}Step: {s}/{total}, Reward Mean: 0\n" for s in range(1, steps + 1))
@@ -84,32 +76,79 @@ def _run_logs(tmp_path: Path, steps: int, total: int, ckpt: Path | None = None) 
         (ckpt / ".rank_0_complete").write_bytes(b"")
         policy = f"[rank0]:{PREFIX}[Policy] Step: {total}, checkpoint saved successfully at {ckpt}.\n"
     (logs / "policy_0.log").write_text(policy)
+    (logs / "rollout_0.log").write_text(f"[rank0]:{PREFIX}[Rollout] Engine initialized.\n")
+    latest = tmp_path / "logs" / "logs_latest"
+    if latest.is_symlink():
+        latest.unlink()
+    latest.symlink_to(name)  # the launcher re-points it at each start (cosmos-rl.md §3.1)
     return logs
 
 
-def test_replica_died_finding_stops_training_with_its_evidence(tmp_path: Path) -> None:
-    (tmp_path / "logs").mkdir()
+def _records(tmp_path: Path) -> list[dict[str, Any]]:
+    path = tmp_path / "findings.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+def _follower_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "a1x-live-follower"]
+
+
+def test_a_replica_death_in_the_followed_logs_stops_training_with_its_evidence(tmp_path: Path) -> None:
+    earlier = _run_logs(tmp_path, 4, 4, name=EARLIER)  # an earlier attempt, whose rollout died
+    (earlier / "rollout_0.log").write_text("exitcode  : -9\n")
+    threads_before = set(threading.enumerate())
     clock, events = Clock(), []  # type: ignore[var-annotated]
-    died = _finding("replica_died", replica="rollout_0", text="exitcode  : -9")
-    monitor = _monitor(tmp_path, [_report(), _report(died)], clock, events)
-    assert monitor.tick(running=True) is None  # no logs_<ts> of this attempt yet: no diagnostics
-    _run_logs(tmp_path, 2, 4)
-    verdict = _tick_until(monitor, clock, lambda v: v is not None)
+    script = Script(Rule("exitcode  : -9", "replica_died", replica="rollout_0"))
+    monitor = _monitor(tmp_path, clock, events, script.factory)
+    assert monitor.tick(running=True) is None
+    assert monitor.follower is None  # no logs_<ts> of this attempt yet: nothing is followed, nothing judged
+
+    run = _run_logs(tmp_path, 2, 4)
+    assert _tick_until(monitor, lambda _v: script.evaluations() > 0) is None  # the new run, healthy so far
+    with open(run / "rollout_0.log", "a") as log:  # the replica dies while the launcher keeps running
+        log.write("[rank0]: torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\nexitcode  : -9\n")
+    verdict = _tick_until(monitor, lambda v: v is not None)
     monitor.close()
+
     assert verdict is not None and verdict.action == "stop_failed"
-    assert "replica_died: rollout_0" in verdict.reason and "rollout_0.log:812: exitcode  : -9" in verdict.reason
+    assert "replica_died: rollout_0" in verdict.reason and "rollout_0.log:3: exitcode  : -9" in verdict.reason
     assert verdict.failure is not None and verdict.failure["finding"]["id"] == "replica_died"
-    records = [json.loads(x) for x in (tmp_path / "findings.jsonl").read_text().splitlines()]
-    assert records[0]["change"] == "raised" and records[0]["finding"]["id"] == "replica_died"
+    assert not [p for p in script.fed_files() if EARLIER in p]  # the earlier attempt's logs were never read
+    records = _records(tmp_path)
+    assert [(r["change"], r["finding"]["id"]) for r in records] == [("raised", "replica_died")]
+    assert records[0]["finding"]["evidence"][0]["text"] == "exitcode  : -9"
     assert ("finding_raised", verdict.reason.split("kept running: ")[1]) in events
+    assert set(threading.enumerate()) - threads_before == set()  # follower and watchdog threads joined
+
+
+def test_findings_raised_and_cleared_are_recorded_without_stopping_training(tmp_path: Path) -> None:
+    clock, events = Clock(), []  # type: ignore[var-annotated]
+    script = Script(Rule("no rollout for 600s", "stalled", cure="Step: 3/4"))
+    monitor = _monitor(tmp_path, clock, events, script.factory)
+    run = _run_logs(tmp_path, 2, 4)
+    with open(run / "controller.log", "a") as log:
+        log.write(f"{PREFIX}[Controller] no rollout for 600s\n")
+    _tick_until(monitor, lambda _v: bool(_records(tmp_path)))
+    with open(run / "controller.log", "a") as log:
+        log.write(f"{PREFIX}Step: 3/4, Reward Mean: 0\n")
+    verdict = _tick_until(monitor, lambda _v: len(_records(tmp_path)) == 2)
+    monitor.close()
+    assert verdict is None
+    records = _records(tmp_path)
+    assert [(r["change"], r["stage"]) for r in records] == [("raised", "train"), ("cleared", "train")]
+    assert records[0]["finding"]["id"] == "stalled" and records[1]["id"] == "stalled"
+    assert [k for k, _ in events if k.startswith("finding_")] == ["finding_raised", "finding_cleared"]
+    assert monitor.last_step == (3, 4)
 
 
 def test_shutdown_hang_ends_the_job_after_the_grace_period(tmp_path: Path) -> None:
-    (tmp_path / "logs").mkdir()
     clock, events = Clock(), []  # type: ignore[var-annotated]
-    monitor = _monitor(tmp_path, [_report(_finding("shutdown_hang"))], clock, events)
-    _run_logs(tmp_path, 4, 4)  # last step reached, but no checkpoint: only the finding starts the grace
-    assert _tick_until(monitor, clock, lambda _v: monitor.hang_since is not None) is None
+    script = Script(Rule("waiting for replicas to exit", "shutdown_hang"))
+    monitor = _monitor(tmp_path, clock, events, script.factory)
+    run = _run_logs(tmp_path, 4, 4)  # last step reached, but no checkpoint: only the finding starts the grace
+    with open(run / "controller.log", "a") as log:
+        log.write(f"{PREFIX}[Controller] waiting for replicas to exit\n")
+    assert _tick_until(monitor, lambda _v: monitor.hang_since is not None) is None
     clock.now += 59
     assert monitor.tick(running=True) is None
     clock.now += 2
@@ -119,12 +158,28 @@ def test_shutdown_hang_ends_the_job_after_the_grace_period(tmp_path: Path) -> No
     assert "did not exit within 60s" in verdict.reason
 
 
+def test_the_engine_following_a_run_finds_the_killed_rollout(tmp_path: Path) -> None:
+    """The real parsers and detectors behind the follower (a recorded v0.4.4 run, cosmos-rl.md §15)."""
+    factory, note = load_diagnosis()
+    assert factory is not None and note is None
+    clock, events = Clock(), []  # type: ignore[var-annotated]
+    monitor = _monitor(tmp_path, clock, events, factory)
+    shutil.copytree(KILLED, tmp_path / "logs" / KILLED.name)
+    verdict = _tick_until(monitor, lambda v: v is not None)
+    monitor.close()
+    assert verdict is not None and verdict.action == "stop_failed"
+    assert "replica_died: rollout_0 — rollout_0.log:86: torch.distributed.elastic" in verdict.reason
+    assert [r["finding"]["id"] for r in _records(tmp_path) if r["change"] == "raised"] == ["replica_died"]
+    assert not _follower_threads()
+
+
 def test_finished_training_starts_the_grace_period_without_diagnostics(tmp_path: Path) -> None:
     clock, events = Clock(), []  # type: ignore[var-annotated]
     (tmp_path / "logs").mkdir()
-    monitor = _monitor(tmp_path, [_report()], clock, events)
+    monitor = _monitor(tmp_path, clock, events)
     _run_logs(tmp_path, 3, 3, ckpt=tmp_path / "out" / "ts" / "checkpoints" / "step_3" / "policy")
     assert monitor.tick(running=True) is None
+    assert monitor.follower is None
     assert monitor.complete_since is not None and monitor.progress is not None
     assert monitor.progress.text == "step 3/3"
     clock.now += 61
@@ -137,7 +192,7 @@ def test_finished_training_starts_the_grace_period_without_diagnostics(tmp_path:
 def test_a_failed_process_line_from_the_launcher_is_fatal(tmp_path: Path) -> None:
     clock, events = Clock(), []  # type: ignore[var-annotated]
     (tmp_path / "logs").mkdir()
-    monitor = _monitor(tmp_path, [_report()], clock, events)
+    monitor = _monitor(tmp_path, clock, events)
     logs = _run_logs(tmp_path, 2, 4)
     (logs / "policy_0.log").write_text("[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate\n")
     monitor.on_launcher_line("Process 1 failed with return code 1")
@@ -156,17 +211,17 @@ def test_supervisor_stops_training_when_diagnostics_see_a_dead_replica(
     world.make_venv()
     world.configure(live_diagnostics=True)
     world.set_modes(train="slow", steps=40)
+    script = Script(Rule("Step: 2/40", "replica_died", replica="policy_0"))
 
-    def diagnose(_path: Path, run: str | None) -> Report:
-        assert run is not None and run.startswith("logs_")
-        return _report(_finding("replica_died", replica="policy_0", text="[Controller] Policy abc is dead"))
-
-    code = Supervisor(world.run_dir, Plan(only="train"), diagnose=diagnose, install_signals=False).serve()
+    code = Supervisor(world.run_dir, Plan(only="train"), diagnose=script.factory, install_signals=False).serve()
     assert code == 1
     train = world.stage("train")
     assert train["status"] == "failed"
-    assert "replica_died: policy_0" in train["reason"] and "Policy abc is dead" in train["reason"]
+    assert "replica_died: policy_0" in train["reason"] and "controller.log:2:" in train["reason"]
     assert train["failure"]["finding"]["data"] == {"replica": "policy_0"}
     assert fake_processes(world.root) == []
+    assert not _follower_threads()  # the stage ended: its follower with it
+    fed = script.fed_files()
+    assert fed and all(p.startswith("logs_") for p in fed)  # this attempt's logs_<ts> only
     findings = (world.run_dir / "findings.jsonl").read_text()
     assert '"replica_died"' in findings
