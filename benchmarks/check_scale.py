@@ -214,7 +214,7 @@ print(len(layout.files), 'files', dict(counts))
 def _one_round(run_dir: Path, files: list[Path], pure: bool, number: int) -> None:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from diagnostics.parsing._prefilter import GATED_MARKERS
+    from diagnostics.parsing import GATED_MARKERS
 
     load = os.getloadavg()
     grep = shutil.which("grep") or "grep"

@@ -17,15 +17,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from diagnostics.findings import Finding
 from supervisor.layout import RunLayout
 from supervisor.secrets import read_secret
 from supervisor.spec import RunSpec
 from supervisor.stage import Command, StageError
 
 
-def _finding_json(finding: Any) -> dict[str, Any]:
-    dumped = finding.model_dump(mode="json") if hasattr(finding, "model_dump") else dict(finding)
-    return dict(dumped)
+def _finding_json(finding: Finding) -> dict[str, Any]:
+    return finding.model_dump(mode="json")
 
 
 def cluster_train_command(

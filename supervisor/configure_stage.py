@@ -9,14 +9,13 @@ never edited. Writes ``config/train.toml``, the copy if any, and ``config/config
 
 from __future__ import annotations
 
-import dataclasses
-import importlib
-import inspect
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from configs import render
+from configs.render import TemplateChoices
 from supervisor.layout import RunLayout
 from supervisor.spec import RunSpec, SpecError, load_spec
 
@@ -24,35 +23,21 @@ from supervisor.spec import RunSpec, SpecError, load_spec
 SHIPPED_HYDRA_CONFIG = "alpamayo1_5_rvla_rl_pai"
 
 
-def _choice_fields(cls: Any) -> set[str]:
-    if dataclasses.is_dataclass(cls):
-        return {f.name for f in dataclasses.fields(cls)}
-    fields = getattr(cls, "model_fields", None)
-    if isinstance(fields, dict):
-        return set(fields)
-    return set(inspect.signature(cls).parameters)
-
-
-def template_choices(render: Any, spec: RunSpec) -> Any:
-    """``configs.render.TemplateChoices`` for this spec (optional fields only where it has them)."""
-    values: dict[str, Any] = {
-        "alpamayo_version": spec.alpamayo_version,
-        "reward_mode": spec.reward_mode,
-        "wandb": spec.wandb.enabled,
-        "wandb_project": spec.wandb.project,
-        "wandb_experiment": spec.wandb.experiment,
-        "compute": spec.compute,
-        "output_dir": str(spec.paths.output_dir),
-        "model_dir": str(spec.paths.model_dir),
-        "grader_dir": str(spec.paths.grader_dir),
-    }
-    optional: dict[str, Any] = {
-        "policy_replicas": spec.replicas.policy,
-        "rollout_replicas": spec.replicas.rollout,
-    }
-    accepted = _choice_fields(render.TemplateChoices)
-    values.update({k: v for k, v in optional.items() if k in accepted})
-    return render.TemplateChoices(**values)
+def template_choices(spec: RunSpec) -> TemplateChoices:
+    """``configs.render.TemplateChoices`` for this spec."""
+    return TemplateChoices(
+        alpamayo_version=spec.alpamayo_version,
+        reward_mode=spec.reward_mode,
+        wandb=spec.wandb.enabled,
+        wandb_project=spec.wandb.project,
+        wandb_experiment=spec.wandb.experiment,
+        compute=spec.compute,
+        output_dir=str(spec.paths.output_dir),
+        model_dir=str(spec.paths.model_dir),
+        grader_dir=str(spec.paths.grader_dir),
+        policy_replicas=spec.replicas.policy,
+        rollout_replicas=spec.replicas.rollout,
+    )
 
 
 def entry_for_version(source: Path, hydra_name: str, out_dir: Path) -> Path:
@@ -72,11 +57,7 @@ def entry_for_version(source: Path, hydra_name: str, out_dir: Path) -> Path:
 def configure(run_dir: Path) -> dict[str, Any]:
     layout = RunLayout(run_dir)
     spec = load_spec(layout.spec_path)
-    try:
-        render = importlib.import_module("configs.render")  # written by the config issue
-    except ImportError as exc:
-        raise SpecError(f"configs.render is not available ({exc}): cannot render the training TOML") from None
-    text = render.render_toml(template_choices(render, spec))
+    text = render.render_toml(template_choices(spec))
     layout.config_dir.mkdir(parents=True, exist_ok=True)
     layout.train_toml.write_text(text, encoding="utf-8")
     hydra_name = render.hydra_config_name(spec.alpamayo_version)

@@ -1,9 +1,9 @@
 """The few Cosmos-RL log facts the supervisor itself relies on.
 
 The full diagnostics live in ``diagnostics``; the supervisor only needs to know, without them,
-whether training reached its last step, which checkpoints are complete, and whether the launcher
-reported a failed process. Formats are from cosmos-rl.md and alpamayo-recipe.md (sections quoted
-at each pattern).
+whether training reached its last step and which checkpoints are complete (the launcher's
+'Process {i} failed' line is ``diagnostics.parsing.PROCESS_FAILED_RE``, used by the train
+monitor). Formats are from cosmos-rl.md and alpamayo-recipe.md (sections quoted at each pattern).
 
 A *log source* is either a ``cosmos-rl --log-dir`` whose runs are ``logs_<ts>/`` folders with
 ``controller.log`` and ``policy_<i>.log`` (cosmos-rl.md §3.1), or the ``slurm/`` folder of a Slurm
@@ -26,8 +26,6 @@ STEP_RE = re.compile(r"\bStep: (\d+)/(\d+)")
 # cosmos-rl.md §5.3 / alpamayo-recipe.md §8.8:
 # '[Policy] Step: {N}, checkpoint saved successfully at {.../checkpoints/step_N/policy}.'
 CKPT_SAVED_RE = re.compile(r"Step: (\d+), checkpoint saved successfully at (.+?)\.?\s*$")
-# cosmos-rl.md §2.7: 'Process {i} failed with return code {rc}' (launcher; {i} is a list position).
-LAUNCHER_FAILED_RE = re.compile(r"Process (\S+) failed with return code (-?\d+)")
 # torchrun's summary in the replica's own log (cosmos-rl.md §3.4, §15): the real cause of a death.
 _REPLICA_CAUSE_RE = re.compile(
     r"(exitcode\s*:\s*-?\d+|Signal \d+ \(SIG\w+\) received|ChildFailedError|"

@@ -108,7 +108,7 @@ def wait_until_ready(layout: RunLayout, pid: int, *, timeout_s: float = 20.0) ->
             return None
         except NoSupervisor:
             pass
-        if not _pid_alive(pid):
+        if not pid_alive(pid):
             state = load_state(layout.state_path)
             if state is not None and state.status in ("succeeded", "failed", "stopped", "blocked"):
                 return None  # it already finished (a run with nothing left to do)
@@ -117,7 +117,8 @@ def wait_until_ready(layout: RunLayout, pid: int, *, timeout_s: float = 20.0) ->
     return f"the supervisor did not answer within {timeout_s:.0f}s; see {layout.daemon_log}"
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """A process with this pid exists (ours or another user's)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -7,7 +7,6 @@ contract and exit codes as ``--check``. Only the stages the run will execute are
 
 from __future__ import annotations
 
-import importlib
 import os
 import shutil
 import subprocess
@@ -73,8 +72,9 @@ def probe_gpus(environ: Mapping[str, str] | None = None) -> GpuInventory | str:
     env = os.environ if environ is None else environ
     nvml_reason = ""
     try:
-        backend_mod: Any = importlib.import_module("diagnostics.gpu.backend")
-        backend = backend_mod.PynvmlBackend()
+        from diagnostics.gpu.backend import PynvmlBackend
+
+        backend = PynvmlBackend()
         backend.init()
         try:
             count = int(backend.device_count())

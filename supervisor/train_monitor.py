@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from supervisor.cosmos_logs import (
-    LAUNCHER_FAILED_RE,
     LogFollower,
     checkpoint_incomplete_reason,
     controller_logs,
@@ -60,12 +59,11 @@ MAX_ERROR_NOTES = 5  # the follower's own errors recorded as notes, then one lin
 
 def load_diagnosis() -> tuple[DiagnosisFactory | None, str | None]:
     """The live diagnostics the train stage follows the run with: ``diagnostics.live``'s engine
-    (the same parsers and detectors as ``--check``, fed line by line). (None, note) if it cannot be
-    imported."""
-    try:
-        from diagnostics.live import engine_diagnosis
-    except ImportError as exc:
-        return None, f"live diagnostics unavailable ({exc}); dead replicas are still caught from the launcher's lines"
+    (the same parsers and detectors as ``--check``, fed line by line), and no note: without a TOML
+    ``engine_diagnosis`` has nothing to report. Imported here, not at the top: the daemon loads it
+    only for a train stage with live diagnostics on."""
+    from diagnostics.live import engine_diagnosis
+
     factory, _notes = engine_diagnosis()  # no TOML: the log findings, as --check <logs> gives them
     return factory, None
 
@@ -147,6 +145,11 @@ class TrainMonitor:
         self.last_step: tuple[int, int] | None = None
         self.checkpoints: dict[Path, int] = {}
         self.launcher_failure: str | None = None
+        # cosmos-rl.md §2.7: 'Process {i} failed with return code {rc}', as the parsers read it.
+        # Imported here: the parsing package is loaded only by a daemon that runs a train stage.
+        from diagnostics.parsing import PROCESS_FAILED_RE
+
+        self._launcher_failed = PROCESS_FAILED_RE
         self.complete_since: float | None = None
         self.hang_since: float | None = None
         self.replica_died: dict[str, Any] | None = None
@@ -163,7 +166,7 @@ class TrainMonitor:
     def on_launcher_line(self, line: str) -> None:
         """Every line of the launcher's own output (the stage log)."""
         if self.launcher_failure is None:
-            m = LAUNCHER_FAILED_RE.search(line)
+            m = self._launcher_failed.search(line)
             if m:
                 self.launcher_failure = line.strip()[:300]
 

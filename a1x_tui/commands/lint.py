@@ -70,7 +70,9 @@ def render_text(report: Report) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from diagnostics.config import lint_report
+    from diagnostics.report import redact_report
 
-    report = lint_report(args.toml, gpus_per_node=args.gpus, nodes=args.nodes, compute=args.compute)
+    # Evidence quotes TOML lines: a key or token written in the file is masked as --check masks it.
+    report = redact_report(lint_report(args.toml, gpus_per_node=args.gpus, nodes=args.nodes, compute=args.compute))
     print(report.model_dump_json(indent=2) if args.format == "json" else render_text(report))
     return report.exit_code

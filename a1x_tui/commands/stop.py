@@ -56,7 +56,10 @@ def run(args: argparse.Namespace) -> int:
             return 1
         return 0
     if not reply.get("ok"):
-        print(f"{layout.run_dir}: {reply.get('error') or 'the supervisor did not finish stopping in time'}")
+        print(
+            f"{layout.run_dir}: {reply.get('error') or 'the supervisor did not finish stopping in time'}",
+            file=sys.stderr,
+        )
         return 1
     left = (offline_status(layout) or {}).get("processes_alive") or []
     if left:

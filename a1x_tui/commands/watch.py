@@ -208,7 +208,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         _follow(follower, printer, stop)
     except BrokenPipeError:  # the reader went away: stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        devnull = os.open(os.devnull, os.O_WRONLY)  # Python's exit flush must not fail on the broken pipe
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
         return follower.status().exit_code
     finally:
         for sig, handler in previous.items():

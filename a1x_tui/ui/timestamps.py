@@ -15,6 +15,7 @@ _COSMOS = re.compile(
     r"(DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
 )
 _ISO = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z)?) ")
+_FRACTION = re.compile(r"\.(\d+)")
 _LEVEL_WORD = re.compile(r"\b(ERROR|CRITICAL|WARNING|Traceback \(most recent call last\)|\w*Error:)")
 _PREFETCH = re.compile(r"\[AlpamayoPrefetch\]\[(error|warn)\]")
 
@@ -31,7 +32,9 @@ def line_time(text: str) -> float | None:
     m = _ISO.match(text)
     if m:
         try:
-            return datetime.fromisoformat(m.group(1).replace("Z", "+00:00")).timestamp()
+            # Python 3.10's fromisoformat reads neither "Z" nor a fraction of other than 3 or 6 digits.
+            stamp = _FRACTION.sub(lambda f: "." + f.group(1).ljust(6, "0")[:6], m.group(1).replace("Z", "+00:00"))
+            return datetime.fromisoformat(stamp).timestamp()
         except (ValueError, OverflowError, OSError):
             return None
     return None

@@ -6,11 +6,10 @@ an evaluation runs the detectors on what the collector holds. With ``--config``,
 findings are merged in as ``--check --config`` does.
 
 Only lines that can give an event reach the parser, as in ``--check``'s grep path
-(``diagnostics.parsing._prefilter``): a line holding one of the parsing package's markers, and
-every line while a multi-line group (traceback, torchrun summary) is open. Parsing every line
-costs about 7 µs each; this keeps a 25,000 lines/s run affordable (``docs/live.md``). It reads
-``markers_for`` and the parser's open-group state from the parsing package's private modules;
-a public ``LineParser`` flag for the latter is requested.
+(``diagnostics.parsing.markers_for``): a line holding one of the parsing package's markers, and
+every line while a multi-line group (traceback, torchrun summary) is open
+(``LineParser.in_group``). Parsing every line costs about 7 µs each; this keeps a 25,000 lines/s
+run affordable (``docs/live.md``).
 """
 
 from __future__ import annotations
@@ -24,16 +23,7 @@ from diagnostics.engine import Collector
 from diagnostics.events import Role, Source
 from diagnostics.findings import Finding
 from diagnostics.live._diagnose import DiagnosisFactory, Evaluation
-from diagnostics.parsing import LineParser
-from diagnostics.parsing._prefilter import markers_for
-
-
-def _segments(line: str) -> Sequence[str]:
-    """A line split on ``\\r`` (tqdm redraws), as ``diagnostics.parsing`` reads files."""
-    if "\r" not in line:
-        return (line,)
-    parts = [p for p in line.split("\r") if p]
-    return parts or [""]
+from diagnostics.parsing import LineParser, markers_for, split_segments
 
 
 def _candidates(lines: Sequence[str], markers: Sequence[str]) -> list[int]:
@@ -55,11 +45,6 @@ def _candidates(lines: Sequence[str], markers: Sequence[str]) -> list[int]:
                 break
             at = text.find(marker, end)
     return sorted(hits)
-
-
-def _in_group(parser: LineParser) -> bool:
-    """A traceback or torchrun summary is open: every line goes to the parser until it closes."""
-    return bool(parser._groups)  # private: see the module doc, a public flag is requested
 
 
 class EngineDiagnosis:
@@ -86,14 +71,14 @@ class EngineDiagnosis:
         i = 0
         next_candidate = 0
         while i < n:
-            if not _in_group(parser):
+            if not parser.in_group:  # an open traceback / torchrun summary takes every line
                 while next_candidate < len(candidates) and candidates[next_candidate] < i:
                     next_candidate += 1
                 if next_candidate == len(candidates):
                     break
                 i = candidates[next_candidate]
             text = lines[i]
-            for segment in _segments(text) if "\r" in text else (text,):
+            for segment in split_segments(text) if "\r" in text else (text,):
                 for event in feed(first_lineno + i, segment):
                     add(event)
             i += 1

@@ -8,8 +8,11 @@ sequence, so decoding a block of whole lines at once gives the same text as deco
 
 from __future__ import annotations
 
-MAX_LINE_BYTES = 4 * 1024 * 1024  # as diagnostics.parsing, so --check and watch number lines alike
-"""Longer lines keep their first MAX_LINE_BYTES bytes; the rest, up to the newline, is skipped."""
+# The parsing package's limit, so --check and watch cut and number lines alike: longer lines keep
+# their first MAX_LINE_BYTES bytes; the rest, up to the newline, is skipped.
+from diagnostics.parsing import MAX_LINE_BYTES
+
+__all__ = ["MAX_LINE_BYTES", "LineAssembler", "decode"]
 
 
 def decode(data: bytes | bytearray) -> str:

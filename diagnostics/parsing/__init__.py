@@ -6,17 +6,33 @@
   ``keep_unknown=False`` a grep prefilter reads only candidate lines (same events, much faster).
 - ``LineParser`` / ``parse_lines``: the pure parser behind both (also for live tails).
 - ``file_tail(path)``: the last lines and timestamp of a file, read from its end.
+- ``markers_for(source)`` (``GATED_MARKERS``, ``ALL_MARKERS``): the strings a line must hold to
+  give an event other than ``LogLine`` (outside multi-line groups, ``LineParser.in_group``).
+- ``MAX_LINE_BYTES``, ``split_segments``: how files are cut into lines and ``\\r`` segments.
+- ``PROCESS_FAILED_RE``: the launcher's 'Process {i} failed with return code {rc}' line.
 
 Formats and versions: see ``docs/parsing.md``.
 """
 
 from __future__ import annotations
 
+import re
+
 from diagnostics.parsing._layout import LayoutError, RunLayout, classify_file, discover
+from diagnostics.parsing._lines import MAX_LINE_BYTES
+from diagnostics.parsing._lines import segments as split_segments
+from diagnostics.parsing._markers import ALL_MARKERS, GATED_MARKERS, markers_for
 from diagnostics.parsing._parser import LineParser, parse_lines
 from diagnostics.parsing._reader import FileTail, file_tail, iter_file_events, read_run
+from diagnostics.parsing._rules import PROCESS_FAILED_PATTERN
+
+PROCESS_FAILED_RE = re.compile(PROCESS_FAILED_PATTERN)
 
 __all__ = [
+    "ALL_MARKERS",
+    "GATED_MARKERS",
+    "MAX_LINE_BYTES",
+    "PROCESS_FAILED_RE",
     "FileTail",
     "LayoutError",
     "LineParser",
@@ -25,6 +41,8 @@ __all__ = [
     "discover",
     "file_tail",
     "iter_file_events",
+    "markers_for",
     "parse_lines",
     "read_run",
+    "split_segments",
 ]

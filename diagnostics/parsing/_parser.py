@@ -314,6 +314,12 @@ class LineParser:
         self._groups.clear()
         return out
 
+    @property
+    def in_group(self) -> bool:
+        """A multi-line group (traceback, torchrun failure summary) is open: the next lines may
+        belong to it, so a caller that skips lines without a marker must feed every line now."""
+        return bool(self._groups)
+
     def open_group_first_key(self, rank: int | None) -> Key | None:
         g = self._groups.get(rank)
         return g.first_key if g is not None else None

@@ -32,26 +32,11 @@ from pathlib import Path
 
 from diagnostics.events import Event, Source
 from diagnostics.parsing._lines import MAX_LINE_BYTES, decode, iter_lines, segments
-from diagnostics.parsing._parser import GATED_ROLES, GROUP_STARTS, Key, LineParser
-from diagnostics.parsing._rules import GATES, NEEDLES
+from diagnostics.parsing._markers import markers_for
+from diagnostics.parsing._parser import GROUP_STARTS, Key, LineParser
 from diagnostics.parsing._shapes import split_rank
 
-_ALWAYS = (*GROUP_STARTS, "[AlpamayoPrefetch]")
 _START_A, _START_B = GROUP_STARTS
-
-
-def _grep_markers(strings: Iterable[str]) -> tuple[str, ...]:
-    """The strings without their leading spaces and dashes, deduplicated.
-
-    A line holding a string holds it without its head too, so the candidates stay a superset (the
-    parser applies the real gates). grep's multi-string search skips ahead by bytes absent from
-    the strings' ends, and a leading `` - `` (in every cosmos line) makes it a third slower.
-    """
-    return tuple(dict.fromkeys(s.lstrip(" -") or s for s in strings))
-
-
-GATED_MARKERS: tuple[str, ...] = _grep_markers((*GATES, *_ALWAYS))
-ALL_MARKERS: tuple[str, ...] = _grep_markers((*NEEDLES, *_ALWAYS))
 # grep is ~1.7x faster per byte than the parser, so one grep running ahead keeps the parser fed; more
 # would take CPU from it on a small machine. Up to ``AHEAD_BYTES`` of output waits in memory.
 WORKERS = max(1, min(4, (os.cpu_count() or 2) - 1))
@@ -67,10 +52,6 @@ try:
     _SETPIPE: int | None = getattr(fcntl, "F_SETPIPE_SZ", None)
 except ImportError:  # not POSIX
     _SETPIPE = None
-
-
-def markers_for(source: Source) -> tuple[str, ...]:
-    return GATED_MARKERS if source.role in GATED_ROLES else ALL_MARKERS
 
 
 @functools.lru_cache(maxsize=1)

@@ -506,8 +506,10 @@ signal_rule(" replicas: ", r"Number of (?P<role>policy|rollout|reference) replic
 signal_rule("Number of workers required", r"Number of workers required: (?P<count>\d+)", S.WORKERS_REQUIRED)
 signal_rule("Multiple worker nodes will be used", r"Multiple worker nodes will be used", S.MULTIPLE_WORKERS)
 signal_rule("Controller is ready at ", r"Controller is ready at (?P<url>\S+)", S.CONTROLLER_READY)
-signal_rule("failed with return code", r"Process (?P<process>\S+) failed with return code (?P<rc>-?\d+)",
-            S.PROCESS_FAILED)
+# Public (``diagnostics.parsing.PROCESS_FAILED_RE``): the supervisor's train monitor matches the
+# launcher's output with it while the launcher runs.
+PROCESS_FAILED_PATTERN = r"Process (?P<process>\S+) failed with return code (?P<rc>-?\d+)"
+signal_rule("failed with return code", PROCESS_FAILED_PATTERN, S.PROCESS_FAILED)
 signal_rule("failed with exit code", r"(?P<process>Policy|Rollout|Controller|Reference) failed with exit code "
             r"(?P<rc>-?\d+)\. Terminating other processes", S.PROCESS_FAILED)
 signal_rule("completed successfully", r"Process (?P<process>\S+) completed successfully", S.PROCESS_COMPLETED)

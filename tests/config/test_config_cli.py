@@ -69,6 +69,16 @@ def test_lint_broken_toml_is_a_critical_finding_with_its_line(
     assert (finding.evidence[0].line, finding.evidence[0].text) == (3, "output_dir = /x")
 
 
+def test_lint_never_prints_a_secret_quoted_from_the_toml(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, '[logging]\napi_key = "0123456789abcdef0123" x\n')
+    for fmt in ("text", "json"):
+        assert main(["lint", str(path), "--format", fmt]) == 2
+        out = capsys.readouterr().out
+        assert "api_key" in out and "0123456789abcdef0123" not in out
+
+
 def test_lint_rejects_bad_numbers(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(["lint", "x.toml", "--gpus", "0"])

@@ -110,3 +110,19 @@ def test_torch_error_printer_prefix_under_torchrun_tee() -> None:
     # ambiguous with the tee's own "[rank1]:  File ..."); grouping and the exception are the same
     assert traces[1].rank == 1 and len(traces[1].lines) == len(body) and traces[1].exc_type == "torch.OutOfMemoryError"
     assert [s.fields["kind"] for s in events if isinstance(s, Signal)] == ["cuda_oom", "cuda_oom"]
+
+
+def test_in_group_says_when_every_line_must_reach_the_parser() -> None:
+    """The live follower skips lines without a marker only while ``in_group`` is False."""
+    parser = LineParser(SOURCES[Role.ROLLOUT])
+    assert not parser.in_group
+    parser.feed(1, "Traceback (most recent call last):")
+    assert parser.in_group
+    parser.feed(2, FRAMES[0])
+    assert parser.in_group
+    closed = parser.feed(3, "KeyError: 'train'") + parser.feed(4, cosmos("[Rollout] next"))
+    assert not parser.in_group and any(isinstance(e, Traceback) for e in closed)
+    parser.feed(5, "Traceback (most recent call last):")
+    assert parser.in_group
+    parser.flush()
+    assert not parser.in_group

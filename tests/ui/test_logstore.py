@@ -90,6 +90,9 @@ def test_a_reset_file_starts_over_and_leaves_the_merged_view() -> None:
 def test_timestamps_and_levels_of_the_line_families() -> None:
     assert line_time("[rank0]:[cosmos] 2026-11-29 15:03:25,632 - cosmos - INFO - Step: 1/8") is not None
     assert line_time("2026-11-29T15:03:25.632+00:00 [a1x-tui] exit code 0") is not None
+    # any fraction width and "Z", on Python 3.10 too (its fromisoformat reads 3 or 6 digits only)
+    assert line_time("2026-11-29T15:03:25.6321Z x") == line_time("2026-11-29T15:03:25.632100+00:00 x")
+    assert line_time("2026-11-29T15:03:25.1234567+00:00 x") == line_time("2026-11-29T15:03:25.123456+00:00 x")
     assert line_time("INFO 11-29 15:03:20 [gpu_worker.py:298] KV cache") is None
     assert line_level(cosmos(1, "boom", "ERROR")) == "error"
     assert line_level(cosmos(1, "careful", "WARNING")) == "warning"

@@ -24,7 +24,7 @@ def configure(run_dir: Path) -> Path:
 
     layout = RunLayout(run_dir)
     spec = load_spec(layout.spec_path)
-    text = render.render_toml(template_choices(render, spec))
+    text = render.render_toml(template_choices(spec))
     text = edit_text(text, [Edit("policy.parallelism.dp_shard_size", 1)])
     layout.config_dir.mkdir(parents=True, exist_ok=True)
     layout.train_toml.write_text(text, encoding="utf-8")

@@ -98,8 +98,7 @@ class FollowFeed:
         self._diagnosis: SeriesDiagnosis | None = None
 
     def run(self, stop: threading.Event) -> None:
-        from diagnostics.live import FollowOptions, RunFollower
-        from diagnostics.live._engine import engine_diagnosis  # as `a1x-tui watch` uses it
+        from diagnostics.live import FollowOptions, RunFollower, engine_diagnosis  # as `a1x-tui watch` does
 
         def make() -> SeriesDiagnosis:
             # Called again for every new logs_<ts>: the TOML is read then, so one written by the configure

@@ -26,17 +26,11 @@ def default_roots() -> list[Path]:
 
 def _alive(run_dir: Path) -> bool:
     from supervisor.daemon import read_pid
+    from supervisor.launch import pid_alive
+    from supervisor.layout import RunLayout
 
-    pid = read_pid(run_dir / "supervisor.pid")
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    pid = read_pid(RunLayout(run_dir).pid_path)
+    return pid is not None and pid_alive(pid)
 
 
 def list_runs(roots: list[Path]) -> list[RunSummary]:
