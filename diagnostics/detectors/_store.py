@@ -102,6 +102,10 @@ class FileFacts:
     last_traceback: Traceback | None = None
     last_error: Traceback | None = None  # the last traceback that is not torchrun's own ChildFailedError
     last_event: Event | None = None
+    # First lines of tracebacks printed right after a line announcing a caught error (cosmos-rl.md §6.3:
+    # '[Rollout] Failed in rollout generation: ...' then print_exc()); judged when the traceback arrives,
+    # while the announcing mark is still the one before it.
+    caught_tracebacks: deque[int] = field(default_factory=lambda: deque(maxlen=64))
 
     def mark(self, name: str, line: int, ts: float | None) -> None:
         m = Mark(line, ts)
@@ -217,6 +221,9 @@ class EventStore:
         if event.last_line > facts.last_line:
             facts.last_line = event.last_line
         self.tracebacks.add(event)
+        announced = facts.marks.get(SignalKind.ROLLOUT_GENERATION_FAILED.value)
+        if announced is not None and 0 < event.line - announced.line <= 3:
+            facts.caught_tracebacks.append(event.line)
         facts.last_traceback = event
         if not (event.exc_type or "").endswith("ChildFailedError"):
             facts.last_error = event

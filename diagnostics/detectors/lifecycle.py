@@ -62,8 +62,7 @@ def _announced_as_caught(facts: FileFacts, tb: Traceback) -> bool:
     """Cosmos logs some caught errors as a line, then ``traceback.print_exc()`` (cosmos-rl.md §6.3:
     'Failed in rollout generation', the batch is discarded and the replica goes on): a traceback that
     starts right after such a line proves no death."""
-    mark = facts.marks.get(SignalKind.ROLLOUT_GENERATION_FAILED.value)
-    return mark is not None and 0 < tb.line - mark.line <= 3
+    return tb.line in facts.caught_tracebacks
 
 
 def _when(ctx: DetectorContext, event: Event) -> float | None:

@@ -266,3 +266,35 @@ def test_a_caught_generation_failure_with_its_traceback_is_not_a_death() -> None
     r = run_logs({"controller.log": steady_run(30, 40), "rollout_0.log": rollout})
     assert "replica_died" not in r.ids
     assert "vllm_oom" in r.ids  # the OOM itself is still reported, mid-run
+
+
+def test_caught_failures_judged_live_while_the_next_traceback_is_still_open() -> None:
+    # Live, the detectors run while the second traceback's group is still open (no line after it yet):
+    # the last closed traceback then follows an older announcing line than the newest one.
+    from detector_helpers import source_of
+
+    from diagnostics.engine import Collector
+    from diagnostics.parsing import LineParser
+
+    oom = "CUDA out of memory. Tried to allocate 2.00 GiB."
+    lines = [
+        cosmos(50, f"ROLLOUT Replica started at global rank 0, with replica name: {ROLLOUT_UUID}", rank=0),
+        cosmos(120, "[Rollout] Engine initialized.", rank=0),
+    ]
+    for t in (200, 260):
+        lines += [
+            cosmos(t, f"[Rollout] Failed in rollout generation: {oom}", level="ERROR", rank=0),
+            "[rank0]:Traceback (most recent call last):",
+            '[rank0]:  File "vllm_rollout.py", line 720, in rollout_generation',
+            f"[rank0]:torch.OutOfMemoryError: {oom}",
+        ]
+    collector = Collector()
+    controller = source_of("controller.log")
+    from diagnostics.parsing import parse_lines
+
+    collector.extend(parse_lines(steady_run(30, 40), controller))
+    parser = LineParser(source_of("rollout_0.log"))
+    for n, text in enumerate(lines, 1):
+        collector.extend(parser.feed(n, text))  # no flush: the second traceback is still open
+    ids = {f.id for f in collector.assess(None, None).findings}
+    assert "replica_died" not in ids
