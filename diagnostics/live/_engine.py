@@ -14,6 +14,7 @@ run affordable (``docs/live.md``).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,25 +26,50 @@ from diagnostics.findings import Finding
 from diagnostics.live._diagnose import DiagnosisFactory, Evaluation
 from diagnostics.parsing import LineParser, markers_for, split_segments
 
+Plan = tuple[tuple[str, tuple[str, ...] | None], ...]
+"""How ``_candidates`` looks for markers: (string searched, the markers starting with it, or None
+when the string is the marker itself)."""
+
+
+@functools.lru_cache(maxsize=16)
+def search_plan(markers: tuple[str, ...]) -> Plan:
+    """One search per group of markers sharing a head of at least 7 characters (the five
+    ``INFO - …`` gates share ``INFO - ``): each occurrence of the shared head is checked with one
+    ``startswith``. Every occurrence of a marker starts with an occurrence of its group's head, so
+    the lines found are exactly those holding a marker; four scans fewer over the 25 markers of a
+    replica log (~15 % of the search, measured: ``docs/live.md``)."""
+    groups: dict[str, list[str]] = {}
+    for marker in dict.fromkeys(markers):
+        groups.setdefault(marker[:7], []).append(marker)
+    plan: list[tuple[str, tuple[str, ...] | None]] = []
+    for members in groups.values():
+        head = os.path.commonprefix(members)  # noqa: RUF071 (character prefix of strings, as wanted)
+        plan.append((head, None) if len(members) == 1 or head in members else (head, tuple(members)))
+    return tuple(plan)
+
 
 def _candidates(lines: Sequence[str], markers: Sequence[str]) -> list[int]:
     """Indices of the lines holding a marker, with C-speed string searches only: one scan per
-    marker over the whole block, and each occurrence located by counting the newlines before it
-    (no Python work per line). About 1 µs per 160-byte line for the 25 markers of a replica log."""
+    marker (or group of markers, ``search_plan``) over the whole block, and each occurrence located
+    by counting the newlines before it (no Python work per line). About 1 µs per 160-byte line for
+    the 25 markers of a replica log."""
     text = "\n".join(lines)
     hits: set[int] = set()
-    for marker in markers:
-        at = text.find(marker)
+    for key, members in search_plan(tuple(markers)):
+        at = text.find(key)
         index = 0
         counted = 0
         while at >= 0:
+            if members is not None and not text.startswith(members, at):
+                at = text.find(key, at + 1)  # the head without any of its markers
+                continue
             index += text.count("\n", counted, at)
             counted = at
             hits.add(index)
             end = text.find("\n", at)
             if end < 0:
                 break
-            at = text.find(marker, end)
+            at = text.find(key, end)
     return sorted(hits)
 
 

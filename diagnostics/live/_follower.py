@@ -71,6 +71,13 @@ class _Followed:
     last_data: float = 0.0
     partial_shown: str | None = None
     committed: int | None = None  # number of the partial line already given to the diagnostics
+    folder: str = ""
+
+
+# Polling: a folder whose entries changed less than this long ago (its mtime or ctime) has the paths
+# of its files checked at every scan, whatever its stamp says: a rename in the same clock tick as
+# the previous look leaves the stamp as it was (coarse or skewed file system clocks).
+FOLDER_SETTLE_S = 3.0
 
 
 class RunFollower:
@@ -130,6 +137,8 @@ class RunFollower:
         self._rate_since = 0.0
         self._grown = 0
         self._quiet_since: float | None = None
+        # polling: each folder's stamp (``_changed_folders``) at the last scan
+        self._folder_stamps: dict[str, tuple[int, int, int, int] | None] = {}
 
     # --- public API -------------------------------------------------------------------------------
 
@@ -273,10 +282,19 @@ class RunFollower:
             if followed is not None:
                 self._poll(followed)
         if self.scanning and now >= self._next_scan:
-            self._next_scan = now + (self.options.poll_interval if self.polling else self.options.scan_interval)
+            interval = self.options.poll_interval if self.polling else self.options.scan_interval
+            self._next_scan = now + interval
+            # Polling: no inotify reports a rename or a deletion at once, so the path is checked too,
+            # for the files of the folders whose entries changed (one stat per folder, not per file).
+            changed = self._changed_folders() if self.polling else set()
+            quiet = now - 2 * interval
             for path, followed in list(self._files.items()):
-                # Polling: nothing else reports a rename or a deletion, so the path is checked too.
-                if path not in dirty and self._poll(followed, check_path=self.polling):
+                if path in dirty:
+                    continue
+                check = changed is None or followed.folder in changed
+                if not check and followed.last_data < quiet and followed.tail.unchanged():
+                    continue  # a quiet file: one fstat
+                if self._poll(followed, check_path=check):
                     self._grown += 1
         if self._unsettled:
             self._settle(time.monotonic())
@@ -284,6 +302,23 @@ class RunFollower:
             self._backfill_slice()
         if self.history_complete.is_set() and self._diag is not None and time.monotonic() >= self._next_eval:
             self._evaluate()
+
+    def _changed_folders(self) -> set[str] | None:
+        """Folders of followed files whose entries may have changed since the last scan: their
+        stamp (``OsFileSystem.folder_stamp``) moved, cannot be read, or changed within
+        ``FOLDER_SETTLE_S``. None: the file system cannot tell, every path is checked."""
+        stamp_of = getattr(self._fs, "folder_stamp", None)
+        if stamp_of is None:
+            return None
+        wall_ns = time.time_ns()
+        previous, self._folder_stamps = self._folder_stamps, {}
+        changed: set[str] = set()
+        for folder in {f.folder for f in self._files.values()}:
+            stamp = stamp_of(folder)
+            self._folder_stamps[folder] = stamp
+            if stamp is None or stamp != previous.get(folder) or wall_ns - max(stamp[2:]) < FOLDER_SETTLE_S * 1e9:
+                changed.add(folder)
+        return changed
 
     def _check_write_rate(self, now: float) -> None:
         """Busy run: modify events off, size scans on; quiet again for a while: the other way round."""
@@ -349,7 +384,7 @@ class RunFollower:
             quiet_for = max(0.0, time.time() - os.stat(path).st_mtime)  # last written before we looked
         except OSError:
             quiet_for = 0.0
-        followed = _Followed(source, tail, last_data=time.monotonic() - quiet_for)
+        followed = _Followed(source, tail, last_data=time.monotonic() - quiet_for, folder=os.path.dirname(path))
         self._files[path] = followed
         self.files_seen += 1
         self._publish([FileAppeared(source=source)])

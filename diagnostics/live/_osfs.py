@@ -43,6 +43,15 @@ class OsFileSystem:
             return None
         return FileId(st.st_dev, st.st_ino)
 
+    def folder_stamp(self, folder: str) -> tuple[int, int, int, int] | None:
+        """What changes when an entry of ``folder`` is created, renamed or deleted: its device,
+        inode, mtime and ctime (ns). None when it cannot be read."""
+        try:
+            st = os.stat(folder)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns
+
     def open(self, path: str) -> OsHandle | None:
         try:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))

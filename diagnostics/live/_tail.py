@@ -187,6 +187,12 @@ class FileTail:
 
     # --- the live side ---------------------------------------------------------------------------
 
+    def unchanged(self) -> bool:
+        """The open file's size is still the live reader's offset: ``poll(check_path=False)`` would
+        find nothing. One ``fstat`` and none of ``poll``'s bookkeeping, for scans of quiet files."""
+        handle = self._handle
+        return handle is not None and handle.size() == self._live.pos
+
     def poll(self, budget: int = 4 * 1024 * 1024, *, check_path: bool = True) -> tuple[list[TailOutput], bool]:
         """Check the path once; return what happened and whether bytes are left to read.
 

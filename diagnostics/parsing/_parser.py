@@ -38,6 +38,7 @@ from diagnostics.parsing._rules import (
     classify_gated,
     classify_message,
     classify_with,
+    gated_rule_possible,
 )
 from diagnostics.parsing._shapes import Shape, shape_of
 
@@ -71,6 +72,16 @@ Key = tuple[int, int]  # (line number, index of the \r-segment within that line)
 def is_group_start(body: str) -> bool:
     """Whether a line (without its rank prefix) opens a multi-line group."""
     return body.startswith(GROUP_STARTS)
+
+
+_NOT_BY_RULES = (*GROUP_STARTS, "[AlpamayoPrefetch]")  # lines that give events without a rule
+
+
+def _gated_line_may_give_events(text: str) -> bool:
+    """False when a line of a gated log, read outside any group and without ``LogLine`` events,
+    can give nothing: it starts no group, is no prefetch line and no rule can fire on it
+    (``gated_rule_possible``). Decided before ``shape_of``: the costly part of a noise line."""
+    return gated_rule_possible(text) or any(map(text.__contains__, _NOT_BY_RULES))
 
 
 class _Group:
@@ -261,6 +272,7 @@ class LineParser:
         self._ref = datetime.fromtimestamp(mtime) if mtime is not None else None
         self._keep_unknown = keep_unknown
         self._gated = source.role in GATED_ROLES
+        self._early_reject = self._gated and not keep_unknown  # see ``_gated_line_may_give_events``
         self._groups: dict[int | None, _Group] = {}
         self.closed_groups: list[tuple[_Group, list[Event]]] = []  # filled only when ``track_groups`` is set
         self.track_groups = False
@@ -277,6 +289,8 @@ class LineParser:
         key = (lineno, self._seg)
         if self._groups:
             self._expire(lineno, out)
+        elif self._early_reject and not _gated_line_may_give_events(text):
+            return out
         shape = shape_of(text, self._ref)
         group = self._groups.get(shape.rank)
         if group is not None:
@@ -304,6 +318,8 @@ class LineParser:
         The prefilter's parser is always in that state (``_prefilter``); skipping the group
         bookkeeping saves a good part of the per-line cost there.
         """
+        if self._early_reject and not _gated_line_may_give_events(text):
+            return []
         return self._line_events(lineno, text, shape_of(text, self._ref))
 
     def flush(self) -> list[Event]:

@@ -838,6 +838,31 @@ def present_gates(line: str) -> frozenset[str]:
     return frozenset([g for g in GATES if g in line])
 
 
+# ``gated_rule_possible``: most candidate lines of a replica log are INFO lines that hold a tag gate
+# (`` - INFO - [Rollout``, `` - INFO - [Policy] ``) and none of the few needles that gate lets
+# through. A rule can fire on a gated line only if the line holds one of the rule's gates and its
+# needle (the message is a slice of the line), so such a line is settled with a few substring
+# tests, before ``shape_of``. A level gate lets every rule through: those lines are not judged here.
+_GATE_NEEDLES: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
+    (g, tuple(dict.fromkeys(r.needle for r in RULES if g in r.gates))) for g in GATES if g not in LEVEL_GATES
+)
+
+
+def gated_rule_possible(line: str) -> bool:
+    """False when no rule can fire on ``line`` of a gated log (``classify_gated`` would give nothing).
+
+    True is only "maybe": the line holds a level gate, or a gate together with one of its needles.
+    """
+    for g in LEVEL_GATES:
+        if g in line:
+            return True
+    contains = line.__contains__
+    for g, needles in _GATE_NEEDLES:  # noqa: SIM110 (a plain loop: no generator per line)
+        if g in line and any(map(contains, needles)):
+            return True
+    return False
+
+
 @functools.lru_cache(maxsize=1024)
 def _eligible(gates: frozenset[str] | None) -> tuple[Rule, ...]:
     """Rules a line with these gates may match, by priority (``None``: every rule)."""
