@@ -189,6 +189,24 @@ def build_run(root: Path, history_kb: int) -> Path:
     return folder
 
 
+def drive_load(child: subprocess.Popen[str], folder: Path, args: argparse.Namespace, *, settle_s: float) -> str:
+    """Tell ``child`` the load starts, run the writer over ``folder`` (``--mb-per-s`` for ``--seconds``),
+    tell it the load ended, wait ``settle_s``, ask it to quit; returns the writer's JSON line."""
+    assert child.stdin is not None
+    writer_cmd = [sys.executable, str(WRITER), str(folder), "--mb-per-s", str(args.mb_per_s),
+                  "--seconds", str(args.seconds)]
+    writer = subprocess.Popen(writer_cmd, stdout=subprocess.PIPE, text=True)
+    child.stdin.write("load-start\n")
+    child.stdin.flush()
+    writer_out, _ = writer.communicate()
+    child.stdin.write("load-end\n")
+    child.stdin.flush()
+    time.sleep(settle_s)
+    child.stdin.write("quit\n")
+    child.stdin.flush()
+    return str(writer_out)
+
+
 def run_mode(mode: str, root: Path, folder: Path, args: argparse.Namespace) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--role", "follower", str(root), "--idle-seconds", str(args.idle_seconds)]
     if mode == "polling":
@@ -199,24 +217,7 @@ def run_mode(mode: str, root: Path, folder: Path, args: argparse.Namespace) -> d
     assert follower.stdin is not None and follower.stdout is not None
     idle = json.loads(follower.stdout.readline())
     assert idle["event"] == "idle-done", idle
-    writer_cmd = [
-        sys.executable,
-        str(WRITER),
-        str(folder),
-        "--mb-per-s",
-        str(args.mb_per_s),
-        "--seconds",
-        str(args.seconds),
-    ]
-    writer = subprocess.Popen(writer_cmd, stdout=subprocess.PIPE, text=True)
-    follower.stdin.write("load-start\n")
-    follower.stdin.flush()
-    writer_out, _ = writer.communicate()
-    follower.stdin.write("load-end\n")
-    follower.stdin.flush()
-    time.sleep(3.0)  # let the last lines arrive before the lag samples close
-    follower.stdin.write("quit\n")
-    follower.stdin.flush()
+    writer_out = drive_load(follower, folder, args, settle_s=3.0)  # the last lines arrive before lag closes
     result = json.loads(follower.stdout.readline())
     follower.wait(timeout=60)
     return {"mode": mode, "writer": json.loads(writer_out), **result}

@@ -52,10 +52,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from live_follow import drive_load  # the writer protocol shared with the follower benchmark
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RUN = "logs_20250609-101500"
-WRITER = HERE / "live_follow_writer.py"
 TICK_S = 0.5  # the daemon's _supervise loop: proc.wait(0.5), then monitor.tick()
 
 
@@ -230,24 +231,7 @@ def run_mode(mode: str, base: Path, args: argparse.Namespace) -> dict[str, Any]:
     ready = json.loads(child.stdout.readline())
     assert ready["event"] == "ready", ready
     folder = base / "run" / "logs" / RUN
-    writer_cmd = [
-        sys.executable,
-        str(WRITER),
-        str(folder),
-        "--mb-per-s",
-        str(args.mb_per_s),
-        "--seconds",
-        str(args.seconds),
-    ]
-    writer = subprocess.Popen(writer_cmd, stdout=subprocess.PIPE, text=True)
-    child.stdin.write("load-start\n")
-    child.stdin.flush()
-    writer_out, _ = writer.communicate()
-    child.stdin.write("load-end\n")
-    child.stdin.flush()
-    time.sleep(1.0)
-    child.stdin.write("quit\n")
-    child.stdin.flush()
+    writer_out = drive_load(child, folder, args, settle_s=1.0)
     result = json.loads(child.stdout.readline())
     child.wait(timeout=300)
     return {**result, "open_s": ready["open_s"], "open_cpu_s": ready["open_cpu_s"], "writer": json.loads(writer_out)}
