@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from diagnostics.catalog import entry
 from diagnostics.findings import CheckResult, CheckState, Evidence, Finding, Fix, Severity
 from diagnostics.gpu.backend import NvmlBackend
 from diagnostics.gpu.na import MIB, NA, to_mib
@@ -102,7 +103,7 @@ def unavailable_assessment(reason: str, *, expected: bool) -> GpuAssessment:
         Finding(
             id="gpu_unavailable",
             severity=Severity.WARNING,
-            title="NVML is not available on this node",
+            title=entry("gpu_unavailable").title,
             explanation=(
                 "a1x-tui cannot read the GPUs here, so it cannot see orphaned processes, free memory or idle "
                 "GPUs. Everything else (logs, config, supervision) keeps working. If this node should have "
@@ -198,7 +199,7 @@ def _check_orphans(
         Finding(
             id="gpu_orphan",
             severity=Severity.CRITICAL,
-            title="GPU memory is held by processes that are not part of this run",
+            title=entry("gpu_orphan").title,
             explanation=(
                 f"{len(pids)} process(es) not part of this run hold {to_mib(known_bytes)} MiB on GPU(s) "
                 f"{', '.join(map(str, gpus))}. A vLLM engine or trainer left from a killed run keeps its memory "
@@ -288,7 +289,7 @@ def _check_oom_risk(
         Finding(
             id="vllm_oom_risk",
             severity=Severity.CRITICAL,
-            title="Not enough free GPU memory for the vLLM engine",
+            title=entry("vllm_oom_risk").title,
             explanation=(
                 f"The rollout's vLLM engine will ask for gpu_memory_utilization={util:.2f} of each GPU "
                 f"({to_mib(required)} MiB on GPU {first.index}) but only {_mib(first.memory_free)} MiB is free. "
@@ -357,7 +358,7 @@ def _check_idle(
             Finding(
                 id="gpu_idle",
                 severity=Severity.WARNING,
-                title="A training replica's GPU has been idle for a long stretch",
+                title=entry("gpu_idle").title,
                 explanation=(
                     f"GPU {gpu} ({labels}) has stayed at or below {opts.idle_utilization_pct}% utilisation for "
                     f"{_duration(seconds)}. The replica is alive but not computing: it waits for rollouts, "
@@ -434,7 +435,7 @@ def _check_near_limit(
             Finding(
                 id="gpu_memory_near_limit",
                 severity=Severity.WARNING,
-                title="GPU memory is near its limit",
+                title=entry("gpu_memory_near_limit").title,
                 explanation=(
                     f"GPU {dev.index} uses {fraction:.0%} of its memory ({_mib(dev.memory_used)} of "
                     f"{_mib(dev.memory_total)} MiB). The next allocation spike (a longer sequence, a weight "
