@@ -111,7 +111,7 @@ def monitor_main(args: argparse.Namespace) -> None:
     base = Path(args.root)
     logs = base / "run" / "logs"
     events: list[tuple[str, str]] = []
-    diagnosis = load_diagnosis()[0] if args.mode == "after" else None
+    diagnosis = load_diagnosis() if args.mode == "after" else None
     monitor = TrainMonitor(
         log_dir=logs,
         ranks=lambda: None,

@@ -667,10 +667,7 @@ class Supervisor:
             return None
         if self._diagnose_arg is not True:
             return self._diagnose_arg
-        factory, note = load_diagnosis()
-        if note:
-            self.events.emit("note", note, stage="train")
-        return factory
+        return load_diagnosis()
 
     def _run_command(self, stage: StageSpec, cmd: Command, outcome: _Outcome, monitor: TrainMonitor | None) -> None:
         parser = stage.progress() if stage.progress is not None and stage.kind != "train" else None

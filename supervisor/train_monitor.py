@@ -57,15 +57,15 @@ EmitFn = Callable[..., Any]
 MAX_ERROR_NOTES = 5  # the follower's own errors recorded as notes, then one line saying more were left out
 
 
-def load_diagnosis() -> tuple[DiagnosisFactory | None, str | None]:
-    """The live diagnostics the train stage follows the run with: ``diagnostics.live``'s engine
-    (the same parsers and detectors as ``--check``, fed line by line), and no note: without a TOML
-    ``engine_diagnosis`` has nothing to report. Imported here, not at the top: the daemon loads it
-    only for a train stage with live diagnostics on."""
+def load_diagnosis() -> DiagnosisFactory:
+    """The live diagnostics the train stage follows the run with: ``diagnostics.live``'s engine (the
+    same parsers and detectors as ``--check``, fed line by line), without a TOML: the log findings, as
+    ``--check <logs>`` gives them. Imported here, not at the top: the daemon loads it only for a train
+    stage with live diagnostics on."""
     from diagnostics.live import engine_diagnosis
 
-    factory, _notes = engine_diagnosis()  # no TOML: the log findings, as --check <logs> gives them
-    return factory, None
+    factory, _notes = engine_diagnosis()  # no TOML, so no notes about it
+    return factory
 
 
 def follow_options(interval_s: float) -> FollowOptions:
