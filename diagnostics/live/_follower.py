@@ -22,7 +22,7 @@ from diagnostics.events import Source
 from diagnostics.findings import Finding, Status
 from diagnostics.live._diagnose import Diagnosis, DiagnosisFactory, Evaluation
 from diagnostics.live._findings import FindingTracker
-from diagnostics.live._layout import Layout, resolve
+from diagnostics.live._layout import Layout, layout_stamp, resolve
 from diagnostics.live._lines import MAX_LINE_BYTES
 from diagnostics.live._mounts import filesystem_type, is_network_fs
 from diagnostics.live._observe import Watcher
@@ -51,7 +51,8 @@ class FollowOptions:
     poll_folders_interval: float = 2.0  # ... and watchdog's PollingObserver lists the folders this often
     evaluate_interval: float = 1.0  # findings re-evaluated this often while lines arrive
     quiet_evaluate_interval: float = 5.0  # ... and this often when none did (a stall is silence)
-    rescan_interval: float = 5.0  # safety net: every file and folder checked this often
+    rescan_interval: float = 5.0  # safety net: every file and folder checked this often ...
+    full_rescan_interval: float = 60.0  # ... the layout read again even when no folder's stamp moved
     scan_interval: float = 0.5  # busy runs: the size of every file checked this often (``_observe``)
     busy_events_per_s: float = 200.0  # more inotify modify events than this: switch to size scans
     quiet_files_per_s: float = 50.0  # fewer files growing than this ...
@@ -128,6 +129,9 @@ class RunFollower:
         self._history_lines = 0
         self._next_eval = 0.0
         self._next_rescan = 0.0
+        self._next_full_rescan = 0.0
+        self._layout_stamp: tuple[tuple[int, ...], ...] | None = None
+        self.layout_reads = 0  # how many times the layout was read (resolve)
         self._last_eval = 0.0
         self._fed_since_eval = True
         self.files_seen = 0
@@ -271,7 +275,7 @@ class RunFollower:
             self._check_write_rate(now)
         if self._layout_dirty or now >= self._next_rescan:
             periodic = now >= self._next_rescan
-            self._rescan()
+            self._rescan(periodic_only=periodic and not self._layout_dirty)
             if periodic:
                 with self._dirty_lock:
                     self._dirty.update(self._files)
@@ -355,11 +359,24 @@ class RunFollower:
 
     # --- files ----------------------------------------------------------------------------------------
 
-    def _rescan(self, *, initial: bool = False) -> None:
+    def _rescan(self, *, initial: bool = False, periodic_only: bool = False) -> None:
+        """Read the layout again and follow what changed. A periodic look (nothing reported a
+        change) is skipped while the stamps of the layout's folders, ``run.toml`` and
+        ``logs_latest`` stay as they were, up to ``full_rescan_interval``."""
         self._layout_dirty = False
-        self._next_rescan = time.monotonic() + self.options.rescan_interval
-        layout = resolve(self.path, self.run)
+        now = time.monotonic()
+        self._next_rescan = now + self.options.rescan_interval
         previous = self._layout
+        before = layout_stamp(previous, settle_s=FOLDER_SETTLE_S) if previous is not None else None
+        if periodic_only and before is not None and before == self._layout_stamp and now < self._next_full_rescan:
+            return
+        self._next_full_rescan = now + self.options.full_rescan_interval
+        layout = resolve(self.path, self.run)
+        self.layout_reads += 1
+        # Kept only if nothing moved while the layout was read: otherwise the next look reads it again.
+        after = layout_stamp(layout, settle_s=FOLDER_SETTLE_S)
+        same_folders = previous is not None and previous.watch_dirs == layout.watch_dirs
+        self._layout_stamp = after if same_folders and after == before else None
         self._layout = layout
         if self._watcher is not None:
             every = self.options.rescan_interval

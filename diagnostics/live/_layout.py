@@ -12,6 +12,7 @@ waits for them.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,6 +60,41 @@ def resolve(path: str, run: str | None = None) -> Layout:
         files[os.path.join(real, name)] = source
     run_dir = os.fspath(layout.run_dir) if layout.run_dir is not None else None
     return Layout(target, layout.run_name, files, _watch_dirs(target, run_dir, list(files)))
+
+
+# What ``resolve`` reads beyond the folders' entries: the run folder's spec, and the link a
+# Cosmos-RL log dir re-points at each launch.
+_STAMPED_FILES = ("run.toml", LATEST)
+
+
+def layout_stamp(layout: Layout, *, settle_s: float = 3.0) -> tuple[tuple[int, ...], ...] | None:
+    """What moves when ``resolve`` may answer differently: every watched folder's (device, inode,
+    mtime, ctime) and the lstat of ``run.toml`` and ``logs_latest`` under the root.
+
+    None when one of them cannot be read or changed less than ``settle_s`` ago (a coarse or skewed
+    clock can leave a change inside the stamp's tick): the caller must resolve again. A file's
+    permissions are not covered (a chmod moves the file's ctime, not its folder's): the follower
+    still resolves in full now and then.
+    """
+    stamps: list[tuple[int, ...]] = []
+    try:
+        for folder in layout.watch_dirs:
+            st = os.stat(folder)
+            stamps.append((st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns))
+        root = layout.root if os.path.isdir(layout.root) else os.path.dirname(layout.root)
+        for name in _STAMPED_FILES:
+            try:
+                st = os.lstat(os.path.join(root, name))
+            except FileNotFoundError:
+                stamps.append(())
+                continue
+            stamps.append((st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size))
+    except OSError:
+        return None
+    newest = max((max(s[2], s[3]) for s in stamps if s), default=0)
+    if time.time_ns() - newest < settle_s * 1e9:
+        return None
+    return tuple(stamps)
 
 
 def _watch_dirs(target: str, run_dir: str | None, files: list[str]) -> tuple[str, ...]:
