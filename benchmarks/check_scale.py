@@ -223,7 +223,7 @@ def _one_round(run_dir: Path, files: list[Path], pure: bool, number: int) -> Non
     markers = [a for m in GATED_MARKERS for a in ("-e", m)]
     rows.append((f"grep -c -F the {len(GATED_MARKERS)} prefilter markers (all files, one process)",
                  *_measure([grep, "-a", "-c", "-F", *markers, *names], dict(os.environ, LC_ALL="C"))))
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))))
     rows.append(("read_run (grep prefilter)", *_measure([sys.executable, "-c", _READ_RUN, str(run_dir)], env)))
     if pure:
         pure_env = dict(env, A1X_NO_GREP="1")

@@ -1,0 +1,24 @@
+#!/bin/bash
+# The CPU benchmarks of docs/parsing.md and docs/live.md on a GPU node, in one call of the device
+# machine (no network there): `bash benchmarks/device/perf.sh WHEELS check|live|both`.
+# WHEELS: a folder of wheels for the node's Python (pydantic, tomlkit, watchdog, psutil, rich), made
+# here with `pip download --only-binary=:all: --python-version 3.12 ...`. Results go to $OUT.
+set -u
+WHEELS=${1:?wheel folder}; WHAT=${2:-both}; OUT=${OUT:-/tmp/perf_out}
+mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$WHEELS"/*.whl || exit 1
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+{
+  date -u; uname -r; python3 -V; nproc; grep -m1 "model name" /proc/cpuinfo; uptime
+  grep --version | head -1; command -v /usr/bin/time || echo "no GNU time: RSS not measured by check_scale"
+} > "$OUT/machine.txt" 2>&1
+if [ "$WHAT" = check ] || [ "$WHAT" = both ]; then
+  timeout 400 python3 benchmarks/check_scale.py /tmp/a1x_bench --repeat 3 > "$OUT/check_scale.md" 2> "$OUT/check_scale.err"
+  echo "check_scale rc=$?" >> "$OUT/machine.txt"
+fi
+if [ "$WHAT" = live ] || [ "$WHAT" = both ]; then
+  timeout 560 python3 benchmarks/live_follow.py --modes "${MODES:-inotify,polling,tail-only}" --repeat "${REPEAT:-1}" --out "$OUT" > "$OUT/live_follow.log" 2>&1
+  echo "live_follow rc=$?" >> "$OUT/machine.txt"
+fi
+uptime >> "$OUT/machine.txt"
+cat "$OUT/machine.txt"; cat "$OUT"/*.md 2>/dev/null | tail -60
