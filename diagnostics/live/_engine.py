@@ -8,13 +8,13 @@ findings are merged in as ``--check --config`` does.
 Only lines that can give an event reach the parser, as in ``--check``'s grep path
 (``diagnostics.parsing.markers_for``): a line holding one of the parsing package's markers, and
 every line while a multi-line group (traceback, torchrun summary) is open
-(``LineParser.in_group``). Parsing every line costs about 7 µs each; this keeps a 25,000 lines/s
-run affordable (``docs/live.md``).
+(``LineParser.in_group``). Parsing every line costs about 7 µs each; finding the marked lines costs
+about 0.13 µs a line with the C scanner (``diagnostics.parsing.MarkerScanner``), 1 µs without it
+(``docs/live.md``).
 """
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,53 +24,7 @@ from diagnostics.engine import Collector
 from diagnostics.events import Role, Source
 from diagnostics.findings import Finding
 from diagnostics.live._diagnose import DiagnosisFactory, Evaluation
-from diagnostics.parsing import LineParser, markers_for, split_segments
-
-Plan = tuple[tuple[str, tuple[str, ...] | None], ...]
-"""How ``_candidates`` looks for markers: (string searched, the markers starting with it, or None
-when the string is the marker itself)."""
-
-
-@functools.lru_cache(maxsize=16)
-def search_plan(markers: tuple[str, ...]) -> Plan:
-    """One search per group of markers sharing a head of at least 7 characters (the five
-    ``INFO - …`` gates share ``INFO - ``): each occurrence of the shared head is checked with one
-    ``startswith``. Every occurrence of a marker starts with an occurrence of its group's head, so
-    the lines found are exactly those holding a marker; four scans fewer over the 25 markers of a
-    replica log (~15 % of the search, measured: ``docs/live.md``)."""
-    groups: dict[str, list[str]] = {}
-    for marker in dict.fromkeys(markers):
-        groups.setdefault(marker[:7], []).append(marker)
-    plan: list[tuple[str, tuple[str, ...] | None]] = []
-    for members in groups.values():
-        head = os.path.commonprefix(members)  # noqa: RUF071 (character prefix of strings, as wanted)
-        plan.append((head, None) if len(members) == 1 or head in members else (head, tuple(members)))
-    return tuple(plan)
-
-
-def _candidates(lines: Sequence[str], markers: Sequence[str]) -> list[int]:
-    """Indices of the lines holding a marker, with C-speed string searches only: one scan per
-    marker (or group of markers, ``search_plan``) over the whole block, and each occurrence located
-    by counting the newlines before it (no Python work per line). About 1 µs per 160-byte line for
-    the 25 markers of a replica log."""
-    text = "\n".join(lines)
-    hits: set[int] = set()
-    for key, members in search_plan(tuple(markers)):
-        at = text.find(key)
-        index = 0
-        counted = 0
-        while at >= 0:
-            if members is not None and not text.startswith(members, at):
-                at = text.find(key, at + 1)  # the head without any of its markers
-                continue
-            index += text.count("\n", counted, at)
-            counted = at
-            hits.add(index)
-            end = text.find("\n", at)
-            if end < 0:
-                break
-            at = text.find(key, end)
-    return sorted(hits)
+from diagnostics.parsing import LineParser, MarkerScanner, markers_for, scanner_for, split_segments
 
 
 class EngineDiagnosis:
@@ -80,7 +34,7 @@ class EngineDiagnosis:
         self.lint = list(lint)
         self._parsers: dict[str, LineParser] = {}
         self._mtimes: dict[str, float] = {}
-        self._markers: dict[Role, tuple[str, ...]] = {}
+        self._scanners: dict[Role, MarkerScanner] = {}
 
     def feed(self, source: Source, first_lineno: int, lines: Sequence[str]) -> None:
         parser = self._parsers.get(source.path)
@@ -89,10 +43,10 @@ class EngineDiagnosis:
             self._parsers[source.path] = parser
         add = self.collector.add
         feed = parser.feed
-        markers = self._markers.get(source.role)
-        if markers is None:
-            markers = self._markers[source.role] = markers_for(source)
-        candidates = _candidates(lines, markers)
+        scanner = self._scanners.get(source.role)
+        if scanner is None:
+            scanner = self._scanners[source.role] = scanner_for(markers_for(source))
+        candidates = scanner.lines(lines)
         n = len(lines)
         i = 0
         next_candidate = 0

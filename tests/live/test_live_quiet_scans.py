@@ -1,6 +1,5 @@
 """The cheap paths of the follower's hot loops find what the plain ones find.
 
-- ``_candidates`` searches grouped markers (``search_plan``): the same lines as one search per marker;
 - polling checks the paths of a folder's files only when the folder's stamp moved: a rotation in a
   quiet folder is still seen at the next scan, long before the safety nets (folder listing,
   rescan) would see it.
@@ -9,7 +8,6 @@
 from __future__ import annotations
 
 import dataclasses
-import random
 from pathlib import Path
 
 import pytest
@@ -17,22 +15,6 @@ from live_helpers import FAST, collect, wait_until
 
 import diagnostics.live._follower as follower_module
 from diagnostics.live import FileReset, HistoryComplete, LinesAppended, Message, RunFollower
-from diagnostics.live._engine import _candidates, search_plan
-from diagnostics.parsing import ALL_MARKERS, GATED_MARKERS
-
-
-def _one_scan_per_marker(lines: list[str], markers: tuple[str, ...]) -> list[int]:
-    return [i for i, line in enumerate(lines) if any(m in line for m in markers)]
-
-
-@pytest.mark.parametrize("markers", [GATED_MARKERS, ALL_MARKERS], ids=["gated", "all"])
-def test_grouped_marker_search_finds_the_lines_one_search_per_marker_finds(markers: tuple[str, ...]) -> None:
-    assert any(members for _, members in search_plan(markers))  # some markers are grouped
-    rng = random.Random(7)
-    pieces = [*markers, "INFO - ", "INFO - [Ro", "INFO", " - ", "x", "[Rollout] batch 3", "\r"]
-    for _ in range(3000):
-        lines = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 3))) for _ in range(rng.randint(0, 8))]
-        assert _candidates(lines, markers) == _one_scan_per_marker(lines, markers), lines
 
 
 def _lines(messages: list[Message], name: str) -> list[tuple[int | None, str]]:

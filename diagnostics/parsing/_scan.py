@@ -1,0 +1,147 @@
+"""Which lines of a block hold one of the parser's markers: one pass of a compiled automaton.
+
+The live follower parses only the lines holding a marker (``_markers``), so finding them is paid
+for every line a run writes. ``MarkerScanner.lines`` runs an Aho-Corasick automaton over the
+block's bytes in C (``diagnostics._scan``, built at install when a C compiler is there): one table
+step per byte, whatever the number of markers. Without the extension it falls back to one
+``str.find`` scan per group of markers (``find_lines``), which finds exactly the same lines;
+``tests/parsing/test_scan.py`` holds the two to each other. Measured in ``docs/live.md``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from array import array
+from collections import deque
+from collections.abc import Callable, Sequence
+
+_native: Callable[[str | bytes, bytes, bytes, bytes, int], list[int]] | None
+try:  # the optional C extension (setup.py); A1X_NO_NATIVE=1 forces the fallback
+    from diagnostics._scan import lines as _native_lines
+
+    _native = None if os.environ.get("A1X_NO_NATIVE") else _native_lines
+except ImportError:  # pragma: no cover - depends on the install
+    _native = None
+
+NATIVE = _native is not None
+"""Whether the C scanner is in use."""
+
+Plan = tuple[tuple[str, tuple[str, ...] | None], ...]
+"""How ``find_lines`` looks for markers: (string searched, the markers starting with it, or None
+when the string is the marker itself)."""
+
+
+@functools.lru_cache(maxsize=16)
+def search_plan(markers: tuple[str, ...]) -> Plan:
+    """One search per group of markers sharing a head of at least 7 characters (the five
+    ``INFO - …`` gates share ``INFO - ``): each occurrence of the shared head is checked with one
+    ``startswith``. Every occurrence of a marker starts with an occurrence of its group's head, so
+    the lines found are exactly those holding a marker."""
+    groups: dict[str, list[str]] = {}
+    for marker in dict.fromkeys(markers):
+        groups.setdefault(marker[:7], []).append(marker)
+    plan: list[tuple[str, tuple[str, ...] | None]] = []
+    for members in groups.values():
+        head = os.path.commonprefix(members)  # noqa: RUF071 (character prefix of strings, as wanted)
+        plan.append((head, None) if len(members) == 1 or head in members else (head, tuple(members)))
+    return tuple(plan)
+
+
+def find_lines(text: str, markers: tuple[str, ...]) -> list[int]:
+    """Indices of the ``\\n``-separated lines of ``text`` holding a marker, with ``str.find`` scans
+    (one per group of ``search_plan``); each occurrence is located by counting the newlines before
+    it. The fallback of ``MarkerScanner``."""
+    hits: set[int] = set()
+    for key, members in search_plan(markers):
+        at = text.find(key)
+        index = 0
+        counted = 0
+        while at >= 0:
+            if members is not None and not text.startswith(members, at):
+                at = text.find(key, at + 1)  # the head without any of its markers
+                continue
+            index += text.count("\n", counted, at)
+            counted = at
+            hits.add(index)
+            end = text.find("\n", at)
+            if end < 0:
+                break
+            at = text.find(key, end)
+    return sorted(hits)
+
+
+@functools.lru_cache(maxsize=16)
+def _automaton(markers: tuple[str, ...]) -> tuple[bytes, bytes, bytes, int]:
+    """(byte classes, transition table, accepting states, number of classes) of the Aho-Corasick
+    DFA of ``markers`` (UTF-8), in the layout ``diagnostics._scan.lines`` reads."""
+    patterns = [m.encode() for m in dict.fromkeys(markers) if m]
+    if any(b"\n" in p for p in patterns):
+        raise ValueError("a marker cannot hold a newline")
+    alphabet = sorted({b for p in patterns for b in p})
+    classes = bytearray(256)  # class 0: every byte in no marker
+    for i, b in enumerate(alphabet, 1):
+        classes[b] = i
+    width = len(alphabet) + 1
+    goto: list[dict[int, int]] = [{}]
+    accept = bytearray(1)
+    for p in patterns:
+        state = 0
+        for b in p:
+            c = classes[b]
+            nxt = goto[state].get(c)
+            if nxt is None:
+                nxt = len(goto)
+                goto[state][c] = nxt
+                goto.append({})
+                accept.append(0)
+            state = nxt
+        accept[state] = 1
+    if len(goto) > 0xFFFF:
+        raise ValueError("too many markers for a 16-bit automaton")
+    # Breadth-first: each state's row is its failure state's row with its own edges over it.
+    table = array("H", bytes(2 * len(goto) * width))
+    fail = [0] * len(goto)
+    queue: deque[int] = deque()
+    for c, s in goto[0].items():
+        table[c] = s
+        queue.append(s)
+    while queue:
+        state = queue.popleft()
+        f = fail[state]
+        if accept[f]:
+            accept[state] = 1  # a marker ends inside this one
+        row = state * width
+        table[row : row + width] = table[f * width : f * width + width]
+        for c, s in goto[state].items():
+            fail[s] = table[f * width + c]
+            table[row + c] = s
+            queue.append(s)
+    return bytes(classes), table.tobytes(), bytes(accept), width
+
+
+class MarkerScanner:
+    """The lines of a block holding one of ``markers``: ``scanner.lines(lines)``."""
+
+    __slots__ = ("_automaton", "markers")
+
+    def __init__(self, markers: Sequence[str]) -> None:
+        self.markers = tuple(markers)
+        ascii_only = all(m.isascii() for m in self.markers)  # Latin-1 text is read as its own bytes
+        self._automaton = _automaton(self.markers) if _native is not None and ascii_only else None
+
+    def lines(self, lines: Sequence[str]) -> list[int]:
+        """Indices (from 0) of the lines holding a marker, in order."""
+        return self.text("\n".join(lines))
+
+    def text(self, text: str) -> list[int]:
+        """Indices (from 0) of the ``\\n``-separated lines of ``text`` holding a marker."""
+        if _native is not None and self._automaton is not None:
+            return _native(text, *self._automaton)
+        return find_lines(text, self.markers)
+
+
+@functools.lru_cache(maxsize=16)
+def scanner_for(markers: tuple[str, ...]) -> MarkerScanner:
+    """One scanner per marker tuple (the automaton is built once)."""
+    return MarkerScanner(markers)

@@ -1,0 +1,94 @@
+"""``MarkerScanner`` finds exactly the lines holding a marker, with the C automaton and without it.
+
+The live follower parses only these lines, so a line missed here is an event missed live. Both
+implementations are held to the plain definition (``any(marker in line)``) on random blocks built
+from marker pieces (overlapping markers, markers across line ends, ``\\r``, non-ASCII text) and on
+every line of the recorded Cosmos-RL logs.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import diagnostics.parsing._scan as scan_module
+from diagnostics.parsing import ALL_MARKERS, GATED_MARKERS, MarkerScanner
+from diagnostics.parsing._scan import find_lines, search_plan
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "cosmos"
+MARKER_SETS = {"gated": GATED_MARKERS, "all": ALL_MARKERS}
+
+
+def _plain(lines: list[str], markers: tuple[str, ...]) -> list[int]:
+    return [i for i, line in enumerate(lines) if any(m in line for m in markers)]
+
+
+def _implementations(markers: tuple[str, ...]) -> dict[str, object]:
+    out: dict[str, object] = {"find": lambda lines: find_lines("\n".join(lines), markers)}
+    if scan_module.NATIVE:
+        out["native"] = MarkerScanner(markers).lines
+    return out
+
+
+@pytest.mark.parametrize("name", list(MARKER_SETS))
+def test_random_blocks_give_the_lines_a_plain_search_gives(name: str) -> None:
+    markers = MARKER_SETS[name]
+    assert any(members for _, members in search_plan(markers))  # the fallback groups some markers
+    rng = random.Random(7)
+    pieces = [*markers, "INFO - ", "INFO - [Ro", "INFO", " - ", "x", "[Rollout] batch 3", "\r", "é", "日本", "\x00"]
+    pieces += [m[: len(m) // 2] for m in markers] + [m[len(m) // 2 :] for m in markers]  # halves meet across lines
+    impls = _implementations(markers)
+    for _ in range(3000):
+        lines = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 4))) for _ in range(rng.randint(0, 9))]
+        expected = _plain(lines, markers)
+        for label, impl in impls.items():
+            assert impl(lines) == expected, (label, lines)  # type: ignore[operator]
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.text(alphabet=st.sampled_from(list("INFOWARGCLTe -[]:()\r\né日")), max_size=60), max_size=12))
+def test_arbitrary_text_never_disagrees(lines: list[str]) -> None:
+    lines = [line.replace("\n", "") for line in lines]  # a block's lines hold no newline
+    markers = ("INFO - [", "ERROR - ", "WARNING - ", "e日", "Traceback (", "-[", "CL", "ARN")
+    expected = _plain(lines, markers)
+    for label, impl in _implementations(markers).items():
+        assert impl(lines) == expected, label  # type: ignore[operator]
+
+
+def test_recorded_logs_give_the_same_lines() -> None:
+    files = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.suffix in {".log", ".out", ".err"})
+    assert len(files) > 50
+    for path in files:
+        lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+        for markers in MARKER_SETS.values():
+            expected = _plain(lines, markers)
+            for label, impl in _implementations(markers).items():
+                assert impl(lines) == expected, (label, path)  # type: ignore[operator]
+
+
+def test_bytes_and_non_latin1_text_are_read_as_utf8() -> None:
+    if not scan_module.NATIVE:
+        pytest.skip("the C scanner is not built in this install")
+    scanner = MarkerScanner(("WARNING - ",))
+    text = "日本 - WARNING - x\nplain\n€ WARNING - y"
+    assert scanner.text(text) == [0, 2]
+    from diagnostics._scan import lines as native_lines
+
+    assert native_lines(text.encode(), *scan_module._automaton(("WARNING - ",))) == [0, 2]
+
+
+def test_a_corrupt_automaton_is_refused_not_read_past() -> None:
+    if not scan_module.NATIVE:
+        pytest.skip("the C scanner is not built in this install")
+    from diagnostics._scan import lines as native_lines
+
+    classes, table, accept, width = scan_module._automaton(("ab",))
+    bad = bytes([0xFF, 0xFF]) * (len(table) // 2)  # every next state out of range
+    with pytest.raises(ValueError, match="out of range"):
+        native_lines("xaby", classes, bad, accept, width)
+    with pytest.raises(ValueError, match="inconsistent"):
+        native_lines("xaby", classes[:10], table, accept, width)
