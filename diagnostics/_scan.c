@@ -21,6 +21,7 @@
 static PyObject *
 scan_lines(PyObject *self, PyObject *args)
 {
+    (void)self;
     PyObject *text;
     Py_buffer classes, table, accept;
     Py_ssize_t nclasses;
@@ -154,6 +155,7 @@ static PyMethodDef scan_methods[] = {
 
 static struct PyModuleDef scan_module = {
     PyModuleDef_HEAD_INIT, "diagnostics._scan", "Multi-string line scanner (Aho-Corasick DFA).", -1, scan_methods,
+    NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC

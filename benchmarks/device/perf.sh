@@ -2,7 +2,8 @@
 # The CPU benchmarks of docs/parsing.md and docs/live.md on a GPU node, in one call of the device
 # machine (no network there): `bash benchmarks/device/perf.sh WHEELS check|live|both`.
 # WHEELS: a folder of wheels for the node's Python (pydantic, tomlkit, watchdog, psutil, rich), made
-# here with `pip download --only-binary=:all: --python-version 3.12 ...`. Results go to $OUT.
+# here with `pip download --only-binary=:all: --python-version 3.12 ...`. Build diagnostics/_scan for the
+# node's Python here too (gcc -shared -fPIC -O2 -I<its include dir>) and carry the .so. Results go to $OUT.
 set -u
 WHEELS=${1:?wheel folder}; WHAT=${2:-both}; OUT=${OUT:-/tmp/perf_out}
 mkdir -p "$OUT"
@@ -10,6 +11,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 {
   date -u; uname -r; python3 -V; nproc; grep -m1 "model name" /proc/cpuinfo; uptime
+  python3 -c "from diagnostics.parsing._scan import NATIVE; print('C scanner (diagnostics._scan):', NATIVE)"
   grep --version | head -1; command -v /usr/bin/time || echo "no GNU time: RSS not measured by check_scale"
 } > "$OUT/machine.txt" 2>&1
 if [ "$WHAT" = check ] || [ "$WHAT" = both ]; then
