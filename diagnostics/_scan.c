@@ -35,10 +35,16 @@ scan_lines(PyObject *self, PyObject *args)
     Py_ssize_t *hits = NULL;
     Py_ssize_t nhits = 0, cap = 0;
 
-    if (classes.len != 256 || nclasses <= 0 || table.len % (2 * nclasses) != 0
-        || accept.len != table.len / (2 * nclasses)) {
+    if (classes.len != 256 || nclasses <= 0 || nclasses > 256 || table.len % (2 * nclasses) != 0
+        || accept.len < 1 || accept.len != table.len / (2 * nclasses)) {
         PyErr_SetString(PyExc_ValueError, "inconsistent automaton");
         goto done;
+    }
+    for (int b = 0; b < 256; b++) {
+        if (((const unsigned char *)classes.buf)[b] >= nclasses) {
+            PyErr_SetString(PyExc_ValueError, "inconsistent automaton: byte class out of range");
+            goto done;
+        }
     }
     if (PyUnicode_Check(text)) {
 #if PY_VERSION_HEX < 0x030C0000

@@ -92,3 +92,7 @@ def test_a_corrupt_automaton_is_refused_not_read_past() -> None:
         native_lines("xaby", classes, bad, accept, width)
     with pytest.raises(ValueError, match="inconsistent"):
         native_lines("xaby", classes[:10], table, accept, width)
+    with pytest.raises(ValueError, match="inconsistent"):
+        native_lines("xaby", classes, b"", b"", width)  # no state at all
+    with pytest.raises(ValueError, match="byte class out of range"):
+        native_lines("xaby", bytes([255]) * 256, table, accept, width)
