@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from diagnostics.events import Source
+from diagnostics.live._osfs import folder_stamp
 from diagnostics.parsing import LayoutError, discover
 
 LATEST = "logs_latest"
@@ -77,10 +78,12 @@ def layout_stamp(layout: Layout, *, settle_s: float = 3.0) -> tuple[tuple[int, .
     still resolves in full now and then.
     """
     stamps: list[tuple[int, ...]] = []
+    for folder in layout.watch_dirs:
+        stamp = folder_stamp(folder)
+        if stamp is None:
+            return None
+        stamps.append(stamp)
     try:
-        for folder in layout.watch_dirs:
-            st = os.stat(folder)
-            stamps.append((st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns))
         root = layout.root if os.path.isdir(layout.root) else os.path.dirname(layout.root)
         for name in _STAMPED_FILES:
             try:

@@ -8,6 +8,16 @@ import stat
 from diagnostics.live._tail import FileId
 
 
+def folder_stamp(folder: str) -> tuple[int, int, int, int] | None:
+    """What changes when an entry of ``folder`` is created, renamed or deleted: its device, inode,
+    mtime and ctime (ns). None when it cannot be read."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns
+
+
 class OsHandle:
     """A file opened read-only; reads never move a shared position (pread)."""
 
@@ -44,13 +54,7 @@ class OsFileSystem:
         return FileId(st.st_dev, st.st_ino)
 
     def folder_stamp(self, folder: str) -> tuple[int, int, int, int] | None:
-        """What changes when an entry of ``folder`` is created, renamed or deleted: its device,
-        inode, mtime and ctime (ns). None when it cannot be read."""
-        try:
-            st = os.stat(folder)
-        except OSError:
-            return None
-        return st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns
+        return folder_stamp(folder)
 
     def open(self, path: str) -> OsHandle | None:
         try:
