@@ -24,7 +24,7 @@ from diagnostics.engine import Collector
 from diagnostics.events import Role, Source
 from diagnostics.findings import Finding
 from diagnostics.live._diagnose import DiagnosisFactory, Evaluation
-from diagnostics.parsing import LineParser, MarkerScanner, markers_for, scanner_for, split_segments
+from diagnostics.parsing import LineParser, MarkerScanner, markers_for, split_segments
 
 
 class EngineDiagnosis:
@@ -45,7 +45,7 @@ class EngineDiagnosis:
         feed = parser.feed
         scanner = self._scanners.get(source.role)
         if scanner is None:
-            scanner = self._scanners[source.role] = scanner_for(markers_for(source))
+            scanner = self._scanners[source.role] = MarkerScanner(markers_for(source))  # automaton built once
         candidates = scanner.lines(lines)
         n = len(lines)
         i = 0

@@ -8,7 +8,7 @@
 - ``file_tail(path)``: the last lines and timestamp of a file, read from its end.
 - ``markers_for(source)`` (``GATED_MARKERS``, ``ALL_MARKERS``): the strings a line must hold to
   give an event other than ``LogLine`` (outside multi-line groups, ``LineParser.in_group``).
-- ``MarkerScanner`` / ``scanner_for(markers)``: which lines of a block hold a marker (C when built).
+- ``MarkerScanner(markers).lines(lines)``: which lines of a block hold a marker (C when built).
 - ``MAX_LINE_BYTES``, ``split_segments``: how files are cut into lines and ``\\r`` segments.
 - ``PROCESS_FAILED_RE``: the launcher's 'Process {i} failed with return code {rc}' line.
 
@@ -26,7 +26,7 @@ from diagnostics.parsing._markers import ALL_MARKERS, GATED_MARKERS, markers_for
 from diagnostics.parsing._parser import LineParser, parse_lines
 from diagnostics.parsing._reader import FileTail, file_tail, iter_file_events, read_run
 from diagnostics.parsing._rules import PROCESS_FAILED_PATTERN
-from diagnostics.parsing._scan import MarkerScanner, scanner_for
+from diagnostics.parsing._scan import MarkerScanner
 
 PROCESS_FAILED_RE = re.compile(PROCESS_FAILED_PATTERN)
 
@@ -47,6 +47,5 @@ __all__ = [
     "markers_for",
     "parse_lines",
     "read_run",
-    "scanner_for",
     "split_segments",
 ]

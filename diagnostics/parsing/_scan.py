@@ -139,9 +139,3 @@ class MarkerScanner:
         if _native is not None and self._automaton is not None:
             return _native(text, *self._automaton)
         return find_lines(text, self.markers)
-
-
-@functools.lru_cache(maxsize=16)
-def scanner_for(markers: tuple[str, ...]) -> MarkerScanner:
-    """One scanner per marker tuple (the automaton is built once)."""
-    return MarkerScanner(markers)
