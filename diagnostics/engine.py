@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from diagnostics.detectors import (
     ConfigLike,
@@ -24,10 +24,14 @@ from diagnostics.detectors import (
     RunConfig,
     run_detectors,
 )
-from diagnostics.events import Event, Source
+from diagnostics.detectors._store import _SYNC_NAMES
+from diagnostics.events import Event, Source, SyncPhase
 from diagnostics.findings import CheckResult, Finding, Report
 from diagnostics.metrics import SERIES_CAPACITY, Metrics
 from diagnostics.report import build_report, merge_findings, unknown_report
+
+if TYPE_CHECKING:
+    from diagnostics.parsing import RunLayout
 
 DEADLINE_EVERY = 2048  # events between two looks at the clock
 
@@ -58,6 +62,15 @@ class Collector:
         for event in events:
             self.add(event)
 
+    def run_taker(self, source: Source, mtime: float | None) -> Callable[[list[tuple[Any, ...]]], None]:
+        """What ``add`` does with each event, for runs of consecutive bulk records of one file
+        (``parsing._bulk``): the same store and metrics, without building the events (a ``Pending``
+        stands for each one kept for evidence, built if a detector reads it). Within a run only the
+        order of records of one family matters (each feeds its own series, marks and store), so a
+        run is taken a family at a time, in columns. ``tests/check/test_native_reader.py`` holds
+        the two ways to the same state."""
+        return _RunTaker(self, source, mtime).take
+
     def note_file(self, source: Source, *, size: int | None = None, mtime: float | None = None) -> FileFacts:
         """Make a file known (even one without any event) and record its size and mtime."""
         facts = self.store.files.get(source.path)
@@ -86,6 +99,129 @@ class Collector:
     def evaluate(self, now: float | None = None, config: ConfigLike | None = None) -> list[Finding]:
         """Findings now; the per-detector verdicts are left in ``self.checks``."""
         return self.assess(now, config).findings
+
+
+class _RunTaker:
+    """``Collector.run_taker``: one file's runs of bulk records into the store and the metrics."""
+
+    def __init__(self, collector: Collector, source: Source, mtime: float | None) -> None:
+        from diagnostics.parsing._bulk import Bulk
+
+        self.store, self.metrics = collector.store, collector.metrics
+        self.facts = collector.note_file(source)
+        self.head = (source, mtime)  # a Pending is (source, mtime, record)
+        self.kinds = Bulk
+
+    def _mark(self, name: str, recs: list[tuple[Any, ...]]) -> None:
+        self.facts.mark(name, recs[0][1], recs[0][3])
+        if len(recs) > 1:
+            self.facts.mark(name, recs[-1][1], recs[-1][3])
+
+    def take(self, run: list[tuple[Any, ...]]) -> None:
+        store, facts, metrics, head, b = self.store, self.facts, self.metrics, self.head, self.kinds
+        n = len(run)
+        store.event_count += n
+        facts.events += n
+        facts.last_item = (*head, run[-1])
+        if run[-1][1] > facts.last_line:
+            facts.last_line = run[-1][1]
+        times = [r[3] for r in run]
+        low, high = min(times), max(times)
+        if facts.first_ts is None or low < facts.first_ts:
+            facts.first_ts = low
+        if facts.last_ts is None or high > facts.last_ts:
+            facts.last_ts = high
+        if store.newest_ts is None or high > store.newest_ts:
+            store.newest_ts = high
+        if store.oldest_ts is None or low < store.oldest_ts:
+            store.oldest_ts = low
+        kind = run[0][0]
+        if all(r[0] == kind for r in run):
+            families = {_FAMILY[kind]: run}
+        else:
+            families = {}
+            for r in run:
+                family = _FAMILY[r[0]]
+                if family in families:
+                    families[family].append(r)
+                else:
+                    families[family] = [r]
+        for family, recs in families.items():
+            if family == b.STAT:
+                store.stats.extend_pending(head, recs)
+                self._mark("stat", recs)
+                metrics.stats(recs, b.STAT)
+            elif family == b.RECV_DONE:
+                store.retain_pending(store.weight_sync, _RECV[0], head, recs)
+                self._mark(_RECV[1], recs)
+                metrics.recvs(recs)
+            elif family == b.PREFETCH:  # kept per event name, 8 each (``EventStore._prefetch``)
+                name = recs[0][7]
+                if all(r[7] == name for r in recs):
+                    store.retain_pending(store.prefetch, name, head, recs, 8)
+                else:
+                    by_name: dict[str, list[tuple[Any, ...]]] = {}
+                    for r in recs:
+                        by_name.setdefault(r[7], []).append(r)
+                    for name, named in by_name.items():
+                        store.retain_pending(store.prefetch, name, head, named, 8)
+                self._mark("prefetch", recs)
+            elif family == b.SEND_DONE:
+                store.retain_pending(store.weight_sync, _SEND[0], head, recs)
+                self._mark(_SEND[1], recs)
+            elif family == b.PROMPT_REJECTED:
+                store.prompt_rejected.extend_pending(head, recs)
+                self._mark("prompt_rejected", recs)
+                metrics.prompt_gaps(recs)
+            elif family == b.STALENESS:
+                store.staleness.extend_pending(head, recs)
+                metrics.stalenesses(recs)
+            else:  # Bulk.DYNAMIC_OUTDATED
+                store.dynamic_sampling.extend_pending(head, recs)
+                metrics.dynamic_counts({"outdated": sum(r[5] for r in recs)})
+
+
+_SEND = _SYNC_NAMES[SyncPhase.POLICY_SEND_DONE]
+_RECV = _SYNC_NAMES[SyncPhase.RECV_DONE]
+
+
+def _families() -> dict[int, int]:
+    from diagnostics.parsing._bulk import Bulk
+
+    family = {int(k): int(k) for k in Bulk}
+    family[Bulk.STAT_OLD] = Bulk.STAT  # both shapes feed the same store and series, in line order
+    return family
+
+
+_FAMILY = _families()
+
+
+def _read_into(collector: Collector, layout: RunLayout, deadline: float | None) -> None:
+    """Every event of ``layout`` into ``collector``: through the native reader where it is built
+    (bulk lines as records), else ``read_run``. Raises ``CheckTimeout`` past ``deadline``."""
+    from diagnostics.parsing import _bulk, read_run
+
+    if _bulk.available():
+        add = collector.add
+        n = DEADLINE_EVERY  # look at the clock after the first item, then every DEADLINE_EVERY events
+        for source, mtime, items in _bulk.run_items(layout.files, layout.unreadable.append):
+            take = collector.run_taker(source, mtime)
+            for item in items:
+                if item.__class__ is list:
+                    take(item)
+                    n += len(item)
+                else:
+                    add(item)
+                    n += 1
+                if deadline is not None and n >= DEADLINE_EVERY:
+                    n = 0
+                    if time.monotonic() > deadline:
+                        raise CheckTimeout
+        return
+    for i, event in enumerate(read_run(layout)):
+        collector.add(event)
+        if deadline is not None and i % DEADLINE_EVERY == 0 and time.monotonic() > deadline:
+            raise CheckTimeout
 
 
 def _load_toml(config_path: Path, notes: list[str]) -> Any:
@@ -123,7 +259,7 @@ def check(
     progress: Callable[[str], None] | None = None,
 ) -> Report:
     """Diagnose the run at ``path``; never raises for bad input (the report says UNKNOWN and why)."""
-    from diagnostics.parsing import LayoutError, discover, read_run
+    from diagnostics.parsing import LayoutError, discover
 
     target = str(path)
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -156,10 +292,7 @@ def check(
         size = sum(f.size or 0 for f in collector.store.files.values())
         progress(f"reading {len(layout.files)} file(s), {size / 1e6:.1f} MB")
     try:
-        for i, event in enumerate(read_run(layout)):
-            collector.add(event)
-            if deadline is not None and i % DEADLINE_EVERY == 0 and time.monotonic() > deadline:
-                raise CheckTimeout
+        _read_into(collector, layout, deadline)
     except CheckTimeout:
         return unknown_report(target, f"timed out after {timeout:g} s while reading the logs", run=layout.run_name)
     notes.extend(f"unreadable: {u}" for u in layout.unreadable)

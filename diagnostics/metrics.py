@@ -22,7 +22,7 @@ import bisect
 import math
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -110,6 +110,36 @@ class Series:
         self.steps.append(NAN if step is None else step)
         self.values.append(value)
         self._skip = self.stride - 1
+
+    def extend(self, values: Sequence[float], ts: Sequence[float], step: float | None = None) -> None:
+        """``append(v, t, step)`` for each pair of ``values`` and ``ts`` (finite times), in one go:
+        the same points kept, the same decimation."""
+        n = len(values)
+        if n == 0:
+            return
+        self.seen += n
+        self.last_value, self.last_ts, self.last_step = float(values[-1]), ts[-1], step
+        fill = NAN if step is None else step
+        i = 0
+        while i < n:
+            if self._skip:
+                skipped = min(self._skip, n - i)
+                self._skip -= skipped
+                i += skipped
+                continue
+            if len(self.values) >= self.capacity:
+                self.ts = self.ts[::2]
+                self.steps = self.steps[::2]
+                self.values = self.values[::2]
+                self.stride *= 2
+            stride = self.stride
+            count = min(self.capacity - len(self.values), (n - i + stride - 1) // stride)
+            end = i + (count - 1) * stride + 1
+            self.values.extend(map(float, values[i:end:stride]))
+            self.ts.extend(ts[i:end:stride])
+            self.steps.extend([fill] * count)
+            i = end
+            self._skip = stride - 1
 
     def __len__(self) -> int:
         return len(self.values)
@@ -237,6 +267,67 @@ class Metrics:
             series = self.series[name] = Series(name, self.capacity)
         series.append(float(value), ts, self.step if step is None else step)
 
+    def _put_many(self, name: str, values: Sequence[float], ts: Sequence[float]) -> None:
+        """``_put(name, v, t)`` for each pair (no ``None`` among them), in one go."""
+        series = self.series.get(name)
+        if series is None:
+            series = self.series[name] = Series(name, self.capacity)
+        series.extend(values, ts, self.step)
+
+    # Runs of the native reader's bulk records (``diagnostics.parsing._bulk``; ``Collector.run_taker``):
+    # each does what the handler of their events does for each, in columns.
+
+    def stats(self, recs: list[tuple[Any, ...]], new_shape: int) -> None:
+        """``Stat`` records: new shape (kind ``new_shape``) ``(…, samples, tokens, pending, in_flight,
+        filtered, elapsed)``, old shape ``(…, samples, tokens, pending, elapsed)``."""
+        times = [r[3] for r in recs]
+        pending = [r[7] for r in recs]
+        w = self._window
+        low = min(pending)
+        w.min_pending = low if w.min_pending is None else min(w.min_pending, low)
+        self._put_many("pending_rollouts", pending, times)
+        new = [r for r in recs if r[0] == new_shape]
+        if new:
+            new_times = times if len(new) == len(recs) else [r[3] for r in new]
+            self._put_many("in_flight", [r[8] for r in new], new_times)
+            self._put_many("filtered_outdated", [r[9] for r in new], new_times)
+        self._put_many("samples", [r[5] for r in recs], times)
+        anchor = self._rate_anchor
+        for r in recs:
+            samples, tokens, elapsed = r[5], r[6], r[10] if r[0] == new_shape else r[8]
+            if anchor is None or elapsed < anchor[0] or samples < anchor[1]:
+                anchor = (elapsed, samples, tokens)
+                continue
+            dt = elapsed - anchor[0]
+            if dt >= RATE_WINDOW_S:
+                self._put("samples_per_s", (samples - anchor[1]) / dt, r[3])
+                self._put("tokens_per_s", (tokens - anchor[2]) / dt, r[3])
+                anchor = (elapsed, samples, tokens)
+        self._rate_anchor = anchor
+
+    def stalenesses(self, recs: list[tuple[Any, ...]]) -> None:
+        """Records ``(…, p50, p99, max, discarded, total, allowed, interval)``."""
+        times = [r[3] for r in recs]
+        highest = [r[7] for r in recs]
+        w = self._window
+        top = max(highest)
+        w.max_staleness = top if w.max_staleness is None else max(w.max_staleness, top)
+        w.allowed_outdated = recs[-1][10]
+        self._put_many("weight_staleness_max", highest, times)
+        self._put_many("weight_staleness_p50", [r[5] for r in recs], times)
+        self._put_many("discarded_outdated", [r[8] for r in recs], times)
+
+    def prompt_gaps(self, recs: list[tuple[Any, ...]]) -> None:
+        """Records ``(…, rank, prompt version, current version, allowed, ceiling)``."""
+        self._put_many("prompt_version_gap", [r[6] - r[7] for r in recs], [r[3] for r in recs])
+
+    def recvs(self, recs: list[tuple[Any, ...]]) -> None:
+        """Records ``(…, params, step or None, seconds, MB, skipped, transferred)``."""
+        self._put_many("weight_recv_s", [r[7] for r in recs], [r[3] for r in recs])
+        room = 65536 - len(self.recv_steps)
+        if room > 0:
+            self.recv_steps.extend([(r[3], r[6]) for r in recs if r[6] is not None][:room])
+
     def add(self, event: Event, ts: float | _Unset | None = _UNSET, /) -> None:
         """Take one event. ``ts``: ``epoch(event.ts)`` when the caller has it already (``Collector``)."""
         handler = _HANDLERS.get(type(event), _UNKNOWN)
@@ -250,44 +341,66 @@ class Metrics:
             self._window.throttled = True
 
     def _staleness(self, event: Staleness, ts: float | None) -> None:
+        self.staleness(event.max, event.p50, event.discarded, event.allowed_outdated_steps, ts)
+
+    def staleness(self, max_: int, p50: int, discarded: int, allowed: int, ts: float | None) -> None:
+        """A ``weight staleness`` line's numbers (``_staleness``; also the native reader's records)."""
         w = self._window
-        w.max_staleness = event.max if w.max_staleness is None else max(w.max_staleness, event.max)
-        w.allowed_outdated = event.allowed_outdated_steps
-        self._put("weight_staleness_max", event.max, ts)
-        self._put("weight_staleness_p50", event.p50, ts)
-        self._put("discarded_outdated", event.discarded, ts)
+        w.max_staleness = max_ if w.max_staleness is None else max(w.max_staleness, max_)
+        w.allowed_outdated = allowed
+        self._put("weight_staleness_max", max_, ts)
+        self._put("weight_staleness_p50", p50, ts)
+        self._put("discarded_outdated", discarded, ts)
 
     def _prompt_rejected(self, event: PromptRejected, ts: float | None) -> None:
-        self._put("prompt_version_gap", event.prompt_version - event.current_version, ts)
+        self.prompt_gap(event.prompt_version - event.current_version, ts)
+
+    def prompt_gap(self, gap: int, ts: float | None) -> None:
+        """A ``prompt rejected`` line's version gap (``_prompt_rejected``; also the native reader's)."""
+        self._put("prompt_version_gap", gap, ts)
 
     def _weight_sync(self, event: WeightSync, ts: float | None) -> None:
         if event.phase is SyncPhase.RECV_DONE:
-            self._put("weight_recv_s", event.seconds, ts)
-            if event.step is not None and ts is not None and len(self.recv_steps) < 65536:
-                self.recv_steps.append((ts, event.step))
+            self.recv_done(event.seconds, event.step, ts)
+
+    def recv_done(self, seconds: float | None, step: int | None, ts: float | None) -> None:
+        """A weight receive that finished (``_weight_sync``; also the native reader's records)."""
+        self._put("weight_recv_s", seconds, ts)
+        if step is not None and ts is not None and len(self.recv_steps) < 65536:
+            self.recv_steps.append((ts, step))
 
     def _dynamic_sampling(self, event: DynamicSampling, ts: float | None) -> None:
-        for key, count in event.counts.items():
+        self.dynamic_counts(event.counts)
+
+    def dynamic_counts(self, counts: Mapping[str, int]) -> None:
+        """A ``Dynamic sampling`` line's counts (``_dynamic_sampling``; also the native reader's)."""
+        for key, count in counts.items():
             self.dapo_counts[key] = self.dapo_counts.get(key, 0) + int(count)
-        self.rollout_failed += int(event.counts.get("rollout_failed", 0))
-        self.outdated_dropped += int(event.counts.get("outdated", 0))
+        self.rollout_failed += int(counts.get("rollout_failed", 0))
+        self.outdated_dropped += int(counts.get("outdated", 0))
 
     def _stat(self, event: Stat, ts: float | None) -> None:
+        self.stat(event.samples, event.completion_tokens, event.pending, event.in_flight, event.outdated_filtered,
+                  event.elapsed_s, ts)
+
+    def stat(self, samples: int, tokens: int, pending: int, in_flight: int | None, filtered: int | None,
+             elapsed: float, ts: float | None) -> None:
+        """A controller ``Stat:`` line's numbers (``_stat``; also the native reader's records)."""
         w = self._window
-        w.min_pending = event.pending if w.min_pending is None else min(w.min_pending, event.pending)
-        self._put("pending_rollouts", event.pending, ts)
-        self._put("in_flight", event.in_flight, ts)
-        self._put("filtered_outdated", event.outdated_filtered, ts)
-        self._put("samples", event.samples, ts)
+        w.min_pending = pending if w.min_pending is None else min(w.min_pending, pending)
+        self._put("pending_rollouts", pending, ts)
+        self._put("in_flight", in_flight, ts)
+        self._put("filtered_outdated", filtered, ts)
+        self._put("samples", samples, ts)
         anchor = self._rate_anchor
-        if anchor is None or event.elapsed_s < anchor[0] or event.samples < anchor[1]:
-            self._rate_anchor = (event.elapsed_s, event.samples, event.completion_tokens)
+        if anchor is None or elapsed < anchor[0] or samples < anchor[1]:
+            self._rate_anchor = (elapsed, samples, tokens)
             return
-        dt = event.elapsed_s - anchor[0]
+        dt = elapsed - anchor[0]
         if dt >= RATE_WINDOW_S:
-            self._put("samples_per_s", (event.samples - anchor[1]) / dt, ts)
-            self._put("tokens_per_s", (event.completion_tokens - anchor[2]) / dt, ts)
-            self._rate_anchor = (event.elapsed_s, event.samples, event.completion_tokens)
+            self._put("samples_per_s", (samples - anchor[1]) / dt, ts)
+            self._put("tokens_per_s", (tokens - anchor[2]) / dt, ts)
+            self._rate_anchor = (elapsed, samples, tokens)
 
     def _note_step(self, step: int, total: int | None, ts: float | None) -> bool:
         """Record a step number; True when it is a new step (not a repeat)."""

@@ -38,6 +38,28 @@ from diagnostics.metrics import epoch
 T = TypeVar("T")
 
 
+Pending = tuple
+"""An event not built yet: ``(source, mtime, record)`` for a line that ``--check``'s native reader
+took as a bulk record (``diagnostics.parsing._bulk``; a plain tuple, which no event is, so that
+keeping one costs next to nothing). Built by the Python parser from the record's line when a
+detector reads it: ``Retained`` and ``FileFacts.last_event`` hand out built events only."""
+
+
+def build_pending(item: tuple[Any, ...]) -> Event:
+    from diagnostics.parsing import LineParser
+
+    source, mtime, rec = item
+    parser = LineParser(source, mtime=mtime, keep_unknown=False)
+    events = parser.ungrouped_line_events(rec[1], rec[4].decode("utf-8", "replace"))
+    if len(events) != 1:  # the bulk templates are held to their rules by tests/parsing/test_bulk.py
+        raise AssertionError(f"{source.path}:{rec[1]}: a bulk line gave {len(events)} events")
+    return events[0]
+
+
+def _built(item: Any) -> Any:
+    return build_pending(item) if item.__class__ is tuple else item
+
+
 class Retained(Generic[T]):
     """The first ``k`` and the last ``k`` items of a stream, plus how many there were."""
 
@@ -56,18 +78,42 @@ class Retained(Generic[T]):
         else:
             self._last.append(item)
 
+    def extend_pending(self, head: tuple[Any, Any], records: list[Any]) -> None:
+        """``add`` of the ``Pending`` ``(*head, record)`` of each record (only those kept are made)."""
+        n = len(records)
+        self.count += n
+        room = self.k - len(self._first)
+        if room > 0:
+            self._first.extend([(*head, r) for r in records[:room]])  # type: ignore[misc]
+        if n > room:
+            self._last.extend([(*head, r) for r in records[max(room, n - self.k) :]])  # type: ignore[misc]
+
     @property
     def first(self) -> T | None:
-        return self._first[0] if self._first else None
+        if not self._first:
+            return None
+        if self._first[0].__class__ is tuple:
+            self._first[0] = _built(self._first[0])
+        return self._first[0]
 
     @property
     def last(self) -> T | None:
         if self._last:
+            if self._last[-1].__class__ is tuple:
+                self._last[-1] = _built(self._last[-1])
             return self._last[-1]
-        return self._first[-1] if self._first else None
+        if not self._first:
+            return None
+        if self._first[-1].__class__ is tuple:
+            self._first[-1] = _built(self._first[-1])
+        return self._first[-1]
 
     def items(self) -> list[T]:
         """All kept items in arrival order (every item when ``count <= 2k``)."""
+        for held in (self._first, self._last):
+            for i, item in enumerate(held):
+                if item.__class__ is tuple:
+                    held[i] = _built(item)
         return [*self._first, *self._last]
 
     def __iter__(self) -> Iterator[T]:
@@ -101,11 +147,18 @@ class FileFacts:
     marks: dict[str, Mark] = field(default_factory=dict)  # last occurrence per mark
     last_traceback: Traceback | None = None
     last_error: Traceback | None = None  # the last traceback that is not torchrun's own ChildFailedError
-    last_event: Event | None = None
+    last_item: Event | Pending | None = None  # read through ``last_event``
     # First lines of tracebacks printed right after a line announcing a caught error (cosmos-rl.md §6.3:
     # '[Rollout] Failed in rollout generation: ...' then print_exc()); judged when the traceback arrives,
     # while the announcing mark is still the one before it.
     caught_tracebacks: deque[int] = field(default_factory=lambda: deque(maxlen=64))
+
+    @property
+    def last_event(self) -> Event | None:
+        """The file's last event."""
+        if self.last_item.__class__ is tuple:
+            self.last_item = _built(self.last_item)
+        return self.last_item  # type: ignore[return-value]
 
     def mark(self, name: str, line: int, ts: float | None) -> None:
         m = Mark(line, ts)
@@ -155,7 +208,7 @@ class EventStore:
         if facts is None:
             facts = self.files[source.path] = FileFacts(source)
         facts.events += 1
-        facts.last_event = event
+        facts.last_item = event
         if event.line > facts.last_line:
             facts.last_line = event.line
         ts = epoch(event.ts)
@@ -191,6 +244,13 @@ class EventStore:
         if bucket is None:
             bucket = table[key] = Retained(k or self.k)
         bucket.add(item)
+
+    def retain_pending(self, table: dict[str, Retained[T]], key: str, head: tuple[Any, Any], records: list[Any],
+                       k: int | None = None) -> None:
+        bucket = table.get(key)
+        if bucket is None:
+            bucket = table[key] = Retained(k or self.k)
+        bucket.extend_pending(head, records)
 
     # --- routes: what each class of event updates (``add`` picks one through ``_ROUTES``)
 

@@ -27,8 +27,9 @@ import select
 import shutil
 import subprocess
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from diagnostics.events import Event, Source
 from diagnostics.parsing._lines import MAX_LINE_BYTES, decode, iter_lines, segments
@@ -294,36 +295,56 @@ def _read_group(path: Path, source: Source, mtime: float, offset: int, start: Ke
     return done() or ([], set())
 
 
-def _events(blocks: Iterable[list[list[str]]], path: Path, source: Source, mtime: float) -> Iterator[Event]:
+def _events(blocks: Iterable[Sequence[Sequence[Any]]], path: Path, source: Source, mtime: float) -> Iterator[Any]:
+    """Events of the candidate rows ``(lineno, byte offset, text)`` of one file (grep's, as strings, or
+    the native reader's), in order. The native reader's rows also hold bulk records
+    (``_bulk.Record``, more than three items): those a group did not take are handed on where their
+    events would have come, consecutive ones as one list (at most a block's)."""
     parser = LineParser(source, mtime=mtime, keep_unknown=False)
     # This parser never holds an open group: group starts go to ``_read_group``, and only lines that
     # start none reach it. So a line without ``\r`` can skip ``feed``'s group bookkeeping.
     ungrouped = parser.ungrouped_line_events
     consumed: dict[int | None, set[Key]] = {}
     last_taken = 0  # the highest line number any group took: past it, no candidate can be taken
+    run: list[Any] = []
     for block in blocks:
-        for number, offset, line in block:
+        for row in block:
+            if len(row) > 3:  # a bulk record (kind, lineno, rank, ...): one segment, never a group start
+                if row[1] > last_taken or (row[1], 0) not in consumed.get(row[2], ()):
+                    run.append(row)
+                continue
+            number, offset, line = row
             lineno = int(number)
             if lineno > last_taken and _START_A not in line and _START_B not in line and "\r" not in line:
                 events = ungrouped(lineno, line)
                 if events:
+                    if run:
+                        yield run
+                        run = []
                     yield from events
                 continue
             for k, seg in enumerate(segments(line)):
                 if lineno > last_taken and _START_A not in seg and _START_B not in seg:
-                    yield from parser.feed(lineno, seg)
-                    continue
-                rank, body = split_rank(seg)
-                taken = consumed.get(rank)
-                if taken is not None and (lineno, k) in taken:
-                    continue
-                if body.startswith(GROUP_STARTS):
-                    events, keys = _read_group(path, source, mtime, int(offset), (lineno, k), rank)
-                    consumed[rank] = keys
-                    last_taken = max([last_taken, *(key[0] for key in keys)])
-                    yield from events
+                    events = parser.feed(lineno, seg)
                 else:
-                    yield from parser.feed(lineno, seg)
+                    rank, body = split_rank(seg)
+                    taken = consumed.get(rank)
+                    if taken is not None and (lineno, k) in taken:
+                        continue
+                    if body.startswith(GROUP_STARTS):
+                        events, keys = _read_group(path, source, mtime, int(offset), (lineno, k), rank)
+                        consumed[rank] = keys
+                        last_taken = max([last_taken, *(key[0] for key in keys)])
+                    else:
+                        events = parser.feed(lineno, seg)
+                if events:
+                    if run:
+                        yield run
+                        run = []
+                    yield from events
+        if run:
+            yield run
+            run = []
     yield from parser.flush()
 
 

@@ -1,7 +1,8 @@
 """``--check`` gives the same report whichever way the logs are read, and the Collector routes by class.
 
-The grep prefilter (batches of files, output read ahead, shortcuts in the parser) is a speed-up
-only: on every recorded run the report must be the one the pure-Python reading gives. The
+The C reader (bulk lines as records) and the grep prefilter (batches of files, output read ahead,
+shortcuts in the parser) are speed-ups only: on every recorded run the report must be the one the
+pure-Python reading gives. The
 Collector dispatches events by their class with a table; a subclass of an event class must still
 be treated as that class.
 """
@@ -32,7 +33,10 @@ def _report(path: Path) -> str:
 @pytest.mark.parametrize("run", RUNS, ids=lambda p: f"{p.parent.name}-{p.name}")
 def test_report_is_the_same_with_and_without_grep(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_prefilter, "BATCH_FILES", 2)  # several batches even in a small run
+    native = _report(run)  # the C reader where it is built
+    monkeypatch.setenv("A1X_NO_NATIVE", "1")
     fast = _report(run)
+    assert fast == native
     monkeypatch.setenv("A1X_NO_GREP", "1")
     assert _report(run) == fast
 
