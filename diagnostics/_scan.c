@@ -1,51 +1,314 @@
 /* diagnostics._scan: which lines of a text hold one of a set of fixed strings, in one pass.
  *
- * The live follower asks this of every block of new lines (diagnostics/live/_engine.py): most
- * lines of a Cosmos-RL log are noise, and only those holding a parser marker are parsed. The
- * automaton (an Aho-Corasick DFA over byte classes) is built in Python
- * (diagnostics/parsing/_scan.py); this file only runs it. Optional: without a C compiler the
- * package falls back to str.find scans, which find the same lines.
+ * The live follower asks this of every block of new lines (diagnostics/live/_engine.py) and
+ * --check of every byte of a run (chunk(), below): most lines of a Cosmos-RL log are noise, and
+ * only those holding a parser marker are parsed. The automaton (an Aho-Corasick DFA over byte
+ * classes) and two prefilters are built in Python (diagnostics/parsing/_scan.py); this file only
+ * runs them. Optional: without a C compiler the package falls back to str.find scans, which find
+ * the same lines.
+ *
+ * Finding the lines: a position can only start a marker if its two bytes start one (`pairs`, a
+ * 64 KiB table), and on x86-64 with SSSE3, 16 positions at a time are first tested against the
+ * markers' first three bytes (`teddy`: per byte position, a bucket mask looked up by each nibble,
+ * the "Teddy" technique of Hyperscan). A position that passes is confirmed by running the
+ * automaton from it; a confirmed line is reported and the scan goes on at its end.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
-/* lines(text, classes, table, accept, nclasses) -> list[int]
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_TEDDY 1
+#include <immintrin.h>
+static int teddy_ok = -1;  /* the CPU has SSSE3 and POPCNT (looked up once) */
+#else
+#define HAVE_TEDDY 0
+#endif
+
+typedef struct {
+    const unsigned char *cls;    /* 256 byte classes */
+    const uint16_t *next;        /* nstates * nclasses next states */
+    const unsigned char *acc;    /* nstates: non-zero where a marker ends */
+    Py_ssize_t nstates, nclasses;
+    const unsigned char *pairs;  /* 65536: a marker may start with bytes a, b; and every a == '\n' */
+    const unsigned char *teddy;  /* 96 bytes (lo/hi nibble masks of bytes 0, 1, 2), or NULL */
+} Automaton;
+
+typedef struct {
+    Py_buffer classes, table, accept, pairs, teddy;
+    int held;
+} AutomatonArgs;
+
+static void
+release_automaton(AutomatonArgs *args)
+{
+    if (!args->held)
+        return;
+    PyBuffer_Release(&args->classes);
+    PyBuffer_Release(&args->table);
+    PyBuffer_Release(&args->accept);
+    PyBuffer_Release(&args->pairs);
+    PyBuffer_Release(&args->teddy);
+    args->held = 0;
+}
+
+/* Checks the tables' sizes and byte classes; 0 with a ValueError set if they do not fit. */
+static int
+load_automaton(AutomatonArgs *args, Py_ssize_t nclasses, Automaton *a)
+{
+    if (args->classes.len != 256 || nclasses <= 0 || nclasses > 256 || args->table.len % (2 * nclasses) != 0
+        || args->accept.len < 1 || args->accept.len != args->table.len / (2 * nclasses) || args->pairs.len != 65536
+        || (args->teddy.len != 0 && args->teddy.len != 96)) {
+        PyErr_SetString(PyExc_ValueError, "inconsistent automaton");
+        return 0;
+    }
+    for (int b = 0; b < 256; b++) {
+        if (((const unsigned char *)args->classes.buf)[b] >= nclasses) {
+            PyErr_SetString(PyExc_ValueError, "inconsistent automaton: byte class out of range");
+            return 0;
+        }
+    }
+    a->cls = (const unsigned char *)args->classes.buf;
+    a->next = (const uint16_t *)args->table.buf;
+    a->acc = (const unsigned char *)args->accept.buf;
+    a->nstates = args->accept.len;
+    a->nclasses = nclasses;
+    a->pairs = (const unsigned char *)args->pairs.buf;
+    a->teddy = args->teddy.len ? (const unsigned char *)args->teddy.buf : NULL;
+    return 1;
+}
+
+/* The end (inclusive) of the first marker found running the automaton from position s, which it
+ * leaves when back at the start state or at a newline; -1: none; -2: a corrupt table. */
+static Py_ssize_t
+confirm(const Automaton *a, const unsigned char *p, Py_ssize_t s, Py_ssize_t n)
+{
+    unsigned int state = 0;
+    for (Py_ssize_t k = s; k < n; k++) {
+        unsigned char c = p[k];
+        if (c == '\n')
+            return -1;
+        state = a->next[state * a->nclasses + a->cls[c]];
+        if (state >= (unsigned int)a->nstates)
+            return -2;
+        if (a->acc[state])
+            return k;
+        if (state == 0)
+            return -1;
+    }
+    return -1;
+}
+
+/* Called for each line [ls, le) holding a marker in its first max_line bytes; line counts from 0.
+ * Returns 0, or -1 when out of memory. */
+typedef int (*HitFn)(void *ctx, Py_ssize_t ls, Py_ssize_t le, Py_ssize_t line);
+
+typedef struct {
+    Py_ssize_t i, ls, line;  /* position, start of its line, newlines before it */
+} Cursor;
+
+/* After a marker ending at e on the line starting at cur->ls: report the line, move to its newline.
+ * Returns 0, 1 at the end of the data, -1 out of memory. */
+static int
+take_line(const unsigned char *p, Py_ssize_t n, Py_ssize_t e, Py_ssize_t max_line, Cursor *cur, HitFn hit,
+          void *ctx)
+{
+    const unsigned char *nl = memchr(p + e, '\n', (size_t)(n - e));
+    Py_ssize_t le = nl == NULL ? n : nl - p;
+    if (e - cur->ls < max_line && hit(ctx, cur->ls, le, cur->line) < 0)
+        return -1;
+    cur->i = le;
+    return nl == NULL;
+}
+
+/* One position at a time from cur, to the end. Returns 0, -1 (memory), -2 (corrupt table). */
+static int
+scan_scalar(const Automaton *a, const unsigned char *p, Py_ssize_t n, Py_ssize_t max_line, Cursor *cur,
+            HitFn hit, void *ctx)
+{
+    const unsigned char *pairs = a->pairs;
+    Py_ssize_t i = cur->i;
+    while (i < n) {
+        while (i + 1 < n && !pairs[p[i] << 8 | p[i + 1]])
+            i++;
+        if (p[i] == '\n') {
+            cur->line++;
+            cur->ls = ++i;
+            continue;
+        }
+        if (i - cur->ls >= max_line) {  /* past the searched part of an over-long line */
+            const unsigned char *nl = memchr(p + i, '\n', (size_t)(n - i));
+            i = nl == NULL ? n : nl - p;
+            continue;
+        }
+        Py_ssize_t e = confirm(a, p, i, n);
+        if (e == -2)
+            return -2;
+        if (e >= 0) {
+            int r = take_line(p, n, e, max_line, cur, hit, ctx);
+            if (r != 0)
+                return r < 0 ? -1 : 0;
+            i = cur->i;
+            continue;
+        }
+        i++;
+    }
+    cur->i = n;
+    return 0;
+}
+
+#if HAVE_TEDDY
+__attribute__((target("ssse3,popcnt"))) static int
+scan_teddy(const Automaton *a, const unsigned char *p, Py_ssize_t n, Py_ssize_t max_line, Cursor *cur, HitFn hit,
+           void *ctx)
+{
+    const __m128i nib = _mm_set1_epi8(0x0F), newline = _mm_set1_epi8('\n'), zero = _mm_setzero_si128();
+    const __m128i *t = (const __m128i *)a->teddy;
+    const __m128i lo0 = _mm_loadu_si128(t), hi0 = _mm_loadu_si128(t + 1), lo1 = _mm_loadu_si128(t + 2);
+    const __m128i hi1 = _mm_loadu_si128(t + 3), lo2 = _mm_loadu_si128(t + 4), hi2 = _mm_loadu_si128(t + 5);
+    Py_ssize_t i = cur->i;
+    while (i + 18 <= n) {
+        __m128i v0 = _mm_loadu_si128((const __m128i *)(p + i));
+        __m128i v1 = _mm_loadu_si128((const __m128i *)(p + i + 1));
+        __m128i v2 = _mm_loadu_si128((const __m128i *)(p + i + 2));
+        __m128i m = _mm_and_si128(_mm_shuffle_epi8(lo0, _mm_and_si128(v0, nib)),
+                                  _mm_shuffle_epi8(hi0, _mm_and_si128(_mm_srli_epi16(v0, 4), nib)));
+        m = _mm_and_si128(m, _mm_and_si128(_mm_shuffle_epi8(lo1, _mm_and_si128(v1, nib)),
+                                           _mm_shuffle_epi8(hi1, _mm_and_si128(_mm_srli_epi16(v1, 4), nib))));
+        m = _mm_and_si128(m, _mm_and_si128(_mm_shuffle_epi8(lo2, _mm_and_si128(v2, nib)),
+                                           _mm_shuffle_epi8(hi2, _mm_and_si128(_mm_srli_epi16(v2, 4), nib))));
+        unsigned int cand = ~(unsigned int)_mm_movemask_epi8(_mm_cmpeq_epi8(m, zero)) & 0xFFFFu;
+        unsigned int nl = (unsigned int)_mm_movemask_epi8(_mm_cmpeq_epi8(v0, newline));
+        int moved = 0;
+        while (cand) {
+            int c = __builtin_ctz(cand);
+            unsigned int below = nl & ((1u << c) - 1u);
+            Py_ssize_t ls = below ? i + (31 - __builtin_clz(below)) + 1 : cur->ls;
+            if (i + c - ls < max_line) {
+                Py_ssize_t e = confirm(a, p, i + c, n);
+                if (e == -2)
+                    return -2;
+                if (e >= 0) {
+                    cur->line += __builtin_popcount(below);
+                    cur->ls = ls;
+                    int r = take_line(p, n, e, max_line, cur, hit, ctx);
+                    if (r != 0)
+                        return r < 0 ? -1 : 0;
+                    i = cur->i;  /* the newline ending the line: counted by the next block */
+                    moved = 1;
+                    break;
+                }
+            }
+            cand &= cand - 1u;
+        }
+        if (moved)
+            continue;
+        if (nl) {
+            cur->line += __builtin_popcount(nl);
+            cur->ls = i + (31 - __builtin_clz(nl)) + 1;
+        }
+        i += 16;
+    }
+    cur->i = i;
+    return scan_scalar(a, p, n, max_line, cur, hit, ctx);
+}
+#endif
+
+/* Every line of p[0, n) holding a marker in its first max_line bytes, to hit(). Returns the number
+ * of lines (a last one without a newline counts), -1 when out of memory, -2 for a corrupt table.
+ * No Python API: runs without the GIL. */
+static Py_ssize_t
+scan_block(const Automaton *a, const unsigned char *p, Py_ssize_t n, Py_ssize_t max_line, int simd, HitFn hit,
+           void *ctx)
+{
+    Cursor cur = {0, 0, 0};
+    int r;
+#if HAVE_TEDDY
+    if (simd && a->teddy != NULL && teddy_ok)
+        r = scan_teddy(a, p, n, max_line, &cur, hit, ctx);
+    else
+#endif
+        r = scan_scalar(a, p, n, max_line, &cur, hit, ctx);
+    (void)simd;
+    if (r < 0)
+        return r;
+    return cur.line + (n > 0 && p[n - 1] != '\n');
+}
+
+static int
+raise_scan_error(Py_ssize_t r)
+{
+    if (r == -2)
+        PyErr_SetString(PyExc_ValueError, "automaton state out of range");
+    else
+        PyErr_NoMemory();
+    return -1;
+}
+
+/* A growable array of fixed-size items. */
+typedef struct {
+    char *items;
+    Py_ssize_t n, cap, size;
+} Vec;
+
+static void *
+vec_push(Vec *v)
+{
+    if (v->n == v->cap) {
+        Py_ssize_t grown = v->cap ? v->cap * 2 : 256;
+        char *bigger = (char *)realloc(v->items, (size_t)(grown * v->size));
+        if (bigger == NULL)
+            return NULL;
+        v->items = bigger;
+        v->cap = grown;
+    }
+    return v->items + (v->n++) * v->size;
+}
+
+/* ----------------------------------------------------------------------------- lines() */
+
+static int
+hit_line(void *ctx, Py_ssize_t ls, Py_ssize_t le, Py_ssize_t line)
+{
+    (void)ls, (void)le;
+    Py_ssize_t *slot = (Py_ssize_t *)vec_push((Vec *)ctx);
+    if (slot == NULL)
+        return -1;
+    *slot = line;
+    return 0;
+}
+
+/* lines(text, classes, table, accept, nclasses, pairs, teddy) -> list[int]
  *   text:     str (any kind: non-Latin-1 text is read as UTF-8) or bytes
  *   classes:  bytes(256), the class of each byte value (0: in no marker)
  *   table:    bytes, uint16 native order, nstates * nclasses next states
  *   accept:   bytes(nstates), non-zero where a marker ends
- * Line i is the text between the i-th and (i+1)-th newline, numbered from 0. A marker never holds
- * a newline, so the automaton restarts at every line. */
+ *   pairs:    bytes(65536), non-zero at a << 8 | b where a marker starts with bytes a, b, and at
+ *             every a that is the newline
+ *   teddy:    bytes(96): the nibble masks of the markers' first three bytes, or b"" (no prefilter)
+ * Line i is the text between the i-th and (i+1)-th newline, numbered from 0. */
 static PyObject *
 scan_lines(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *text;
-    Py_buffer classes, table, accept;
+    AutomatonArgs aa = {.held = 0};
     Py_ssize_t nclasses;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*n", &text, &classes, &table, &accept, &nclasses))
+    if (!PyArg_ParseTuple(args, "Oy*y*y*ny*y*", &text, &aa.classes, &aa.table, &aa.accept, &nclasses, &aa.pairs,
+                          &aa.teddy))
         return NULL;
+    aa.held = 1;
 
     PyObject *result = NULL;
     PyObject *encoded = NULL;
     const unsigned char *p;
     Py_ssize_t n;
-    Py_ssize_t *hits = NULL;
-    Py_ssize_t nhits = 0, cap = 0;
+    Automaton a;
+    Vec hits = {NULL, 0, 0, sizeof(Py_ssize_t)};
 
-    if (classes.len != 256 || nclasses <= 0 || nclasses > 256 || table.len % (2 * nclasses) != 0
-        || accept.len < 1 || accept.len != table.len / (2 * nclasses)) {
-        PyErr_SetString(PyExc_ValueError, "inconsistent automaton");
+    if (!load_automaton(&aa, nclasses, &a))
         goto done;
-    }
-    for (int b = 0; b < 256; b++) {
-        if (((const unsigned char *)classes.buf)[b] >= nclasses) {
-            PyErr_SetString(PyExc_ValueError, "inconsistent automaton: byte class out of range");
-            goto done;
-        }
-    }
     if (PyUnicode_Check(text)) {
 #if PY_VERSION_HEX < 0x030C0000
         if (PyUnicode_READY(text) < 0)
@@ -69,74 +332,19 @@ scan_lines(PyObject *self, PyObject *args)
         goto done;
     }
 
-    {
-        const unsigned char *cls = (const unsigned char *)classes.buf;
-        const uint16_t *next = (const uint16_t *)table.buf;
-        const unsigned char *acc = (const unsigned char *)accept.buf;
-        const Py_ssize_t nstates = accept.len;
-        const Py_ssize_t stride = nclasses;
-        int failed = 0;
-        unsigned char starts[256];  /* bytes that leave the start state, and the newline */
-        for (int b = 0; b < 256; b++)
-            starts[b] = (b == '\n') || next[cls[b]] != 0;
-        Py_BEGIN_ALLOW_THREADS
-        Py_ssize_t line = 0, i = 0;
-        unsigned int state = 0;
-        while (i < n) {
-            if (state == 0) {  /* most bytes: a tight loop with no automaton step */
-                while (i < n && !starts[p[i]])
-                    i++;
-                if (i >= n)
-                    break;
-            }
-            unsigned char c = p[i];
-            if (c == '\n') {
-                line++;
-                state = 0;
-                i++;
-                continue;
-            }
-            state = next[state * stride + cls[c]];
-            if (state >= (unsigned int)nstates) {  /* a corrupt table: never read past it */
-                failed = 1;
-                break;
-            }
-            if (acc[state]) {
-                if (nhits == cap) {
-                    Py_ssize_t grown = cap ? cap * 2 : 64;
-                    Py_ssize_t *bigger = (Py_ssize_t *)realloc(hits, (size_t)grown * sizeof(Py_ssize_t));
-                    if (bigger == NULL) {
-                        failed = 2;
-                        break;
-                    }
-                    hits = bigger;
-                    cap = grown;
-                }
-                hits[nhits++] = line;
-                const unsigned char *nl = memchr(p + i, '\n', (size_t)(n - i));
-                if (nl == NULL)
-                    break;
-                i = nl - p;  /* the newline itself is counted at the top of the loop */
-                continue;
-            }
-            i++;
-        }
-        Py_END_ALLOW_THREADS
-        if (failed == 1) {
-            PyErr_SetString(PyExc_ValueError, "automaton state out of range");
-            goto done;
-        }
-        if (failed == 2) {
-            PyErr_NoMemory();
-            goto done;
-        }
+    Py_ssize_t r;
+    Py_BEGIN_ALLOW_THREADS
+    r = scan_block(&a, p, n, PY_SSIZE_T_MAX, 1, hit_line, &hits);
+    Py_END_ALLOW_THREADS
+    if (r < 0) {
+        raise_scan_error(r);
+        goto done;
     }
-
-    result = PyList_New(nhits);
+    result = PyList_New(hits.n);
     if (result == NULL)
         goto done;
-    for (Py_ssize_t k = 0; k < nhits; k++) {
-        PyObject *v = PyLong_FromSsize_t(hits[k]);
+    for (Py_ssize_t k = 0; k < hits.n; k++) {
+        PyObject *v = PyLong_FromSsize_t(((Py_ssize_t *)hits.items)[k]);
         if (v == NULL) {
             Py_CLEAR(result);
             goto done;
@@ -145,14 +353,11 @@ scan_lines(PyObject *self, PyObject *args)
     }
 
 done:
-    free(hits);
+    free(hits.items);
     Py_XDECREF(encoded);
-    PyBuffer_Release(&classes);
-    PyBuffer_Release(&table);
-    PyBuffer_Release(&accept);
+    release_automaton(&aa);
     return result;
 }
-
 
 /* ---------------------------------------------------------------------------------------------
  * chunk(): the candidate lines of a block of a log file, and the bulk lines read in full.
@@ -416,16 +621,40 @@ field_value(const unsigned char *p, const Hit *h, int f)
     return PyLong_FromLongLong(neg ? -v : v);
 }
 
-/* chunk(data, classes, table, accept, nclasses, pairs, templates, lineno, offset, max_line, minute_base)
- *     -> (items, lines)
+typedef struct {
+    Vec hits;
+    const unsigned char *p;
+    Py_ssize_t lineno0, max_line;
+    const unsigned char **tpl;
+    const Py_ssize_t *tlen;
+    int ntpl;
+} ChunkCtx;
+
+static int
+hit_chunk(void *ctx, Py_ssize_t ls, Py_ssize_t le, Py_ssize_t line)
+{
+    ChunkCtx *c = (ChunkCtx *)ctx;
+    Hit *h = (Hit *)vec_push(&c->hits);
+    if (h == NULL)
+        return -1;
+    h->start = ls;
+    h->end = le - ls > c->max_line ? ls + c->max_line : le;
+    h->lineno = c->lineno0 + line;
+    h->tid = -1;
+    if (c->ntpl > 0 && le - ls <= c->max_line)
+        match_templates(c->p, ls, le, c->tpl, c->tlen, c->ntpl, h);
+    return 0;
+}
+
+/* chunk(data, classes, table, accept, nclasses, pairs, teddy, templates, lineno, offset, max_line,
+ *       minute_base, simd) -> (items, lines)
  *   data:        a buffer of whole lines; a last line without a newline counts as a line
- *   pairs:       bytes(65536), non-zero at a << 8 | b where a marker starts with bytes a, b, and
- *                at every a that is the newline
  *   templates:   tuple of bytes (see above); () reads no line in full
  *   lineno:      the number of the first line; offset: the file offset of data[0]
  *   max_line:    lines are searched and handed back up to this many bytes
  *   minute_base: callable (y, mo, d, hh, mi) -> int seconds since the epoch of that local minute,
- *                or None (the line is then a candidate); asked once per distinct minute
+ *                or None (the line is then a candidate); asked once per distinct minute in a row
+ *   simd:        use the 16-byte prefilter where the CPU has it
  *   items:       in line order, a candidate as (lineno, offset, text) (decoded as UTF-8 with
  *                replacement characters), a bulk line as (template index, lineno, rank or None, ts,
  *                bytes, *fields); lines: the number of lines in data */
@@ -433,30 +662,29 @@ static PyObject *
 scan_chunk(PyObject *self, PyObject *args)
 {
     (void)self;
-    Py_buffer data, classes, table, accept, pairs;
+    Py_buffer data;
+    AutomatonArgs aa = {.held = 0};
     Py_ssize_t nclasses, lineno0, offset0, max_line;
     PyObject *templates, *minute_base;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*ny*O!nnnO", &data, &classes, &table, &accept, &nclasses, &pairs,
-                          &PyTuple_Type, &templates, &lineno0, &offset0, &max_line, &minute_base))
+    int simd;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*ny*y*O!nnnOp", &data, &aa.classes, &aa.table, &aa.accept, &nclasses,
+                          &aa.pairs, &aa.teddy, &PyTuple_Type, &templates, &lineno0, &offset0, &max_line,
+                          &minute_base, &simd))
         return NULL;
+    aa.held = 1;
 
-    PyObject *result = NULL, *cands = NULL;
-    Hit *hits = NULL;
-    Py_ssize_t nhits = 0, cap = 0, nlines = 0;
+    PyObject *result = NULL, *items = NULL, *base_ref = NULL;
     const unsigned char *tpl[16];
     Py_ssize_t tlen[16];
     int ntpl = (int)PyTuple_GET_SIZE(templates);
+    Automaton a;
+    ChunkCtx ctx = {{NULL, 0, 0, sizeof(Hit)}, (const unsigned char *)data.buf, lineno0, max_line, tpl, tlen, ntpl};
 
-    if (classes.len != 256 || nclasses <= 0 || nclasses > 256 || table.len % (2 * nclasses) != 0
-        || accept.len < 1 || accept.len != table.len / (2 * nclasses) || max_line <= 0 || pairs.len != 65536) {
-        PyErr_SetString(PyExc_ValueError, "inconsistent automaton");
+    if (!load_automaton(&aa, nclasses, &a))
         goto done;
-    }
-    for (int b = 0; b < 256; b++) {
-        if (((const unsigned char *)classes.buf)[b] >= nclasses) {
-            PyErr_SetString(PyExc_ValueError, "inconsistent automaton: byte class out of range");
-            goto done;
-        }
+    if (max_line <= 0) {
+        PyErr_SetString(PyExc_ValueError, "max_line must be positive");
+        goto done;
     }
     if (ntpl > 16) {
         PyErr_SetString(PyExc_ValueError, "at most 16 templates");
@@ -476,182 +704,95 @@ scan_chunk(PyObject *self, PyObject *args)
         goto done;
     }
 
-    {
-        const unsigned char *p = (const unsigned char *)data.buf;
-        const Py_ssize_t n = data.len;
-        const unsigned char *cls = (const unsigned char *)classes.buf;
-        const uint16_t *next = (const uint16_t *)table.buf;
-        const unsigned char *acc = (const unsigned char *)accept.buf;
-        const Py_ssize_t nstates = accept.len;
-        int failed = 0;
-        /* starts[a << 8 | b]: a marker may start at byte a followed by b, or a is the newline (built
-         * in Python from the markers' first two bytes). Most positions of a log line fail this
-         * test, which carries nothing from one position to the next. */
-        const unsigned char *starts2 = (const unsigned char *)pairs.buf;
-        Py_BEGIN_ALLOW_THREADS
-        Py_ssize_t line = 0, i = 0, ls = 0;
-        unsigned int state = 0;
-        while (i < n) {
-            if (state == 0) {
-                while (i + 1 < n && !starts2[p[i] << 8 | p[i + 1]])
-                    i++;
-                if (i >= n)
-                    break;
-            }
-            unsigned char c = p[i];
-            if (c == '\n') {
-                line++;
-                state = 0;
-                ls = ++i;
-                continue;
-            }
-            if (i - ls >= max_line) {  /* past the part of an over-long line that is read: skip it */
-                const unsigned char *nl = memchr(p + i, '\n', (size_t)(n - i));
-                state = 0;
-                if (nl == NULL) {
-                    i = n;
-                    break;
-                }
-                i = nl - p;
-                continue;
-            }
-            state = next[state * nclasses + cls[c]];
-            if (state >= (unsigned int)nstates) {
-                failed = 1;
-                break;
-            }
-            if (!acc[state]) {
-                i++;
-                continue;
-            }
-            const unsigned char *nl = memchr(p + i, '\n', (size_t)(n - i));
-            Py_ssize_t le = nl == NULL ? n : nl - p;
-            if (nhits == cap) {
-                Py_ssize_t grown = cap ? cap * 2 : 256;
-                Hit *bigger = (Hit *)realloc(hits, (size_t)grown * sizeof(Hit));
-                if (bigger == NULL) {
-                    failed = 2;
-                    break;
-                }
-                hits = bigger;
-                cap = grown;
-            }
-            Hit *h = &hits[nhits++];
-            h->start = ls;
-            h->end = le - ls > max_line ? ls + max_line : le;
-            h->lineno = lineno0 + line;
-            h->tid = -1;
-            if (ntpl > 0 && le - ls <= max_line)
-                match_templates(p, ls, le, tpl, tlen, ntpl, h);
-            state = 0;
-            i = le;
-            if (nl == NULL)
-                break;
-        }
-        if (n > 0)
-            nlines = line + (p[n - 1] != '\n');
-        Py_END_ALLOW_THREADS
-        if (failed == 1) {
-            PyErr_SetString(PyExc_ValueError, "automaton state out of range");
-            goto done;
-        }
-        if (failed == 2) {
-            PyErr_NoMemory();
-            goto done;
-        }
-
-        cands = PyList_New(0);
-        if (cands == NULL)
-            goto done;
-        int last_key[5] = {-1, -1, -1, -1, -1};
-        PyObject *last_base = NULL;  /* borrowed from the call's result, kept alive in base_ref */
-        PyObject *base_ref = NULL;
-        for (Py_ssize_t k = 0; k < nhits; k++) {
-            Hit *h = &hits[k];
-            PyObject *item = NULL;
-            if (h->tid >= 0) {
-                if (memcmp(last_key, h->ymdhm, sizeof last_key) != 0) {
-                    Py_XDECREF(base_ref);
-                    base_ref = PyObject_CallFunction(minute_base, "iiiii", h->ymdhm[0], h->ymdhm[1], h->ymdhm[2],
-                                                     h->ymdhm[3], h->ymdhm[4]);
-                    if (base_ref == NULL)
-                        goto fail_loop;
-                    memcpy(last_key, h->ymdhm, sizeof last_key);
-                    last_base = base_ref;
-                }
-                if (last_base == Py_None)
-                    h->tid = -1;
-            }
-            if (h->tid >= 0) {
-                long long base = PyLong_AsLongLong(last_base);
-                if (base == -1 && PyErr_Occurred())
-                    goto fail_loop;
-                double ts = (double)(base + h->sec) + (double)(h->msec * 1000) / 1e6;
-                item = PyTuple_New(5 + h->nfields);
-                if (item == NULL)
-                    goto fail_loop;
-                PyObject *rank = h->rank < 0 ? Py_NewRef(Py_None) : PyLong_FromLong(h->rank);
-                PyObject *vals[5] = {PyLong_FromLong(h->tid), PyLong_FromSsize_t(h->lineno), rank,
-                                     PyFloat_FromDouble(ts),
-                                     PyBytes_FromStringAndSize((const char *)p + h->start, h->end - h->start)};
-                for (int v = 0; v < 5; v++) {
-                    if (vals[v] == NULL) {
-                        for (int w = v; w < 5; w++)
-                            Py_XDECREF(vals[w]);
-                        Py_DECREF(item);
-                        goto fail_loop;
-                    }
-                    PyTuple_SET_ITEM(item, v, vals[v]);
-                }
-                for (int f = 0; f < h->nfields; f++) {
-                    PyObject *v = field_value(p, h, f);
-                    if (v == NULL) {
-                        Py_DECREF(item);
-                        goto fail_loop;
-                    }
-                    PyTuple_SET_ITEM(item, 5 + f, v);
-                }
-                if (PyList_Append(cands, item) < 0) {
-                    Py_DECREF(item);
-                    goto fail_loop;
-                }
-            } else {
-                PyObject *text = PyUnicode_DecodeUTF8((const char *)p + h->start, h->end - h->start, "replace");
-                if (text == NULL)
-                    goto fail_loop;
-                item = Py_BuildValue("(nnN)", h->lineno, offset0 + h->start, text);
-                if (item == NULL || PyList_Append(cands, item) < 0) {
-                    Py_XDECREF(item);
-                    goto fail_loop;
-                }
-            }
-            Py_DECREF(item);
-            continue;
-        fail_loop:
-            Py_XDECREF(base_ref);
-            goto done;
-        }
-        Py_XDECREF(base_ref);
+    const unsigned char *p = (const unsigned char *)data.buf;
+    Py_ssize_t nlines;
+    Py_BEGIN_ALLOW_THREADS
+    nlines = scan_block(&a, p, data.len, max_line, simd, hit_chunk, &ctx);
+    Py_END_ALLOW_THREADS
+    if (nlines < 0) {
+        raise_scan_error(nlines);
+        goto done;
     }
-    result = Py_BuildValue("(On)", cands, nlines);
+
+    items = PyList_New(0);
+    if (items == NULL)
+        goto done;
+    int last_key[5] = {-1, -1, -1, -1, -1};
+    for (Py_ssize_t k = 0; k < ctx.hits.n; k++) {
+        Hit *h = &((Hit *)ctx.hits.items)[k];
+        PyObject *item = NULL;
+        if (h->tid >= 0 && memcmp(last_key, h->ymdhm, sizeof last_key) != 0) {
+            Py_XDECREF(base_ref);
+            base_ref = PyObject_CallFunction(minute_base, "iiiii", h->ymdhm[0], h->ymdhm[1], h->ymdhm[2], h->ymdhm[3],
+                                             h->ymdhm[4]);
+            if (base_ref == NULL)
+                goto done;
+            if (base_ref != Py_None && !PyLong_Check(base_ref)) {
+                PyErr_SetString(PyExc_TypeError, "minute_base must return an int or None");
+                goto done;
+            }
+            memcpy(last_key, h->ymdhm, sizeof last_key);
+        }
+        if (h->tid >= 0 && base_ref != Py_None) {
+            long long base = PyLong_AsLongLong(base_ref);
+            if (base == -1 && PyErr_Occurred())
+                goto done;
+            /* what datetime.timestamp() computes: whole seconds, then the microseconds / 1e6 */
+            double ts = (double)(base + h->sec) + (double)(h->msec * 1000) / 1e6;
+            item = PyTuple_New(5 + h->nfields);
+            if (item == NULL)
+                goto done;
+            PyObject *vals[5] = {PyLong_FromLong(h->tid), PyLong_FromSsize_t(h->lineno),
+                                 h->rank < 0 ? Py_NewRef(Py_None) : PyLong_FromLong(h->rank), PyFloat_FromDouble(ts),
+                                 PyBytes_FromStringAndSize((const char *)p + h->start, h->end - h->start)};
+            for (int v = 0; v < 5; v++) {
+                if (vals[v] == NULL) {
+                    for (int w = v; w < 5; w++)
+                        Py_XDECREF(vals[w]);
+                    Py_DECREF(item);
+                    goto done;
+                }
+                PyTuple_SET_ITEM(item, v, vals[v]);
+            }
+            for (int f = 0; f < h->nfields; f++) {
+                PyObject *v = field_value(p, h, f);
+                if (v == NULL) {
+                    Py_DECREF(item);
+                    goto done;
+                }
+                PyTuple_SET_ITEM(item, 5 + f, v);
+            }
+        } else {
+            PyObject *text = PyUnicode_DecodeUTF8((const char *)p + h->start, h->end - h->start, "replace");
+            if (text == NULL)
+                goto done;
+            item = Py_BuildValue("(nnN)", h->lineno, offset0 + h->start, text);
+            if (item == NULL)
+                goto done;
+        }
+        if (PyList_Append(items, item) < 0) {
+            Py_DECREF(item);
+            goto done;
+        }
+        Py_DECREF(item);
+    }
+    result = Py_BuildValue("(On)", items, nlines);
 
 done:
-    free(hits);
-    Py_XDECREF(cands);
-    PyBuffer_Release(&pairs);
+    free(ctx.hits.items);
+    Py_XDECREF(base_ref);
+    Py_XDECREF(items);
     PyBuffer_Release(&data);
-    PyBuffer_Release(&classes);
-    PyBuffer_Release(&table);
-    PyBuffer_Release(&accept);
+    release_automaton(&aa);
     return result;
 }
 
 static PyMethodDef scan_methods[] = {
     {"lines", scan_lines, METH_VARARGS,
-     "lines(text, classes, table, accept, nclasses) -> indices of the lines holding a marker"},
+     "lines(text, classes, table, accept, nclasses, pairs, teddy) -> indices of the lines holding a marker"},
     {"chunk", scan_chunk, METH_VARARGS,
-     "chunk(data, classes, table, accept, nclasses, pairs, templates, lineno, offset, max_line, minute_base) -> "
-     "(items, lines)"},
+     "chunk(data, classes, table, accept, nclasses, pairs, teddy, templates, lineno, offset, max_line, minute_base, "
+     "simd) -> (items, lines)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -663,5 +804,14 @@ static struct PyModuleDef scan_module = {
 PyMODINIT_FUNC
 PyInit__scan(void)
 {
-    return PyModule_Create(&scan_module);
+#if HAVE_TEDDY
+    __builtin_cpu_init();
+    teddy_ok = __builtin_cpu_supports("ssse3") && __builtin_cpu_supports("popcnt");
+#endif
+    PyObject *m = PyModule_Create(&scan_module);
+    if (m != NULL && PyModule_AddIntConstant(m, "SIMD", HAVE_TEDDY ? teddy_ok : 0) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

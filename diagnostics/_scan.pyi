@@ -1,7 +1,11 @@
 from collections.abc import Callable
 from typing import Any
 
-def lines(text: str | bytes, classes: bytes, table: bytes, accept: bytes, nclasses: int, /) -> list[int]: ...
+def lines(
+    text: str | bytes, classes: bytes, table: bytes, accept: bytes, nclasses: int, pairs: bytes, teddy: bytes, /
+) -> list[int]: ...
+SIMD: int
+
 def chunk(
     data: bytes | bytearray | memoryview,
     classes: bytes,
@@ -9,10 +13,12 @@ def chunk(
     accept: bytes,
     nclasses: int,
     pairs: bytes,
+    teddy: bytes,
     templates: tuple[bytes, ...],
     lineno: int,
     offset: int,
     max_line: int,
     minute_base: Callable[[int, int, int, int, int], int | None],
+    simd: bool,
     /,
 ) -> tuple[list[tuple[Any, ...]], int]: ...

@@ -107,7 +107,7 @@ class _RunTaker:
     def __init__(self, collector: Collector, source: Source, mtime: float | None) -> None:
         from diagnostics.parsing._bulk import Bulk
 
-        self.store, self.metrics = collector.store, collector.metrics
+        self.store, self.metrics, self.add = collector.store, collector.metrics, collector.add
         self.facts = collector.note_file(source)
         self.head = (source, mtime)  # a Pending is (source, mtime, record)
         self.kinds = Bulk
@@ -117,16 +117,52 @@ class _RunTaker:
         if len(recs) > 1:
             self.facts.mark(name, recs[-1][1], recs[-1][3])
 
-    def take(self, run: list[tuple[Any, ...]]) -> None:
+    def take(self, run: list[Any]) -> None:
+        """One run: bulk records (tuples) and, between them, events of other classes."""
         store, facts, metrics, head, b = self.store, self.facts, self.metrics, self.head, self.kinds
-        n = len(run)
+        stat, stat_old, stale = b.STAT, b.STAT_OLD, b.STALENESS
+        families: dict[int, tuple[list[tuple[Any, ...]], list[Any]]] = {}
+        pending: list[int] = []  # the window's part of the records since the last event
+        staleness: list[tuple[Any, ...]] = []
+        step = metrics.step
+        n = 0
+        for item in run:
+            if item.__class__ is not tuple:  # an event: the records before it first close their window part
+                if pending or staleness:
+                    metrics.window_segment(pending, staleness)
+                    pending, staleness = [], []
+                self.add(item)
+                step = metrics.step
+                continue
+            n += 1
+            kind = item[0]
+            slot = families.get(_FAMILY[kind])
+            if slot is None:
+                slot = families[_FAMILY[kind]] = ([], [])
+            slot[0].append(item)
+            slot[1].append(step)
+            if kind in (stat, stat_old):
+                pending.append(item[7])
+            elif kind == stale:
+                staleness.append(item)
+        if pending or staleness:
+            metrics.window_segment(pending, staleness)
+        if not n:
+            return
         store.event_count += n
         facts.events += n
-        facts.last_item = (*head, run[-1])
-        if run[-1][1] > facts.last_line:
-            facts.last_line = run[-1][1]
-        times = [r[3] for r in run]
-        low, high = min(times), max(times)
+        last = run[-1]
+        if last.__class__ is tuple:
+            facts.last_item = (*head, last)
+        low = high = None
+        for recs, _ in families.values():
+            times = [r[3] for r in recs]
+            lo, hi = min(times), max(times)
+            low = lo if low is None or lo < low else low
+            high = hi if high is None or hi > high else high
+            if recs[-1][1] > facts.last_line:
+                facts.last_line = recs[-1][1]
+        assert low is not None and high is not None
         if facts.first_ts is None or low < facts.first_ts:
             facts.first_ts = low
         if facts.last_ts is None or high > facts.last_ts:
@@ -135,26 +171,17 @@ class _RunTaker:
             store.newest_ts = high
         if store.oldest_ts is None or low < store.oldest_ts:
             store.oldest_ts = low
-        kind = run[0][0]
-        if all(r[0] == kind for r in run):
-            families = {_FAMILY[kind]: run}
-        else:
-            families = {}
-            for r in run:
-                family = _FAMILY[r[0]]
-                if family in families:
-                    families[family].append(r)
-                else:
-                    families[family] = [r]
-        for family, recs in families.items():
-            if family == b.STAT:
+        for family, (recs, steps) in families.items():
+            # The metrics' step only grows: first and last equal to it, no event of the run changed it.
+            at: list[Any] | None = None if steps[0] == steps[-1] == metrics.step else steps
+            if family == stat:
                 store.stats.extend_pending(head, recs)
                 self._mark("stat", recs)
-                metrics.stats(recs, b.STAT)
+                metrics.stats(recs, stat, at)
             elif family == b.RECV_DONE:
                 store.retain_pending(store.weight_sync, _RECV[0], head, recs)
                 self._mark(_RECV[1], recs)
-                metrics.recvs(recs)
+                metrics.recvs(recs, at)
             elif family == b.PREFETCH:  # kept per event name, 8 each (``EventStore._prefetch``)
                 name = recs[0][7]
                 if all(r[7] == name for r in recs):
@@ -172,10 +199,10 @@ class _RunTaker:
             elif family == b.PROMPT_REJECTED:
                 store.prompt_rejected.extend_pending(head, recs)
                 self._mark("prompt_rejected", recs)
-                metrics.prompt_gaps(recs)
-            elif family == b.STALENESS:
+                metrics.prompt_gaps(recs, at)
+            elif family == stale:
                 store.staleness.extend_pending(head, recs)
-                metrics.stalenesses(recs)
+                metrics.stalenesses(recs, at)
             else:  # Bulk.DYNAMIC_OUTDATED
                 store.dynamic_sampling.extend_pending(head, recs)
                 metrics.dynamic_counts({"outdated": sum(r[5] for r in recs)})

@@ -111,15 +111,23 @@ class Series:
         self.values.append(value)
         self._skip = self.stride - 1
 
-    def extend(self, values: Sequence[float], ts: Sequence[float], step: float | None = None) -> None:
-        """``append(v, t, step)`` for each pair of ``values`` and ``ts`` (finite times), in one go:
-        the same points kept, the same decimation."""
+    def extend(self, values: Sequence[float], ts: Sequence[float],
+               step: float | Sequence[float | None] | None = None) -> None:
+        """``append(v, t, s)`` for each of ``values`` and ``ts`` (finite times) and ``step`` (one for
+        all, or one each), in one go: the same points kept, the same decimation."""
         n = len(values)
         if n == 0:
             return
         self.seen += n
-        self.last_value, self.last_ts, self.last_step = float(values[-1]), ts[-1], step
-        fill = NAN if step is None else step
+        each: list[float] | None = None
+        last: float | None
+        if step is None or isinstance(step, (int, float)):
+            last = step
+        else:
+            each = [NAN if s is None else s for s in step]
+            last = step[-1]
+        self.last_value, self.last_ts, self.last_step = float(values[-1]), ts[-1], last
+        fill = NAN if last is None else last
         i = 0
         while i < n:
             if self._skip:
@@ -137,7 +145,7 @@ class Series:
             end = i + (count - 1) * stride + 1
             self.values.extend(map(float, values[i:end:stride]))
             self.ts.extend(ts[i:end:stride])
-            self.steps.extend([fill] * count)
+            self.steps.extend([fill] * count if each is None else each[i:end:stride])
             i = end
             self._skip = stride - 1
 
@@ -267,63 +275,76 @@ class Metrics:
             series = self.series[name] = Series(name, self.capacity)
         series.append(float(value), ts, self.step if step is None else step)
 
-    def _put_many(self, name: str, values: Sequence[float], ts: Sequence[float]) -> None:
-        """``_put(name, v, t)`` for each pair (no ``None`` among them), in one go."""
+    def _put_many(self, name: str, values: Sequence[float], ts: Sequence[float],
+                  steps: Sequence[float | None] | None = None) -> None:
+        """``_put(name, v, t, s)`` for each (no ``None`` among the values), in one go; ``steps``:
+        the step of each point, or ``None`` for ``self.step``."""
         series = self.series.get(name)
         if series is None:
             series = self.series[name] = Series(name, self.capacity)
-        series.extend(values, ts, self.step)
+        series.extend(values, ts, self.step if steps is None else steps)
 
     # Runs of the native reader's bulk records (``diagnostics.parsing._bulk``; ``Collector.run_taker``):
-    # each does what the handler of their events does for each, in columns.
+    # each does what the handler of their events does for each, in columns, with the step the
+    # metrics were at when each record's line came (``steps``). The step windows are the caller's
+    # (``window_segment``), between the events of the run.
 
-    def stats(self, recs: list[tuple[Any, ...]], new_shape: int) -> None:
+    def window_segment(self, pending: list[int], staleness: list[tuple[Any, ...]]) -> None:
+        """What the ``Stat`` (their pending counts) and staleness records between two events of a
+        run do to the open step window."""
+        w = self._window
+        if pending:
+            low = min(pending)
+            w.min_pending = low if w.min_pending is None else min(w.min_pending, low)
+        if staleness:
+            top = max(r[7] for r in staleness)
+            w.max_staleness = top if w.max_staleness is None else max(w.max_staleness, top)
+            w.allowed_outdated = staleness[-1][10]
+
+    def stats(self, recs: list[tuple[Any, ...]], new_shape: int, steps: list[Any] | None) -> None:
         """``Stat`` records: new shape (kind ``new_shape``) ``(…, samples, tokens, pending, in_flight,
         filtered, elapsed)``, old shape ``(…, samples, tokens, pending, elapsed)``."""
         times = [r[3] for r in recs]
-        pending = [r[7] for r in recs]
-        w = self._window
-        low = min(pending)
-        w.min_pending = low if w.min_pending is None else min(w.min_pending, low)
-        self._put_many("pending_rollouts", pending, times)
-        new = [r for r in recs if r[0] == new_shape]
-        if new:
-            new_times = times if len(new) == len(recs) else [r[3] for r in new]
-            self._put_many("in_flight", [r[8] for r in new], new_times)
-            self._put_many("filtered_outdated", [r[9] for r in new], new_times)
-        self._put_many("samples", [r[5] for r in recs], times)
+        self._put_many("pending_rollouts", [r[7] for r in recs], times, steps)
+        if all(r[0] == new_shape for r in recs):
+            self._put_many("in_flight", [r[8] for r in recs], times, steps)
+            self._put_many("filtered_outdated", [r[9] for r in recs], times, steps)
+        else:
+            new = [i for i, r in enumerate(recs) if r[0] == new_shape]
+            if new:
+                new_steps = None if steps is None else [steps[i] for i in new]
+                new_times = [times[i] for i in new]
+                self._put_many("in_flight", [recs[i][8] for i in new], new_times, new_steps)
+                self._put_many("filtered_outdated", [recs[i][9] for i in new], new_times, new_steps)
+        self._put_many("samples", [r[5] for r in recs], times, steps)
         anchor = self._rate_anchor
-        for r in recs:
+        for i, r in enumerate(recs):
             samples, tokens, elapsed = r[5], r[6], r[10] if r[0] == new_shape else r[8]
             if anchor is None or elapsed < anchor[0] or samples < anchor[1]:
                 anchor = (elapsed, samples, tokens)
                 continue
             dt = elapsed - anchor[0]
             if dt >= RATE_WINDOW_S:
-                self._put("samples_per_s", (samples - anchor[1]) / dt, r[3])
-                self._put("tokens_per_s", (tokens - anchor[2]) / dt, r[3])
+                step = self.step if steps is None else steps[i]
+                self._put_many("samples_per_s", ((samples - anchor[1]) / dt,), (r[3],), (step,))
+                self._put_many("tokens_per_s", ((tokens - anchor[2]) / dt,), (r[3],), (step,))
                 anchor = (elapsed, samples, tokens)
         self._rate_anchor = anchor
 
-    def stalenesses(self, recs: list[tuple[Any, ...]]) -> None:
+    def stalenesses(self, recs: list[tuple[Any, ...]], steps: list[Any] | None) -> None:
         """Records ``(…, p50, p99, max, discarded, total, allowed, interval)``."""
         times = [r[3] for r in recs]
-        highest = [r[7] for r in recs]
-        w = self._window
-        top = max(highest)
-        w.max_staleness = top if w.max_staleness is None else max(w.max_staleness, top)
-        w.allowed_outdated = recs[-1][10]
-        self._put_many("weight_staleness_max", highest, times)
-        self._put_many("weight_staleness_p50", [r[5] for r in recs], times)
-        self._put_many("discarded_outdated", [r[8] for r in recs], times)
+        self._put_many("weight_staleness_max", [r[7] for r in recs], times, steps)
+        self._put_many("weight_staleness_p50", [r[5] for r in recs], times, steps)
+        self._put_many("discarded_outdated", [r[8] for r in recs], times, steps)
 
-    def prompt_gaps(self, recs: list[tuple[Any, ...]]) -> None:
+    def prompt_gaps(self, recs: list[tuple[Any, ...]], steps: list[Any] | None) -> None:
         """Records ``(…, rank, prompt version, current version, allowed, ceiling)``."""
-        self._put_many("prompt_version_gap", [r[6] - r[7] for r in recs], [r[3] for r in recs])
+        self._put_many("prompt_version_gap", [r[6] - r[7] for r in recs], [r[3] for r in recs], steps)
 
-    def recvs(self, recs: list[tuple[Any, ...]]) -> None:
+    def recvs(self, recs: list[tuple[Any, ...]], steps: list[Any] | None) -> None:
         """Records ``(…, params, step or None, seconds, MB, skipped, transferred)``."""
-        self._put_many("weight_recv_s", [r[7] for r in recs], [r[3] for r in recs])
+        self._put_many("weight_recv_s", [r[7] for r in recs], [r[3] for r in recs], steps)
         room = 65536 - len(self.recv_steps)
         if room > 0:
             self.recv_steps.extend([(r[3], r[6]) for r in recs if r[6] is not None][:room])

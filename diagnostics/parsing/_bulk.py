@@ -90,6 +90,10 @@ Record = tuple[Any, ...]
 """``(Bulk, lineno, rank, ts, raw bytes, *fields)`` as ``_scan.chunk`` builds it."""
 
 
+SIMD = not os.environ.get("A1X_NO_SIMD")
+"""Let the C scan test 16 positions at a time where the CPU can (x86-64 with SSSE3)."""
+
+
 def available() -> bool:
     return _chunk is not None and not os.environ.get("A1X_NO_NATIVE")
 
@@ -108,21 +112,6 @@ def minute_base(y: int, mo: int, d: int, hh: int, mi: int) -> int | None:
         return None
 
 
-@functools.lru_cache(maxsize=16)
-def start_pairs(markers: tuple[str, ...]) -> bytes:
-    """``pairs[a << 8 | b]`` non-zero where a marker starts with the bytes ``a, b`` (every ``b`` after
-    the first byte of a one-byte marker), and at every pair starting with the newline."""
-    table = bytearray(65536)
-    table[ord("\n") << 8 : (ord("\n") + 1) << 8] = b"\x01" * 256
-    for marker in markers:
-        raw = marker.encode()
-        if len(raw) >= 2:
-            table[raw[0] << 8 | raw[1]] = 1
-        elif raw:
-            table[raw[0] << 8 : (raw[0] + 1) << 8] = b"\x01" * 256
-    return bytes(table)
-
-
 def _templates_for(source: Source) -> tuple[bytes, ...]:
     return _TEMPLATE_TUPLE if source.role in GATED_ROLES else ()
 
@@ -131,8 +120,7 @@ def scan_file(path: Path, source: Source) -> Iterator[list[Any]]:
     """The items of one file, a block at a time: candidates ``(lineno, offset, text)`` and records,
     in line order. Raises ``OSError`` if the file cannot be opened; a read error ends the file."""
     assert _chunk is not None
-    markers = markers_for(source)
-    automaton = (*_automaton(markers), start_pairs(markers))
+    automaton = _automaton(markers_for(source))
     templates = _templates_for(source)
     max_line = MAX_LINE_BYTES
     size = max(CHUNK_BYTES, max_line)  # a block holds at least one line's searched part
@@ -150,7 +138,7 @@ def scan_file(path: Path, source: Source) -> Iterator[list[Any]]:
             if not got:
                 if filled and not skipping:
                     items, _ = _chunk(view[:filled], *automaton, templates, lineno, offset, max_line,
-                                      minute_base)
+                                      minute_base, SIMD)
                     if items:
                         yield items
                 return
@@ -172,14 +160,15 @@ def scan_file(path: Path, source: Source) -> Iterator[list[Any]]:
                 if filled < size:
                     continue
                 # One line fills the block: search its first max_line bytes, skip the rest.
-                items, _ = _chunk(view[:filled], *automaton, templates, lineno, offset, max_line, minute_base)
+                items, _ = _chunk(view[:filled], *automaton, templates, lineno, offset, max_line, minute_base, SIMD)
                 if items:
                     yield items
                 offset += filled
                 filled = 0
                 skipping = True
                 continue
-            items, lines = _chunk(view[: last + 1], *automaton, templates, lineno, offset, max_line, minute_base)
+            items, lines = _chunk(view[: last + 1], *automaton, templates, lineno, offset, max_line, minute_base,
+                                  SIMD)
             if items:
                 yield items
             lineno += lines

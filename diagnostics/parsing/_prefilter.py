@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from diagnostics.events import Event, Source
+from diagnostics.events import DynamicSampling, Event, Prefetch, PromptRejected, Source, Staleness, Stat, WeightSync
 from diagnostics.parsing._lines import MAX_LINE_BYTES, decode, iter_lines, segments
 from diagnostics.parsing._markers import markers_for
 from diagnostics.parsing._parser import GROUP_STARTS, Key, LineParser
@@ -295,11 +295,18 @@ def _read_group(path: Path, source: Source, mtime: float, offset: int, start: Ke
     return done() or ([], set())
 
 
+# Events whose class a bulk record also stands for: they share its store, marks and series, so a run of
+# records is handed on before one of them. Every other event joins the run, in its place (the Collector
+# takes the run's events in order, and each record with the step and window it came in).
+_RECORD_CLASSES = (Stat, Staleness, PromptRejected, WeightSync, DynamicSampling, Prefetch)
+
+
 def _events(blocks: Iterable[Sequence[Sequence[Any]]], path: Path, source: Source, mtime: float) -> Iterator[Any]:
     """Events of the candidate rows ``(lineno, byte offset, text)`` of one file (grep's, as strings, or
     the native reader's), in order. The native reader's rows also hold bulk records
-    (``_bulk.Record``, more than three items): those a group did not take are handed on where their
-    events would have come, consecutive ones as one list (at most a block's)."""
+    (``_bulk.Record``, more than three items): those a group did not take are handed on in *runs*,
+    lists of records and the events between them in line order (at most a block's), cut before
+    an event of a record's class (``_RECORD_CLASSES``)."""
     parser = LineParser(source, mtime=mtime, keep_unknown=False)
     # This parser never holds an open group: group starts go to ``_read_group``, and only lines that
     # start none reach it. So a line without ``\r`` can skip ``feed``'s group bookkeeping.
@@ -317,31 +324,32 @@ def _events(blocks: Iterable[Sequence[Sequence[Any]]], path: Path, source: Sourc
             lineno = int(number)
             if lineno > last_taken and _START_A not in line and _START_B not in line and "\r" not in line:
                 events = ungrouped(lineno, line)
-                if events:
-                    if run:
-                        yield run
-                        run = []
-                    yield from events
-                continue
-            for k, seg in enumerate(segments(line)):
-                if lineno > last_taken and _START_A not in seg and _START_B not in seg:
-                    events = parser.feed(lineno, seg)
-                else:
+            else:
+                events = []
+                for k, seg in enumerate(segments(line)):
+                    if lineno > last_taken and _START_A not in seg and _START_B not in seg:
+                        events.extend(parser.feed(lineno, seg))
+                        continue
                     rank, body = split_rank(seg)
                     taken = consumed.get(rank)
                     if taken is not None and (lineno, k) in taken:
                         continue
                     if body.startswith(GROUP_STARTS):
-                        events, keys = _read_group(path, source, mtime, int(offset), (lineno, k), rank)
+                        group, keys = _read_group(path, source, mtime, int(offset), (lineno, k), rank)
                         consumed[rank] = keys
                         last_taken = max([last_taken, *(key[0] for key in keys)])
+                        events.extend(group)
                     else:
-                        events = parser.feed(lineno, seg)
-                if events:
-                    if run:
-                        yield run
-                        run = []
-                    yield from events
+                        events.extend(parser.feed(lineno, seg))
+            if not events:
+                continue
+            if run:
+                if not any(isinstance(e, _RECORD_CLASSES) for e in events):
+                    run.extend(events)
+                    continue
+                yield run
+                run = []
+            yield from events
         if run:
             yield run
             run = []

@@ -16,7 +16,7 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Sequence
 
-_native: Callable[[str | bytes, bytes, bytes, bytes, int], list[int]] | None
+_native: Callable[[str | bytes, bytes, bytes, bytes, int, bytes, bytes], list[int]] | None
 try:  # the optional C extension (setup.py); A1X_NO_NATIVE=1 forces the fallback
     from diagnostics._scan import lines as _native_lines
 
@@ -71,10 +71,41 @@ def find_lines(text: str, markers: tuple[str, ...]) -> list[int]:
     return sorted(hits)
 
 
+def start_pairs(patterns: list[bytes]) -> bytes:
+    """``pairs[a << 8 | b]`` non-zero where a pattern starts with the bytes ``a, b`` (every ``b``
+    after the first byte of a one-byte pattern), and at every pair starting with the newline."""
+    table = bytearray(65536)
+    table[10 << 8 : 11 << 8] = b"\x01" * 256
+    for raw in patterns:
+        if len(raw) >= 2:
+            table[raw[0] << 8 | raw[1]] = 1
+        elif raw:
+            table[raw[0] << 8 : (raw[0] + 1) << 8] = b"\x01" * 256
+    return bytes(table)
+
+
+def teddy_masks(patterns: list[bytes]) -> bytes:
+    """The 16-position prefilter's tables (``diagnostics/_scan.c``), or b"" if a pattern is shorter
+    than three bytes: for byte 0, 1 and 2 of a pattern, a low-nibble and a high-nibble table of 16
+    bucket masks. A position passes when, for each of the three bytes there, both nibbles' masks
+    share the bucket of one pattern; every position a pattern starts at passes. Patterns are
+    sorted into 8 buckets by their first bytes, so that a bucket's nibble sets stay small."""
+    if not patterns or any(len(p) < 3 for p in patterns):
+        return b""
+    heads = sorted({p[:3] for p in patterns})
+    masks = bytearray(96)
+    for i, head in enumerate(heads):
+        bit = 1 << (i * 8 // len(heads))
+        for k in range(3):
+            masks[32 * k + (head[k] & 15)] |= bit
+            masks[32 * k + 16 + (head[k] >> 4)] |= bit
+    return bytes(masks)
+
+
 @functools.lru_cache(maxsize=16)
-def _automaton(markers: tuple[str, ...]) -> tuple[bytes, bytes, bytes, int]:
-    """(byte classes, transition table, accepting states, number of classes) of the Aho-Corasick
-    DFA of ``markers`` (UTF-8), in the layout ``diagnostics._scan.lines`` reads."""
+def _automaton(markers: tuple[str, ...]) -> tuple[bytes, bytes, bytes, int, bytes, bytes]:
+    """(byte classes, transition table, accepting states, number of classes, start pairs, teddy
+    masks) of the Aho-Corasick DFA of ``markers`` (UTF-8), in the layout ``diagnostics._scan`` reads."""
     patterns = [m.encode() for m in dict.fromkeys(markers) if m]
     if any(b"\n" in p for p in patterns):
         raise ValueError("a marker cannot hold a newline")
@@ -117,7 +148,7 @@ def _automaton(markers: tuple[str, ...]) -> tuple[bytes, bytes, bytes, int]:
             fail[s] = table[f * width + c]
             table[row + c] = s
             queue.append(s)
-    return bytes(classes), table.tobytes(), bytes(accept), width
+    return bytes(classes), table.tobytes(), bytes(accept), width, start_pairs(patterns), teddy_masks(patterns)
 
 
 class MarkerScanner:

@@ -30,7 +30,20 @@ def _plain(lines: list[str], markers: tuple[str, ...]) -> list[int]:
 def _implementations(markers: tuple[str, ...]) -> dict[str, object]:
     out: dict[str, object] = {"find": lambda lines: find_lines("\n".join(lines), markers)}
     if scan_module.NATIVE:
+        from diagnostics._scan import chunk, lines
+
+        automaton = scan_module._automaton(markers)
+        no_teddy = (*automaton[:5], b"")
+
+        def by_chunk(block: list[str], simd: bool) -> list[int]:
+            data = "\n".join(block).encode("utf-8", "surrogatepass")
+            items, _ = chunk(data, *automaton, (), 1, 0, 1 << 30, lambda *t: None, simd)
+            return [item[0] - 1 for item in items]
+
         out["native"] = MarkerScanner(markers).lines
+        out["native, one position at a time"] = lambda block: lines("\n".join(block), *no_teddy)
+        out["chunk"] = lambda block: by_chunk(block, True)
+        out["chunk, one position at a time"] = lambda block: by_chunk(block, False)
     return out
 
 
@@ -44,6 +57,26 @@ def test_random_blocks_give_the_lines_a_plain_search_gives(name: str) -> None:
     impls = _implementations(markers)
     for _ in range(3000):
         lines = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 4))) for _ in range(rng.randint(0, 9))]
+        expected = _plain(lines, markers)
+        for label, impl in impls.items():
+            assert impl(lines) == expected, (label, lines)  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("name", list(MARKER_SETS))
+def test_long_blocks_give_the_lines_a_plain_search_gives(name: str) -> None:
+    """Blocks long enough for the 16-position prefilter, markers at every alignment."""
+    markers = MARKER_SETS[name]
+    rng = random.Random(11)
+    noise = ["[cosmos] 2025-06-09 12:00:00,000 - cosmos - DEBUG - [Rollout main_loop 1.0s] rank=0", "INFO - [Ro",
+             "x" * 17, "CRITICA", "é日本", "\r", "Tra", "[Alpam"]
+    impls = _implementations(markers)
+    for _ in range(300):
+        lines = []
+        for _ in range(rng.randint(1, 60)):
+            parts = [rng.choice(noise)[: rng.randint(0, 40)] for _ in range(rng.randint(0, 3))]
+            if rng.random() < 0.2:
+                parts.insert(rng.randint(0, len(parts)), rng.choice(markers))
+            lines.append("".join(parts))
         expected = _plain(lines, markers)
         for label, impl in impls.items():
             assert impl(lines) == expected, (label, lines)  # type: ignore[operator]
@@ -86,13 +119,13 @@ def test_a_corrupt_automaton_is_refused_not_read_past() -> None:
         pytest.skip("the C scanner is not built in this install")
     from diagnostics._scan import lines as native_lines
 
-    classes, table, accept, width = scan_module._automaton(("ab",))
+    classes, table, accept, width, pairs, teddy = scan_module._automaton(("abc",))
     bad = bytes([0xFF, 0xFF]) * (len(table) // 2)  # every next state out of range
     with pytest.raises(ValueError, match="out of range"):
-        native_lines("xaby", classes, bad, accept, width)
+        native_lines("xabcy", classes, bad, accept, width, pairs, teddy)
     with pytest.raises(ValueError, match="inconsistent"):
-        native_lines("xaby", classes[:10], table, accept, width)
+        native_lines("xabcy", classes[:10], table, accept, width, pairs, teddy)
     with pytest.raises(ValueError, match="inconsistent"):
-        native_lines("xaby", classes, b"", b"", width)  # no state at all
+        native_lines("xabcy", classes, b"", b"", width, pairs, teddy)  # no state at all
     with pytest.raises(ValueError, match="byte class out of range"):
-        native_lines("xaby", bytes([255]) * 256, table, accept, width)
+        native_lines("xabcy", bytes([255]) * 256, table, accept, width, pairs, teddy)
