@@ -378,6 +378,7 @@ done:
  *   \x07  [!-~]{1,63}, then a space or the end -> str
  *   \x08  YYYY-mm-dd HH:MM:SS                 the line's time (no field)
  *   \x09  the end, or a space and the rest of the line without \r (no field)
+ *   \x0a  -?[0-9]{1,30}(\.[0-9]{1,30})?([eE][+-]?[0-9]{1,4})? -> float
  * A template starting with '[' is matched right after the optional torchrun prefix (it must hold
  * \x08); any other after the cosmos prefix, whose time the line then has.
  * The whole line must match: nothing before the optional torchrun ``[name<N>]:`` prefix, nothing
@@ -385,7 +386,7 @@ done:
  * template can only ever decide *how fast* a line is read, never *whether*.
  */
 
-#define MAX_FIELDS 8
+#define MAX_FIELDS 20
 
 typedef struct {
     Py_ssize_t start, end;   /* the line [start, end) in the block, end cut at max_line */
@@ -426,6 +427,35 @@ run_digits(const unsigned char *p, Py_ssize_t i, Py_ssize_t end, Py_ssize_t most
     while (j < end && j - i <= most && p[j] >= '0' && p[j] <= '9')
         j++;
     return (j - i > most) ? -1 : j - i;
+}
+
+/* The end of the decimal number at p[j] ([0-9]+(\.[0-9]+)?, each run at most 30 digits; with
+ * `extended`, a leading '-' and an exponent [eE][+-]?[0-9]{1,4} are allowed), or -1. */
+static Py_ssize_t
+read_decimal(const unsigned char *p, Py_ssize_t j, Py_ssize_t le, int extended)
+{
+    if (extended && j < le && p[j] == '-')
+        j++;
+    Py_ssize_t n = run_digits(p, j, le, 30);
+    if (n <= 0)
+        return -1;
+    j += n;
+    if (j < le && p[j] == '.') {
+        n = run_digits(p, j + 1, le, 30);
+        if (n <= 0)
+            return -1;
+        j += 1 + n;
+    }
+    if (extended && j < le && (p[j] == 'e' || p[j] == 'E')) {
+        Py_ssize_t x = j + 1;
+        if (x < le && (p[x] == '+' || p[x] == '-'))
+            x++;
+        n = run_digits(p, x, le, 4);
+        if (n <= 0)
+            return -1;
+        j = x + n;
+    }
+    return j;
 }
 
 /* "YYYY-mm-dd HH:MM:SS" at s (n bytes available): fills t[0..5] and returns 1 if a real time
@@ -485,9 +515,9 @@ match_templates(const unsigned char *p, Py_ssize_t ls, Py_ssize_t le, const unsi
         }
         while (k < tn && ok) {
             unsigned char c = tp[k];
-            if (c > 9) {  /* a run of literal bytes */
+            if (c > 10) {  /* a run of literal bytes */
                 Py_ssize_t run = k;
-                while (run < tn && tp[run] > 9)
+                while (run < tn && tp[run] > 10)
                     run++;
                 if (le - j < run - k || memcmp(p + j, tp + k, (size_t)(run - k)) != 0) {
                     ok = 0;
@@ -546,16 +576,9 @@ match_templates(const unsigned char *p, Py_ssize_t ls, Py_ssize_t le, const unsi
                 j += n > 0 ? n : 0;
                 break;
             case 2:
-                n = run_digits(p, j, le, 30);
-                ok = n > 0;
-                if (!ok)
-                    break;
-                j += n;
-                if (j < le && p[j] == '.') {
-                    n = run_digits(p, j + 1, le, 30);
-                    ok = n > 0;
-                    j += 1 + (n > 0 ? n : 0);
-                }
+            case 10:  /* a decimal; \x0a: signed, maybe with an exponent */
+                j = read_decimal(p, j, le, c == 10);
+                ok = j >= 0;
                 break;
             case 6:  /* an ASCII word */
                 while (j < le && j - f0 < 64 && ((p[j] >= 'a' && p[j] <= 'z') || (p[j] >= 'A' && p[j] <= 'Z')
@@ -597,8 +620,12 @@ field_value(const unsigned char *p, const Hit *h, int f)
 {
     const char *s = (const char *)p + h->fstart[f];
     Py_ssize_t n = h->fend[f] - h->fstart[f];
-    if (h->codes[f] == 2) {
-        char tmp[64];
+    if (h->codes[f] == 2 || h->codes[f] == 10) {
+        char tmp[128];  /* the grammars above allow 68 bytes at most */
+        if (n >= (Py_ssize_t)sizeof tmp) {
+            PyErr_SetString(PyExc_ValueError, "number too long");
+            return NULL;
+        }
         memcpy(tmp, s, (size_t)n);
         tmp[n] = 0;
         double v = PyOS_string_to_double(tmp, NULL, NULL);

@@ -120,8 +120,9 @@ class _RunTaker:
     def take(self, run: list[Any]) -> None:
         """One run: bulk records (tuples) and, between them, events of other classes."""
         store, facts, metrics, head, b = self.store, self.facts, self.metrics, self.head, self.kinds
-        stat, stat_old, stale = b.STAT, b.STAT_OLD, b.STALENESS
+        stat, stat_old, stale, step_kind = b.STAT, b.STAT_OLD, b.STALENESS, b.STEP
         families: dict[int, tuple[list[tuple[Any, ...]], list[Any]]] = {}
+        new_steps: list[tuple[Any, ...]] = []
         pending: list[int] = []  # the window's part of the records since the last event
         staleness: list[tuple[Any, ...]] = []
         step = metrics.step
@@ -136,6 +137,13 @@ class _RunTaker:
                 continue
             n += 1
             kind = item[0]
+            if kind == step_kind:  # a step closes the window, as an event does, and moves the step
+                if pending or staleness:
+                    metrics.window_segment(pending, staleness)
+                    pending, staleness = [], []
+                if metrics.step_record(item, (*head, item)):
+                    new_steps.append(item)
+                step = metrics.step
             slot = families.get(_FAMILY[kind])
             if slot is None:
                 slot = families[_FAMILY[kind]] = ([], [])
@@ -203,6 +211,11 @@ class _RunTaker:
             elif family == stale:
                 store.staleness.extend_pending(head, recs)
                 metrics.stalenesses(recs, at)
+            elif family == step_kind:
+                store.steps.extend_pending(head, recs)
+                self._mark("step", recs)
+                if new_steps:
+                    metrics.step_series(new_steps)
             else:  # Bulk.DYNAMIC_OUTDATED
                 store.dynamic_sampling.extend_pending(head, recs)
                 metrics.dynamic_counts({"outdated": sum(r[5] for r in recs)})

@@ -191,13 +191,36 @@ LOSS_ZERO = 5e-6
 ADVANTAGE_STD_ZERO = 1e-6
 
 
-@dataclass(slots=True)
 class Streak:
-    """A run of consecutive steps that share a property (used for group collapse)."""
+    """A run of consecutive steps that share a property (used for group collapse): its length and
+    its first and last event (a ``Pending`` from the native reader is built when read)."""
 
-    length: int = 0
-    start: Event | None = None
-    end: Event | None = None
+    __slots__ = ("_end", "_start", "length")
+
+    def __init__(self, length: int = 0, start: Any = None, end: Any = None) -> None:
+        self.length, self._start, self._end = length, start, end
+
+    @property
+    def start(self) -> Event | None:
+        if self._start.__class__ is tuple:
+            self._start = _build(self._start)
+        return self._start
+
+    @property
+    def end(self) -> Event | None:
+        if self._end.__class__ is tuple:
+            self._end = _build(self._end)
+        return self._end
+
+    @end.setter
+    def end(self, event: Any) -> None:
+        self._end = event
+
+
+def _build(pending: tuple[Any, ...]) -> Event:
+    from diagnostics.detectors._store import build_pending
+
+    return build_pending(pending)
 
 
 class StreakTracker:
@@ -209,7 +232,7 @@ class StreakTracker:
         self.total = 0
         self.last_step: int | None = None
 
-    def observe(self, step: int, hit: bool, event: Event) -> None:
+    def observe(self, step: int, hit: bool, event: Any) -> None:
         if self.last_step is not None and step <= self.last_step:
             return  # the same step reported again (several controllers, a re-read)
         self.last_step = step
@@ -222,7 +245,7 @@ class StreakTracker:
         self.current.length += 1
         self.current.end = event
         if self.current.length > self.longest.length:
-            self.longest = Streak(self.current.length, self.current.start, self.current.end)
+            self.longest = Streak(self.current.length, self.current._start, self.current._end)
 
 
 @dataclass(slots=True)
@@ -452,28 +475,34 @@ class Metrics:
         s = float(event.step)
         self._put("step", event.step, ts, s)
         self._put("total_steps", event.total, ts, s)
-        for name in (
-            "reward_mean",
-            "reward_std",
-            "reward_max",
-            "reward_min",
-            "loss_avg",
-            "loss_max",
-            "learning_rate",
-            "grad_norm",
-            "entropy",
-            "kl_loss_avg",
-        ):
+        for name in _STEP_SERIES:
             self._put(name, getattr(event, name), ts, s)
         self._put("iteration_time_s", event.iteration_time_s, ts, s)
-        std_zero = finite(event.reward_std) and abs(event.reward_std or 0.0) < REWARD_STD_ZERO
-        no_gradient = (
-            finite(event.loss_avg)
-            and finite(event.grad_norm)
-            and abs(event.loss_avg or 0.0) < LOSS_ZERO
-            and abs(event.grad_norm or 0.0) < LOSS_ZERO
-        )
-        self.collapse_steps.observe(event.step, bool(std_zero or no_gradient), event)
+        self._observe_collapse(event.step, event.reward_std, event.loss_avg, event.grad_norm, event)
+
+    def _observe_collapse(self, step: int, reward_std: float | None, loss: float | None, grad: float | None,
+                          event: Any) -> None:
+        std_zero = finite(reward_std) and abs(reward_std or 0.0) < REWARD_STD_ZERO
+        no_gradient = finite(loss) and finite(grad) and abs(loss or 0.0) < LOSS_ZERO and abs(grad or 0.0) < LOSS_ZERO
+        self.collapse_steps.observe(step, bool(std_zero or no_gradient), event)
+
+    def step_record(self, rec: tuple[Any, ...], pending: tuple[Any, ...]) -> bool:
+        """What ``_step`` does at once for a ``Step`` record (``_bulk.Bulk.STEP``); True when a new
+        step, whose series points ``step_series`` then adds."""
+        self.step_lines += 1
+        if not self._note_step(rec[5], rec[6], rec[3]):
+            return False
+        self._observe_collapse(rec[5], rec[8], rec[13], rec[18], pending)
+        return True
+
+    def step_series(self, recs: list[tuple[Any, ...]]) -> None:
+        """The series points of new-step records, in columns (``_step``'s, each at its own step)."""
+        times = [r[3] for r in recs]
+        steps = [float(r[5]) for r in recs]
+        self._put_many("step", [r[5] for r in recs], times, steps)
+        self._put_many("total_steps", [r[6] for r in recs], times, steps)
+        for name, index in _STEP_RECORD_FIELDS:
+            self._put_many(name, [r[index] for r in recs], times, steps)
 
     _REPORT_KEYS: tuple[tuple[str, str], ...] = (
         ("train/traj_L2", "traj_l2"),
@@ -620,6 +649,13 @@ class Metrics:
             out["rollout_failed"] = self.rollout_failed
         return out
 
+
+_STEP_SERIES = ("reward_mean", "reward_std", "reward_max", "reward_min", "loss_avg", "loss_max", "learning_rate",
+                "grad_norm", "entropy", "kl_loss_avg")
+# Where a Step record (diagnostics.parsing._bulk: step, total, then the Step line's 15 numbers in order)
+# holds each of _STEP_SERIES, then the iteration time.
+_STEP_RECORD_FIELDS = tuple(zip((*_STEP_SERIES, "iteration_time_s"), (7, 8, 9, 10, 13, 14, 15, 18, 16, 19, 21),
+                                strict=True))
 
 # ``Metrics.add`` dispatches on the event's class: the first of these it is an instance of (a dict
 # lookup per event instead of a chain of isinstance checks; subclasses are resolved once, the same way).

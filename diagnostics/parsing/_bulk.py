@@ -56,13 +56,15 @@ class Bulk(enum.IntEnum):
     RECV_DONE = 5
     DYNAMIC_OUTDATED = 6
     PREFETCH = 7
+    STEP = 8
 
 
 # Level and message of a cosmos line (or, starting with '[', a line after its torchrun prefix), with the
 # field codes of diagnostics/_scan.c: \x01 digits -> int, \x02 decimal -> float, \x03 signed digits -> int,
 # \x04 digits or None, \x05 int without a leading zero, \x06 word -> str, \x07 token -> str, \x08 the
-# time, \x09 the rest of the line. The shapes are the ones the recorded runs print (cosmos-rl.md §4.3, §4.4, §5.2,
-# §6.2, §6.3); each is checked against its rule in ``_rules`` by the tests.
+# time, \x09 the rest of the line, \x0a signed decimal with an optional exponent -> float. The shapes are
+# the ones the recorded runs print (cosmos-rl.md §4.3-§4.5, §5.2, §6.2, §6.3; alpamayo-recipe.md §9.3);
+# tests/parsing/test_bulk.py holds each to its rule in ``_rules``.
 TEMPLATES: dict[Bulk, bytes] = {
     Bulk.STAT: b"INFO - [Controller] Stat: \x01 samples, \x01 completion tokens, \x01 pending rollouts, "
                b"\x01 in-flight, \x01 filtered (outdated), \x02s elapsed",
@@ -83,6 +85,11 @@ TEMPLATES: dict[Bulk, bytes] = {
     # The recipe's prefetch server (alpamayo-recipe.md §9.3): level, pid, event name; the k=v rest is
     # only read if the event is quoted.
     Bulk.PREFETCH: b"[AlpamayoPrefetch][\x06] \x08 pid=\x01 \x07\x09",
+    # The GRPO Step line of status.py (cosmos-rl.md §4.4): step/total, then 15 numbers.
+    Bulk.STEP: b"INFO - Step: \x01/\x01, Reward Mean: \x0a, Reward Std: \x0a, Reward Max: \x0a, Reward Min: \x0a, "
+               b"Completion Length Mean: \x0a, Completion Length Max: \x0a, Average loss: \x0a, Max loss: \x0a, "
+               b"Learning rate: \x0a, Entropy: \x0a, Effective Entropy: \x0a, Grad Norm: \x0a, KL Loss Avg: \x0a, "
+               b"KL Loss Max: \x0a, Iteration time: \x0as.",
 }
 _TEMPLATE_TUPLE = tuple(TEMPLATES[b] for b in Bulk)
 

@@ -31,7 +31,17 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from diagnostics.events import DynamicSampling, Event, Prefetch, PromptRejected, Source, Staleness, Stat, WeightSync
+from diagnostics.events import (
+    DynamicSampling,
+    Event,
+    Prefetch,
+    PromptRejected,
+    Source,
+    Staleness,
+    Stat,
+    Step,
+    WeightSync,
+)
 from diagnostics.parsing._lines import MAX_LINE_BYTES, decode, iter_lines, segments
 from diagnostics.parsing._markers import markers_for
 from diagnostics.parsing._parser import GROUP_STARTS, Key, LineParser
@@ -298,7 +308,7 @@ def _read_group(path: Path, source: Source, mtime: float, offset: int, start: Ke
 # Events whose class a bulk record also stands for: they share its store, marks and series, so a run of
 # records is handed on before one of them. Every other event joins the run, in its place (the Collector
 # takes the run's events in order, and each record with the step and window it came in).
-_RECORD_CLASSES = (Stat, Staleness, PromptRejected, WeightSync, DynamicSampling, Prefetch)
+_RECORD_CLASSES = (Stat, Staleness, PromptRejected, WeightSync, DynamicSampling, Prefetch, Step)
 
 
 def _events(blocks: Iterable[Sequence[Sequence[Any]]], path: Path, source: Source, mtime: float) -> Iterator[Any]:

@@ -23,7 +23,7 @@ import pytest
 
 from diagnostics.detectors._store import EventStore, FileFacts, Retained
 from diagnostics.engine import Collector, _read_into, check
-from diagnostics.metrics import Metrics, Series, StepWindow, StreakTracker
+from diagnostics.metrics import Metrics, Series, StepWindow, Streak, StreakTracker
 from diagnostics.parsing import _bulk, _prefilter, discover, read_run
 from diagnostics.parsing._layout import RunLayout
 
@@ -51,6 +51,8 @@ def state(value: Any) -> Any:
         out = {f.name: state(getattr(value, f.name)) for f in fields(value) if f.name != "last_item"}
         out["last_event"] = repr(value.last_event)
         return out
+    if isinstance(value, Streak):
+        return ("streak", value.length, repr(value.start), repr(value.end))
     if isinstance(value, Series):
         return ("series", value.seen, value.stride, [state(p) for p in value.points()])
     if isinstance(value, (EventStore, Metrics, StreakTracker)):

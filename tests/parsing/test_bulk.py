@@ -22,7 +22,18 @@ from parsing_helpers import cosmos
 from test_failure_lines import tb
 
 from diagnostics.detectors._store import build_pending
-from diagnostics.events import Event, Prefetch, PromptRejected, Role, Source, Staleness, Stat, SyncPhase, WeightSync
+from diagnostics.events import (
+    Event,
+    Prefetch,
+    PromptRejected,
+    Role,
+    Source,
+    Staleness,
+    Stat,
+    Step,
+    SyncPhase,
+    WeightSync,
+)
 from diagnostics.metrics import epoch
 from diagnostics.parsing import GATED_MARKERS, LineParser, _bulk, _lines, _prefilter, read_run
 from diagnostics.parsing._layout import RunLayout
@@ -59,6 +70,19 @@ def _signed(rng: random.Random) -> str:
     return rng.choice(["-3", "0", "4", str(rng.randint(-99, 99))])
 
 
+STEP_NAMES = ("Reward Mean", "Reward Std", "Reward Max", "Reward Min", "Completion Length Mean",
+              "Completion Length Max", "Average loss", "Max loss", "Learning rate", "Entropy", "Effective Entropy",
+              "Grad Norm", "KL Loss Avg", "KL Loss Max")
+STEP_FIELDS = ("reward_mean", "reward_std", "reward_max", "reward_min", "completion_length_mean",
+               "completion_length_max", "loss_avg", "loss_max", "learning_rate", "entropy", "effective_entropy",
+               "grad_norm", "kl_loss_avg", "kl_loss_max", "iteration_time_s")
+
+
+def _float(rng: random.Random) -> str:
+    return rng.choice(["-0.2500", "0.1100", "0.0000", "-1.0000", "2.00000e-06", "1E+3", "7", "-3.5e-12", "0.00000",
+                       f"{rng.uniform(-9, 9):.5f}", f"{rng.uniform(0, 1e-4):.5e}"])
+
+
 MESSAGES = {
     B.STAT: lambda r: (f"[Controller] Stat: {_num(r)} samples, {_num(r)} completion tokens, {_num(r)} pending "
                        f"rollouts, {_num(r)} in-flight, {_num(r)} filtered (outdated), {_dec(r)}s elapsed", "INFO"),
@@ -80,6 +104,8 @@ MESSAGES = {
                             "transferred.", "INFO"),
     B.DYNAMIC_OUTDATED: lambda r: (f"Dynamic sampling rewards distribution so far: {{'outdated': {_num(r)}}}.",
                                    "INFO"),
+    B.STEP: lambda r: (f"Step: {_num(r)}/{_num(r)}, " + ", ".join(f"{name}: {_float(r)}" for name in STEP_NAMES)
+                       + f", Iteration time: {_float(r)}s.", "INFO"),
 }
 
 
@@ -115,6 +141,11 @@ DAMAGE = [
     lambda s: s.replace(" pid=", " pid=-", 1),
     lambda s: s.replace("] 20", "] 19", 1),  # a year the C side leaves to Python
     lambda s: s.replace("'outdated': ", "'outdated': 0", 1),
+    lambda s: s.replace(": -", ": +", 1),
+    lambda s: s.replace("e-", "e-00001", 1),
+    lambda s: s.replace(", Entropy", ",  Entropy", 1),
+    lambda s: s.replace("Iteration time: ", "Iteration time: nan", 1),
+    lambda s: s.replace("s.", ".", 1),
 ]
 
 
@@ -133,6 +164,8 @@ def _fields(kind: B, event: Event) -> tuple[Any, ...]:
         return (event.step, event.seconds, event.megabytes)
     if isinstance(event, Prefetch):
         return (event.prefetch_level, event.pid, event.event)
+    if isinstance(event, Step):
+        return (event.step, event.total, *(getattr(event, name) for name in STEP_FIELDS))
     return (dict(event.counts),)  # type: ignore[attr-defined]
 
 
