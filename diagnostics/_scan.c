@@ -379,6 +379,7 @@ done:
  *   \x08  YYYY-mm-dd HH:MM:SS                 the line's time (no field)
  *   \x09  the end, or a space and the rest of the line without \r (no field)
  *   \x0a  -?[0-9]{1,30}(\.[0-9]{1,30})?([eE][+-]?[0-9]{1,4})? -> float
+ *   \x0b  `key: value, ...` pairs to the end of the line, every value a \x0a number -> dict
  * A template starting with '[' is matched right after the optional torchrun prefix (it must hold
  * \x08); any other after the cosmos prefix, whose time the line then has.
  * The whole line must match: nothing before the optional torchrun ``[name<N>]:`` prefix, nothing
@@ -458,6 +459,91 @@ read_decimal(const unsigned char *p, Py_ssize_t j, Py_ssize_t le, int extended)
     return j;
 }
 
+/* `k: v, k2: v2` as diagnostics/parsing/_rules.py's parse_report_pairs reads it: keys where
+ * (?:^|, )([A-Za-z0-9_./-]+):  matches, scanning left to right as re.finditer does; a value is
+ * the text up to the next key's ", ", without its spaces. Every value must be a number in the
+ * grammar of \x0a (what float() reads the same way), else -1 (the line goes the Python way).
+ * With `dict`, the pairs go into it as str -> float; returns the number of pairs, -2 on error. */
+static int
+is_key_char(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.'
+           || c == '/' || c == '-';
+}
+
+static Py_ssize_t
+key_at(const unsigned char *t, Py_ssize_t pos, Py_ssize_t n, int head, Py_ssize_t *ks, Py_ssize_t *ke)
+{
+    Py_ssize_t k = head ? pos : pos + 2;
+    if (!head && !(pos + 1 < n && t[pos] == ',' && t[pos + 1] == ' '))
+        return -1;
+    Py_ssize_t e = k;
+    while (e < n && is_key_char(t[e]))
+        e++;
+    if (e == k || e + 1 >= n || t[e] != ':' || t[e + 1] != ' ')
+        return -1;
+    *ks = k;
+    *ke = e;
+    return e + 2;
+}
+
+static Py_ssize_t read_decimal(const unsigned char *p, Py_ssize_t j, Py_ssize_t le, int extended);
+
+static int
+report_pairs(const unsigned char *t, Py_ssize_t n, PyObject *dict)
+{
+    Py_ssize_t pos = 0, ks = 0, ke = 0, vs = -1, pks = 0, pke = 0;
+    int count = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (t[k] == '\r' || t[k] >= 0x80)
+            return -1;
+    }
+    for (;;) {
+        Py_ssize_t end = -1, start = pos;
+        while (start < n) {
+            end = start == 0 ? key_at(t, 0, n, 1, &ks, &ke) : -1;
+            if (end < 0)
+                end = key_at(t, start, n, 0, &ks, &ke);
+            if (end >= 0)
+                break;
+            start++;
+        }
+        if (vs >= 0) {  /* the previous key's value: up to this match (or the end), without spaces */
+            Py_ssize_t a = vs, b = end >= 0 ? start : n;
+            while (a < b && (t[a] == ' ' || t[a] == '\t' || t[a] == '\n' || t[a] == '\v' || t[a] == '\f'))
+                a++;
+            while (b > a && (t[b - 1] == ' ' || t[b - 1] == '\t' || t[b - 1] == '\v' || t[b - 1] == '\f'))
+                b--;
+            if (b == a || read_decimal(t, a, b, 1) != b || b - a >= 100)
+                return -1;
+            if (dict != NULL) {
+                char tmp[128];
+                memcpy(tmp, t + a, (size_t)(b - a));
+                tmp[b - a] = 0;
+                double v = PyOS_string_to_double(tmp, NULL, NULL);
+                if (v == -1.0 && PyErr_Occurred())
+                    return -2;
+                PyObject *key = PyUnicode_DecodeASCII((const char *)t + pks, pke - pks, "strict");
+                PyObject *val = key == NULL ? NULL : PyFloat_FromDouble(v);
+                if (val == NULL || PyDict_SetItem(dict, key, val) < 0) {
+                    Py_XDECREF(key);
+                    Py_XDECREF(val);
+                    return -2;
+                }
+                Py_DECREF(key);
+                Py_DECREF(val);
+            }
+            count++;
+        }
+        if (end < 0)
+            return count;
+        vs = end;
+        pks = ks;
+        pke = ke;
+        pos = end;
+    }
+}
+
 /* "YYYY-mm-dd HH:MM:SS" at s (n bytes available): fills t[0..5] and returns 1 if a real time
  * (years 1971-2999: anything else goes the Python way). */
 static int
@@ -515,9 +601,9 @@ match_templates(const unsigned char *p, Py_ssize_t ls, Py_ssize_t le, const unsi
         }
         while (k < tn && ok) {
             unsigned char c = tp[k];
-            if (c > 10) {  /* a run of literal bytes */
+            if (c > 11) {  /* a run of literal bytes */
                 Py_ssize_t run = k;
-                while (run < tn && tp[run] > 10)
+                while (run < tn && tp[run] > 11)
                     run++;
                 if (le - j < run - k || memcmp(p + j, tp + k, (size_t)(run - k)) != 0) {
                     ok = 0;
@@ -580,6 +666,10 @@ match_templates(const unsigned char *p, Py_ssize_t ls, Py_ssize_t le, const unsi
                 j = read_decimal(p, j, le, c == 10);
                 ok = j >= 0;
                 break;
+            case 11:  /* report pairs to the end of the line */
+                ok = report_pairs(p + j, le - j, NULL) >= 0;
+                j = le;
+                break;
             case 6:  /* an ASCII word */
                 while (j < le && j - f0 < 64 && ((p[j] >= 'a' && p[j] <= 'z') || (p[j] >= 'A' && p[j] <= 'Z')
                                                  || (p[j] >= '0' && p[j] <= '9') || p[j] == '_'))
@@ -637,6 +727,16 @@ field_value(const unsigned char *p, const Hit *h, int f)
         Py_RETURN_NONE;
     if (h->codes[f] == 6 || h->codes[f] == 7)
         return PyUnicode_DecodeASCII(s, n, "strict");
+    if (h->codes[f] == 11) {
+        PyObject *dict = PyDict_New();
+        if (dict != NULL && report_pairs((const unsigned char *)s, n, dict) < 0) {
+            Py_DECREF(dict);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "report pairs changed between passes");
+            return NULL;
+        }
+        return dict;
+    }
     long long v = 0;
     int neg = 0;
     for (Py_ssize_t k = 0; k < n; k++) {

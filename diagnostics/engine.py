@@ -120,7 +120,7 @@ class _RunTaker:
     def take(self, run: list[Any]) -> None:
         """One run: bulk records (tuples) and, between them, events of other classes."""
         store, facts, metrics, head, b = self.store, self.facts, self.metrics, self.head, self.kinds
-        stat, stat_old, stale, step_kind = b.STAT, b.STAT_OLD, b.STALENESS, b.STEP
+        stat, stat_old, stale, step_kind, report = b.STAT, b.STAT_OLD, b.STALENESS, b.STEP, b.TRAIN_REPORT
         families: dict[int, tuple[list[tuple[Any, ...]], list[Any]]] = {}
         new_steps: list[tuple[Any, ...]] = []
         pending: list[int] = []  # the window's part of the records since the last event
@@ -137,11 +137,13 @@ class _RunTaker:
                 continue
             n += 1
             kind = item[0]
-            if kind == step_kind:  # a step closes the window, as an event does, and moves the step
+            if kind in (step_kind, report):  # may close the window and move the step, in place
                 if pending or staleness:
                     metrics.window_segment(pending, staleness)
                     pending, staleness = [], []
-                if metrics.step_record(item, (*head, item)):
+                if kind == report:
+                    metrics.train_report(item[6], item[3], (*head, item))
+                elif metrics.step_record(item, (*head, item)):
                     new_steps.append(item)
                 step = metrics.step
             slot = families.get(_FAMILY[kind])
@@ -211,6 +213,9 @@ class _RunTaker:
             elif family == stale:
                 store.staleness.extend_pending(head, recs)
                 metrics.stalenesses(recs, at)
+            elif family == report:
+                store.train_reports.extend_pending(head, recs)
+                self._mark("train_report", recs)
             elif family == step_kind:
                 store.steps.extend_pending(head, recs)
                 self._mark("step", recs)

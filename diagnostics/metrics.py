@@ -526,8 +526,12 @@ class Metrics:
     )
 
     def _train_report(self, event: TrainReport, ts: float | None) -> None:
+        self.train_report(event.metrics, ts, event)
+
+    def train_report(self, m: Mapping[str, Any], ts: float | None, event: Any) -> None:
+        """A ``Train report`` line's numbers (``_train_report``; also the native reader's records,
+        ``event`` then the ``Pending`` kept for the collapse streak)."""
         self.train_reports += 1
-        m = event.metrics
 
         def num(key: str) -> float | None:
             value = m.get(key)
@@ -535,7 +539,9 @@ class Metrics:
 
         step_value = num("train_step")
         total_value = num("train/total_steps")
-        step = int(step_value) if step_value is not None else None
+        step = int(step_value) if step_value is not None and finite(step_value) else None
+        if total_value is not None and not finite(total_value):
+            total_value = None
         for key, name in self._REPORT_KEYS:
             self._put(name, num(key), ts, step_value)
         if step is None:

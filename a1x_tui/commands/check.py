@@ -8,6 +8,7 @@ stdout carries only the report (text, or ``--format json``: the ``Report`` model
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -68,6 +69,15 @@ def _emit(text: str) -> None:
     sys.stdout.flush()
 
 
+def _start_reading(path: str, run: str | None) -> None:
+    """Let the native reader's threads scan the run while the detectors and report models import."""
+    from diagnostics.parsing import LayoutError, _bulk, discover
+
+    if _bulk.available():
+        with contextlib.suppress(LayoutError, OSError):  # check() says what is wrong with the path
+            _bulk.prefetch(discover(Path(path), run).files)
+
+
 def run(args: argparse.Namespace) -> int:
     from diagnostics.findings import report_json_schema
 
@@ -85,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
         except KeyError:
             print(f"a1x-tui --check: no example {args.example!r} (available: {', '.join(names)})", file=sys.stderr)
             return 3
+    if path is not None:
+        _start_reading(path, args.run)
     from diagnostics.engine import check
     from diagnostics.report import render, unknown_report
 

@@ -12,7 +12,8 @@ to the last byte, goes the Python way (``tests/parsing/test_bulk.py`` holds the 
 template to the event the parser builds from the same line).
 
 Files are read in ``CHUNK_BYTES`` blocks by a few threads ahead of the parser (the C scan runs
-without the GIL), at most ``AHEAD_CHUNKS`` blocks' results waiting per file.
+without the GIL), at most ``AHEAD_CHUNKS`` blocks' results waiting per file; ``prefetch`` starts them
+before the caller's slower imports.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import os
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,7 @@ except ImportError:  # pragma: no cover - depends on the install
 CHUNK_BYTES = 4 << 20
 AHEAD_CHUNKS = 8
 WORKERS = int(os.environ.get("A1X_SCAN_WORKERS") or max(1, min(8, os.cpu_count() or 2)))
+AHEAD_FILES = 4 * WORKERS  # files scanned (or being scanned) that the parser has not read to their end
 
 
 class Bulk(enum.IntEnum):
@@ -57,12 +58,14 @@ class Bulk(enum.IntEnum):
     DYNAMIC_OUTDATED = 6
     PREFETCH = 7
     STEP = 8
+    TRAIN_REPORT = 9
 
 
 # Level and message of a cosmos line (or, starting with '[', a line after its torchrun prefix), with the
 # field codes of diagnostics/_scan.c: \x01 digits -> int, \x02 decimal -> float, \x03 signed digits -> int,
 # \x04 digits or None, \x05 int without a leading zero, \x06 word -> str, \x07 token -> str, \x08 the
-# time, \x09 the rest of the line, \x0a signed decimal with an optional exponent -> float. The shapes are
+# time, \x09 the rest of the line, \x0a signed decimal with an optional exponent -> float, \x0b the rest
+# as `key: number` pairs -> dict. The shapes are
 # the ones the recorded runs print (cosmos-rl.md §4.3-§4.5, §5.2, §6.2, §6.3; alpamayo-recipe.md §9.3);
 # tests/parsing/test_bulk.py holds each to its rule in ``_rules``.
 TEMPLATES: dict[Bulk, bytes] = {
@@ -90,6 +93,8 @@ TEMPLATES: dict[Bulk, bytes] = {
                b"Completion Length Mean: \x0a, Completion Length Max: \x0a, Average loss: \x0a, Max loss: \x0a, "
                b"Learning rate: \x0a, Entropy: \x0a, Effective Entropy: \x0a, Grad Norm: \x0a, KL Loss Avg: \x0a, "
                b"KL Loss Max: \x0a, Iteration time: \x0as.",
+    # The controller's per-step report (cosmos-rl.md §4.5): rollouts, then every `key: number` pair.
+    Bulk.TRAIN_REPORT: b"INFO - [Controller] Train report data from total \x01 rollouts: \x0b",
 }
 _TEMPLATE_TUPLE = tuple(TEMPLATES[b] for b in Bulk)
 
@@ -188,24 +193,73 @@ def scan_file(path: Path, source: Source) -> Iterator[list[Any]]:
 _DONE = object()
 
 
-def _produce(path: Path, source: Source, out: queue.Queue[Any], stop: threading.Event) -> None:
-    try:
-        for items in scan_file(path, source):
-            while not stop.is_set():
-                try:
-                    out.put(items, timeout=0.1)
-                    break
-                except queue.Full:
-                    continue
-            if stop.is_set():
+class _Reader:
+    """``WORKERS`` daemon threads scanning files in order, each file's blocks into its own bounded
+    queue; started at once (``prefetch``), read by ``run_blocks``. Daemon threads, and a stop flag
+    they look at while waiting: an abandoned reader never holds the process at exit."""
+
+    def __init__(self, files: Iterable[tuple[Path, Source]]) -> None:
+        self.files = list(files)
+        self.stop = threading.Event()
+        self.entries: list[tuple[Path, Source, float | OSError, queue.Queue[Any]]] = []
+        for path, source in self.files:
+            try:
+                stamp: float | OSError = path.stat().st_mtime
+            except OSError as e:
+                stamp = e
+            self.entries.append((path, source, stamp, queue.Queue(AHEAD_CHUNKS)))
+        self.ahead = threading.Semaphore(AHEAD_FILES)  # files taken and not yet read to their end
+        self.todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for i, entry in enumerate(self.entries):
+            if not isinstance(entry[2], OSError):
+                self.todo.put(i)
+        self.threads = [threading.Thread(target=self._work, name=f"a1x-scan-{k}", daemon=True)
+                        for k in range(min(WORKERS, max(1, len(self.entries))))]
+        for thread in self.threads:
+            thread.start()
+
+    def _put(self, out: queue.Queue[Any], item: Any) -> bool:
+        while not self.stop.is_set():
+            try:
+                out.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _work(self) -> None:
+        while not self.stop.is_set():
+            if not self.ahead.acquire(timeout=0.1):
+                continue
+            try:
+                i = self.todo.get_nowait()
+            except queue.Empty:
+                self.ahead.release()
                 return
-    except OSError as e:
-        out.put(e)
-        return
-    except BaseException as e:  # hand any failure to the reader: it must not wait forever
-        out.put(e)
-        return
-    out.put(_DONE)
+            path, source, _, out = self.entries[i]
+            try:
+                for items in scan_file(path, source):
+                    if not self._put(out, items):
+                        return
+            except BaseException as e:  # handed to the reader, which must not wait forever
+                self._put(out, e)
+                continue
+            self._put(out, _DONE)
+
+    def close(self) -> None:
+        self.stop.set()
+
+
+_started: _Reader | None = None
+
+
+def prefetch(files: Iterable[tuple[Path, Source]]) -> None:
+    """Start scanning ``files`` now (``--check`` does, before its slower imports); ``run_blocks`` over
+    the same files then reads what was scanned meanwhile."""
+    global _started
+    if _started is not None:
+        _started.close()
+    _started = _Reader(files) if available() else None
 
 
 def run_blocks(
@@ -214,47 +268,35 @@ def run_blocks(
 ) -> Iterator[tuple[Path, Source, float, Iterator[list[Any]]]]:
     """``(path, source, mtime, blocks)`` for each readable file, in order; its blocks are scanned by
     ``WORKERS`` threads ahead of the caller. An unreadable file goes to ``on_error`` and is skipped."""
-    stop = threading.Event()
-    pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="a1x-scan")
-    pending: list[tuple[Path, Source, float, queue.Queue[Any]]] = []
-    files_iter = iter(files)
-
-    def submit() -> bool:
-        for path, source in files_iter:
-            try:
-                mtime = path.stat().st_mtime
-            except OSError as e:
-                on_error(f"{path}: cannot read ({e.strerror or e})")
-                continue
-            q: queue.Queue[Any] = queue.Queue(AHEAD_CHUNKS)
-            pool.submit(_produce, path, source, q, stop)
-            pending.append((path, source, mtime, q))
-            return True
-        return False
+    global _started
+    files = list(files)
+    reader, _started = _started, None
+    if reader is None or reader.files != files:
+        if reader is not None:
+            reader.close()
+        reader = _Reader(files)
 
     def blocks(q: queue.Queue[Any], path: Path) -> Iterator[list[Any]]:
         while True:
             item = q.get()
-            if item is _DONE:
-                return
+            if isinstance(item, list):
+                yield item
+                continue
+            reader.ahead.release()  # the file is read: a worker may take one more
             if isinstance(item, OSError):
                 on_error(f"{path}: cannot read ({item.strerror or item})")
-                return
-            if isinstance(item, BaseException):
+            elif isinstance(item, BaseException):
                 raise item
-            yield item
+            return
 
     try:
-        for _ in range(WORKERS * 2):
-            if not submit():
-                break
-        while pending:
-            path, source, mtime, q = pending.pop(0)
-            submit()
-            yield path, source, mtime, blocks(q, path)
+        for path, source, stamp, q in reader.entries:
+            if isinstance(stamp, OSError):
+                on_error(f"{path}: cannot read ({stamp.strerror or stamp})")
+                continue
+            yield path, source, stamp, blocks(q, path)
     finally:
-        stop.set()
-        pool.shutdown(wait=True, cancel_futures=True)
+        reader.close()
 
 
 def run_items(

@@ -40,6 +40,7 @@ from diagnostics.events import (
     Staleness,
     Stat,
     Step,
+    TrainReport,
     WeightSync,
 )
 from diagnostics.parsing._lines import MAX_LINE_BYTES, decode, iter_lines, segments
@@ -308,7 +309,7 @@ def _read_group(path: Path, source: Source, mtime: float, offset: int, start: Ke
 # Events whose class a bulk record also stands for: they share its store, marks and series, so a run of
 # records is handed on before one of them. Every other event joins the run, in its place (the Collector
 # takes the run's events in order, and each record with the step and window it came in).
-_RECORD_CLASSES = (Stat, Staleness, PromptRejected, WeightSync, DynamicSampling, Prefetch, Step)
+_RECORD_CLASSES = (Stat, Staleness, PromptRejected, WeightSync, DynamicSampling, Prefetch, Step, TrainReport)
 
 
 def _events(blocks: Iterable[Sequence[Sequence[Any]]], path: Path, source: Source, mtime: float) -> Iterator[Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import random
+import subprocess
 import sys
 from array import array
 from collections import deque
@@ -121,3 +122,29 @@ def test_report_is_the_same_with_and_without_the_native_reader(run: Path, monkey
     native = check(run, now=1.75e9).model_dump(exclude={"generated_at"})
     monkeypatch.setenv("A1X_NO_NATIVE", "1")
     assert check(run, now=1.75e9).model_dump(exclude={"generated_at"}) == native
+
+
+def test_a_prefetched_read_gives_the_same_report(tmp_path: Path) -> None:
+    run = RUNS[-1]
+    want = check(run, now=1.75e9).model_dump(exclude={"generated_at"})
+    _bulk.prefetch(discover(run).files)  # what `a1x-tui --check` does before importing the detectors
+    assert _bulk._started is not None
+    assert check(run, now=1.75e9).model_dump(exclude={"generated_at"}) == want
+    assert _bulk._started is None  # taken by that read
+    _bulk.prefetch(discover(RUNS[0]).files)  # started for other files: not used, stopped
+    stale = _bulk._started
+    assert check(run, now=1.75e9).model_dump(exclude={"generated_at"}) == want
+    assert stale is not None and stale.stop.is_set()
+
+
+def test_an_abandoned_prefetch_does_not_hold_the_process(tmp_path: Path) -> None:
+    logs = tmp_path / "logs_20250609-120000"
+    logs.mkdir()
+    line = b"[cosmos] 2025-06-09 12:00:00,000 - cosmos - INFO - [Controller] Stat: 1 samples, 2 completion tokens, " \
+           b"3 pending rollouts, 0.5 seconds elapsed\n"
+    for i in range(40):
+        (logs / f"rollout_{i}.log").write_bytes(line * 20000)
+    code = ("import sys; from pathlib import Path; from diagnostics.parsing import _bulk, discover; "
+            "_bulk.AHEAD_CHUNKS = 1; _bulk.CHUNK_BYTES = 4096; _bulk.prefetch(discover(Path(sys.argv[1])).files)")
+    done = subprocess.run([sys.executable, "-c", code, str(logs)], timeout=30, capture_output=True, check=False)
+    assert done.returncode == 0, done.stderr

@@ -32,6 +32,7 @@ from diagnostics.events import (
     Stat,
     Step,
     SyncPhase,
+    TrainReport,
     WeightSync,
 )
 from diagnostics.metrics import epoch
@@ -83,6 +84,10 @@ def _float(rng: random.Random) -> str:
                        f"{rng.uniform(-9, 9):.5f}", f"{rng.uniform(0, 1e-4):.5e}"])
 
 
+REPORT_KEYS = ("train/reward_mean", "train_step", "train/total_steps", "rollout/advantage_std", "train/traj_L2",
+               "rollout/weight_staleness_p50", "rollout/advantage_max", "rollout/advantage_min", "x.y-z/w_1")
+
+
 MESSAGES = {
     B.STAT: lambda r: (f"[Controller] Stat: {_num(r)} samples, {_num(r)} completion tokens, {_num(r)} pending "
                        f"rollouts, {_num(r)} in-flight, {_num(r)} filtered (outdated), {_dec(r)}s elapsed", "INFO"),
@@ -106,6 +111,8 @@ MESSAGES = {
                                    "INFO"),
     B.STEP: lambda r: (f"Step: {_num(r)}/{_num(r)}, " + ", ".join(f"{name}: {_float(r)}" for name in STEP_NAMES)
                        + f", Iteration time: {_float(r)}s.", "INFO"),
+    B.TRAIN_REPORT: lambda r: (f"[Controller] Train report data from total {_num(r)} rollouts: " + ", ".join(
+        f"{r.choice(REPORT_KEYS)}: {_float(r)}" for _ in range(r.randint(0, 12))), "INFO"),
 }
 
 
@@ -146,6 +153,15 @@ DAMAGE = [
     lambda s: s.replace(", Entropy", ",  Entropy", 1),
     lambda s: s.replace("Iteration time: ", "Iteration time: nan", 1),
     lambda s: s.replace("s.", ".", 1),
+    lambda s: s.replace(": ", ":  ", 2),
+    lambda s: s.replace(", ", " , ", 2),
+    lambda s: s.replace("rollouts: ", "rollouts: junk, ", 1),
+    lambda s: s.replace("rollouts: ", "rollouts:", 1),
+    lambda s: s + ", note: fast run",
+    lambda s: s + ", a: 1, a: 2",
+    lambda s: s + ", b: ",
+    lambda s: s + ", c: 1e400",
+    lambda s: s + ",d: 3",
 ]
 
 
@@ -166,6 +182,8 @@ def _fields(kind: B, event: Event) -> tuple[Any, ...]:
         return (event.prefetch_level, event.pid, event.event)
     if isinstance(event, Step):
         return (event.step, event.total, *(getattr(event, name) for name in STEP_FIELDS))
+    if isinstance(event, TrainReport):
+        return (event.rollouts, dict(event.metrics))
     return (dict(event.counts),)  # type: ignore[attr-defined]
 
 
