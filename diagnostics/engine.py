@@ -121,13 +121,33 @@ class _RunTaker:
         """One run: bulk records (tuples) and, between them, events of other classes."""
         store, facts, metrics, head, b = self.store, self.facts, self.metrics, self.head, self.kinds
         stat, stat_old, stale, step_kind, report = b.STAT, b.STAT_OLD, b.STALENESS, b.STEP, b.TRAIN_REPORT
-        families: dict[int, tuple[list[tuple[Any, ...]], list[Any]]] = {}
+        families: dict[int, tuple[list[tuple[Any, ...]], list[Any] | None]] = {}
         new_steps: list[tuple[Any, ...]] = []
         pending: list[int] = []  # the window's part of the records since the last event
         staleness: list[tuple[Any, ...]] = []
         step = metrics.step
         n = 0
-        for item in run:
+        records_only = all(item.__class__ is tuple and item[0] not in _IN_PLACE for item in run)
+        if records_only:
+            # Records only, none that moves the step (replica logs): one step for all, families at once.
+            n = len(run)
+            kind = run[0][0]
+            if all(r[0] == kind for r in run):
+                families[_FAMILY[kind]] = (run, None)
+            else:
+                for r in run:
+                    slot = families.get(_FAMILY[r[0]])
+                    if slot is None:
+                        families[_FAMILY[r[0]]] = ([r], None)
+                    else:
+                        slot[0].append(r)
+            stats_family = families.get(stat)
+            if stats_family is not None:
+                pending = [r[7] for r in stats_family[0]]
+            stale_family = families.get(stale)
+            if stale_family is not None:
+                staleness = stale_family[0]
+        for item in () if records_only else run:
             if item.__class__ is not tuple:  # an event: the records before it first close their window part
                 if pending or staleness:
                     metrics.window_segment(pending, staleness)
@@ -142,7 +162,7 @@ class _RunTaker:
                     metrics.window_segment(pending, staleness)
                     pending, staleness = [], []
                 if kind == report:
-                    metrics.train_report(item[6], item[3], (*head, item))
+                    metrics.train_report(item[6], item[3], (*head, item), floats=True)
                 elif metrics.step_record(item, (*head, item)):
                     new_steps.append(item)
                 step = metrics.step
@@ -150,7 +170,7 @@ class _RunTaker:
             if slot is None:
                 slot = families[_FAMILY[kind]] = ([], [])
             slot[0].append(item)
-            slot[1].append(step)
+            slot[1].append(step)  # type: ignore[union-attr]
             if kind in (stat, stat_old):
                 pending.append(item[7])
             elif kind == stale:
@@ -183,7 +203,7 @@ class _RunTaker:
             store.oldest_ts = low
         for family, (recs, steps) in families.items():
             # The metrics' step only grows: first and last equal to it, no event of the run changed it.
-            at: list[Any] | None = None if steps[0] == steps[-1] == metrics.step else steps
+            at: list[Any] | None = None if steps is None or steps[0] == steps[-1] == metrics.step else steps
             if family == stat:
                 store.stats.extend_pending(head, recs)
                 self._mark("stat", recs)
@@ -230,6 +250,12 @@ _SEND = _SYNC_NAMES[SyncPhase.POLICY_SEND_DONE]
 _RECV = _SYNC_NAMES[SyncPhase.RECV_DONE]
 
 
+def _families_in_place() -> tuple[int, ...]:
+    from diagnostics.parsing._bulk import Bulk
+
+    return (Bulk.STEP, Bulk.TRAIN_REPORT)
+
+
 def _families() -> dict[int, int]:
     from diagnostics.parsing._bulk import Bulk
 
@@ -239,6 +265,7 @@ def _families() -> dict[int, int]:
 
 
 _FAMILY = _families()
+_IN_PLACE = frozenset(_families_in_place())  # records taken in place, like events: they move the step
 
 
 def _read_into(collector: Collector, layout: RunLayout, deadline: float | None) -> None:

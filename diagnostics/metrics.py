@@ -528,14 +528,18 @@ class Metrics:
     def _train_report(self, event: TrainReport, ts: float | None) -> None:
         self.train_report(event.metrics, ts, event)
 
-    def train_report(self, m: Mapping[str, Any], ts: float | None, event: Any) -> None:
+    def train_report(self, m: Mapping[str, Any], ts: float | None, event: Any, *, floats: bool = False) -> None:
         """A ``Train report`` line's numbers (``_train_report``; also the native reader's records,
-        ``event`` then the ``Pending`` kept for the collapse streak)."""
+        ``event`` then the ``Pending`` kept for the collapse streak, and every value a float:
+        ``floats``)."""
         self.train_reports += 1
 
         def num(key: str) -> float | None:
             value = m.get(key)
             return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+        if floats:
+            num = m.get  # type: ignore[assignment]
 
         step_value = num("train_step")
         total_value = num("train/total_steps")
