@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -71,6 +72,9 @@ def _command_parser(name: str) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Dispatch; only the chosen command's module is imported."""
     args_list = list(sys.argv[1:] if argv is None else argv)
+    # a1x-tui uses no pydantic plugin: without this, the first model class reads the entry points of
+    # every installed distribution (a GPU node's venv holds hundreds), which --check pays at start-up.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     if "--check" in args_list:
         args = _check_parser().parse_args(args_list)
         return int(_load("check").run(args))

@@ -284,7 +284,7 @@ class Metrics:
         self.outdated_dropped = 0
         self.step_lines = 0
         self.train_reports = 0
-        self.recv_steps: list[tuple[float, int]] = []  # (ts, weight step) of P2R receives, bounded
+        self.last_recv: tuple[float, int] | None = None  # (ts, weight step) of the latest P2R receive
         self.windows: deque[StepWindow] = deque(maxlen=MAX_WINDOWS)
         self._step_index: tuple[int, list[float], list[int]] | None = None  # step_at's cache
         self._window = StepWindow(step=0)
@@ -368,9 +368,11 @@ class Metrics:
     def recvs(self, recs: list[tuple[Any, ...]], steps: list[Any] | None) -> None:
         """Records ``(…, params, step or None, seconds, MB, skipped, transferred)``."""
         self._put_many("weight_recv_s", [r[7] for r in recs], [r[3] for r in recs], steps)
-        room = 65536 - len(self.recv_steps)
-        if room > 0:
-            self.recv_steps.extend([(r[3], r[6]) for r in recs if r[6] is not None][:room])
+        stamped = [(r[3], r[6]) for r in recs if r[6] is not None]
+        if stamped:
+            latest = max(stamped)
+            if self.last_recv is None or latest > self.last_recv:
+                self.last_recv = latest
 
     def add(self, event: Event, ts: float | _Unset | None = _UNSET, /) -> None:
         """Take one event. ``ts``: ``epoch(event.ts)`` when the caller has it already (``Collector``)."""
@@ -410,8 +412,8 @@ class Metrics:
     def recv_done(self, seconds: float | None, step: int | None, ts: float | None) -> None:
         """A weight receive that finished (``_weight_sync``; also the native reader's records)."""
         self._put("weight_recv_s", seconds, ts)
-        if step is not None and ts is not None and len(self.recv_steps) < 65536:
-            self.recv_steps.append((ts, step))
+        if step is not None and ts is not None and (self.last_recv is None or (ts, step) > self.last_recv):
+            self.last_recv = (ts, step)
 
     def _dynamic_sampling(self, event: DynamicSampling, ts: float | None) -> None:
         self.dynamic_counts(event.counts)
@@ -609,9 +611,9 @@ class Metrics:
 
     def recv_gap(self) -> tuple[int, int, float] | None:
         """(controller step, last P2R receive step, its ts) at the last receive, if both are known."""
-        if not self.recv_steps:
+        if self.last_recv is None:
             return None
-        ts, recv_step = max(self.recv_steps)
+        ts, recv_step = self.last_recv
         controller = self.step
         if controller is None:
             return None

@@ -12,8 +12,8 @@ import contextlib
 import json
 import sys
 import time
-from importlib import resources
 from pathlib import Path
+from typing import Any
 
 DEFAULT_TIMEOUT_S = 120.0
 
@@ -50,14 +50,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _examples() -> Any:
+    from importlib import resources  # here: only --example needs it (20 ms at start-up)
+
+    return resources.files("diagnostics.examples")
+
+
 def example_names() -> list[str]:
-    root = resources.files("diagnostics.examples")
+    root = _examples()
     return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
 
 
 def example_path(name: str) -> Path:
     """The folder of built-in example ``name`` (package data, a real folder on disk)."""
-    root = resources.files("diagnostics.examples")
+    root = _examples()
     path = Path(str(root.joinpath(name)))
     if not name or not path.is_dir():
         raise KeyError(name)

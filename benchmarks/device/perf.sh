@@ -15,7 +15,7 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
   grep --version | head -1; command -v /usr/bin/time || echo "no GNU time: RSS not measured by check_scale"
 } > "$OUT/machine.txt" 2>&1
 if [ "$WHAT" = check ] || [ "$WHAT" = both ]; then
-  timeout 400 python3 benchmarks/check_scale.py /tmp/a1x_bench --repeat 3 > "$OUT/check_scale.md" 2> "$OUT/check_scale.err"
+  timeout 400 python3 benchmarks/check_scale.py /tmp/a1x_bench --repeat "${CHECK_REPEAT:-3}" > "$OUT/check_scale.md" 2> "$OUT/check_scale.err"
   echo "check_scale rc=$?" >> "$OUT/machine.txt"
 fi
 if [ "$WHAT" = live ] || [ "$WHAT" = both ]; then

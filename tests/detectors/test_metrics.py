@@ -89,3 +89,20 @@ def test_collector_memory_is_bounded_on_a_long_stream() -> None:
     assert len(collector.store.stats.items()) <= 2 * collector.store.k
     assert all(len(s) <= 256 for s in collector.metrics.series.values())
     assert collector.metrics.last("pending_rollouts") == 49_999 % 97
+
+
+def test_the_step_gap_follows_the_latest_receive_however_many_there_were() -> None:
+    """A long run receives weights hundreds of thousands of times: the last one counts, not the first 64 k."""
+    from datetime import datetime, timedelta
+
+    from diagnostics.events import SyncPhase, WeightSync
+
+    collector = Collector()
+    rollout = Source("rollout_0.log", Role.ROLLOUT, 0)
+    start = datetime(2025, 6, 9, 12, 0, 0)
+    for i in range(70000):
+        collector.add(WeightSync(source=rollout, line=i + 1, text="", ts=start + timedelta(seconds=i),
+                                 phase=SyncPhase.RECV_DONE, step=i // 100, seconds=0.5))
+    collector.metrics.step = 700
+    assert collector.metrics.recv_gap() == (700, 699, (start + timedelta(seconds=69999)).timestamp())
+    assert collector.metrics.summary()["p2r_step_gap"] == 1
