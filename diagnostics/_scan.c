@@ -381,7 +381,8 @@ done:
  *   \x0a  -?[0-9]{1,30}(\.[0-9]{1,30})?([eE][+-]?[0-9]{1,4})? -> float
  *   \x0b  `key: value, ...` pairs to the end of the line, every value a \x0a number -> dict
  * A template starting with '[' is matched right after the optional torchrun prefix (it must hold
- * \x08); any other after the cosmos prefix, whose time the line then has.
+ * \x08); any other after the cosmos prefix, whose time the line then has. A code with its high bit
+ * set (0x81 for \x01, ...) is checked the same way and not handed back.
  * The whole line must match: nothing before the optional torchrun ``[name<N>]:`` prefix, nothing
  * after the template. A line that does not match exactly is a candidate like any other, so a
  * template can only ever decide *how fast* a line is read, never *whether*.
@@ -601,9 +602,9 @@ match_templates(const unsigned char *p, Py_ssize_t ls, Py_ssize_t le, const unsi
         }
         while (k < tn && ok) {
             unsigned char c = tp[k];
-            if (c > 11) {  /* a run of literal bytes */
+            if (c > 11 && c < 0x80) {  /* a run of literal bytes */
                 Py_ssize_t run = k;
-                while (run < tn && tp[run] > 11)
+                while (run < tn && tp[run] > 11 && tp[run] < 0x80)
                     run++;
                 if (le - j < run - k || memcmp(p + j, tp + k, (size_t)(run - k)) != 0) {
                     ok = 0;
@@ -629,7 +630,9 @@ match_templates(const unsigned char *p, Py_ssize_t ls, Py_ssize_t le, const unsi
                 k++;
                 continue;
             }
-            if (nf == MAX_FIELDS) {
+            int keep = c < 0x80;  /* a code with the high bit set: checked, not handed back */
+            c &= 0x7F;
+            if (keep && nf == MAX_FIELDS) {
                 ok = 0;
                 break;
             }
@@ -686,10 +689,12 @@ match_templates(const unsigned char *p, Py_ssize_t ls, Py_ssize_t le, const unsi
             }
             if (!ok)
                 break;
-            h->codes[nf] = c;
-            h->fstart[nf] = f0;
-            h->fend[nf] = j;
-            nf++;
+            if (keep) {
+                h->codes[nf] = c;
+                h->fstart[nf] = f0;
+                h->fend[nf] = j;
+                nf++;
+            }
             k++;
         }
         if (ok && timed && k == tn && j == le) {

@@ -162,7 +162,7 @@ class _RunTaker:
                     metrics.window_segment(pending, staleness)
                     pending, staleness = [], []
                 if kind == report:
-                    metrics.train_report(item[6], item[3], (*head, item), floats=True)
+                    metrics.train_report(item[5], item[3], (*head, item), floats=True)
                 elif metrics.step_record(item, (*head, item)):
                     new_steps.append(item)
                 step = metrics.step
@@ -213,13 +213,13 @@ class _RunTaker:
                 self._mark(_RECV[1], recs)
                 metrics.recvs(recs, at)
             elif family == b.PREFETCH:  # kept per event name, 8 each (``EventStore._prefetch``)
-                name = recs[0][7]
-                if all(r[7] == name for r in recs):
+                name = recs[0][5]  # the event name (``_bulk.FIELDS``)
+                if all(r[5] == name for r in recs):
                     store.retain_pending(store.prefetch, name, head, recs, 8)
                 else:
                     by_name: dict[str, list[tuple[Any, ...]]] = {}
                     for r in recs:
-                        by_name.setdefault(r[7], []).append(r)
+                        by_name.setdefault(r[5], []).append(r)
                     for name, named in by_name.items():
                         store.retain_pending(store.prefetch, name, head, named, 8)
                 self._mark("prefetch", recs)

@@ -320,9 +320,9 @@ class Metrics:
             low = min(pending)
             w.min_pending = low if w.min_pending is None else min(w.min_pending, low)
         if staleness:
-            top = max(r[7] for r in staleness)
+            top = max(r[_STALE_MAX] for r in staleness)
             w.max_staleness = top if w.max_staleness is None else max(w.max_staleness, top)
-            w.allowed_outdated = staleness[-1][10]
+            w.allowed_outdated = staleness[-1][_STALE_ALLOWED]
 
     def stats(self, recs: list[tuple[Any, ...]], new_shape: int, steps: list[Any] | None) -> None:
         """``Stat`` records: new shape (kind ``new_shape``) ``(…, samples, tokens, pending, in_flight,
@@ -355,20 +355,20 @@ class Metrics:
         self._rate_anchor = anchor
 
     def stalenesses(self, recs: list[tuple[Any, ...]], steps: list[Any] | None) -> None:
-        """Records ``(…, p50, p99, max, discarded, total, allowed, interval)``."""
+        """Staleness records (``_bulk.FIELDS``)."""
         times = [r[3] for r in recs]
-        self._put_many("weight_staleness_max", [r[7] for r in recs], times, steps)
-        self._put_many("weight_staleness_p50", [r[5] for r in recs], times, steps)
-        self._put_many("discarded_outdated", [r[8] for r in recs], times, steps)
+        self._put_many("weight_staleness_max", [r[_STALE_MAX] for r in recs], times, steps)
+        self._put_many("weight_staleness_p50", [r[_STALE_P50] for r in recs], times, steps)
+        self._put_many("discarded_outdated", [r[_STALE_DISCARDED] for r in recs], times, steps)
 
     def prompt_gaps(self, recs: list[tuple[Any, ...]], steps: list[Any] | None) -> None:
-        """Records ``(…, rank, prompt version, current version, allowed, ceiling)``."""
-        self._put_many("prompt_version_gap", [r[6] - r[7] for r in recs], [r[3] for r in recs], steps)
+        """``prompt rejected`` records (``_bulk.FIELDS``)."""
+        self._put_many("prompt_version_gap", [r[_PROMPT] - r[_PROMPT + 1] for r in recs], [r[3] for r in recs], steps)
 
     def recvs(self, recs: list[tuple[Any, ...]], steps: list[Any] | None) -> None:
-        """Records ``(…, params, step or None, seconds, MB, skipped, transferred)``."""
-        self._put_many("weight_recv_s", [r[7] for r in recs], [r[3] for r in recs], steps)
-        stamped = [(r[3], r[6]) for r in recs if r[6] is not None]
+        """Receive records (``_bulk.FIELDS``: step or None, seconds)."""
+        self._put_many("weight_recv_s", [r[_RECV_SECONDS] for r in recs], [r[3] for r in recs], steps)
+        stamped = [(r[3], r[_RECV_STEP]) for r in recs if r[_RECV_STEP] is not None]
         if stamped:
             latest = max(stamped)
             if self.last_recv is None or latest > self.last_recv:
@@ -494,7 +494,8 @@ class Metrics:
         self.step_lines += 1
         if not self._note_step(rec[5], rec[6], rec[3]):
             return False
-        self._observe_collapse(rec[5], rec[8], rec[13], rec[18], pending)
+        at = _STEP_AT
+        self._observe_collapse(rec[5], rec[at["reward_std"]], rec[at["loss_avg"]], rec[at["grad_norm"]], pending)
         return True
 
     def step_series(self, recs: list[tuple[Any, ...]]) -> None:
@@ -664,10 +665,22 @@ class Metrics:
 
 _STEP_SERIES = ("reward_mean", "reward_std", "reward_max", "reward_min", "loss_avg", "loss_max", "learning_rate",
                 "grad_norm", "entropy", "kl_loss_avg")
-# Where a Step record (diagnostics.parsing._bulk: step, total, then the Step line's 15 numbers in order)
-# holds each of _STEP_SERIES, then the iteration time.
-_STEP_RECORD_FIELDS = tuple(zip((*_STEP_SERIES, "iteration_time_s"), (7, 8, 9, 10, 13, 14, 15, 18, 16, 19, 21),
-                                strict=True))
+
+
+def _record_positions() -> tuple[dict[str, int], ...]:
+    """Where the native reader's records (``diagnostics.parsing._bulk.FIELDS``) hold each number."""
+    from diagnostics.parsing._bulk import FIELDS, Bulk
+
+    return tuple({name: 5 + i for i, name in enumerate(FIELDS[kind])}
+                 for kind in (Bulk.STEP, Bulk.STALENESS, Bulk.PROMPT_REJECTED, Bulk.RECV_DONE))
+
+
+_STEP_AT, _STALE_AT, _PROMPT_AT, _RECV_AT = _record_positions()
+_STEP_RECORD_FIELDS = tuple((name, _STEP_AT[name]) for name in (*_STEP_SERIES, "iteration_time_s"))
+_STALE_MAX, _STALE_P50, _STALE_DISCARDED = _STALE_AT["max"], _STALE_AT["p50"], _STALE_AT["discarded"]
+_STALE_ALLOWED = _STALE_AT["allowed_outdated_steps"]
+_PROMPT = _PROMPT_AT["prompt_version"]  # the current version follows it
+_RECV_STEP, _RECV_SECONDS = _RECV_AT["step"], _RECV_AT["seconds"]
 
 # ``Metrics.add`` dispatches on the event's class: the first of these it is an instance of (a dict
 # lookup per event instead of a chain of isinstance checks; subclasses are resolved once, the same way).

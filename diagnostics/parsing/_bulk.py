@@ -65,7 +65,7 @@ class Bulk(enum.IntEnum):
 # field codes of diagnostics/_scan.c: \x01 digits -> int, \x02 decimal -> float, \x03 signed digits -> int,
 # \x04 digits or None, \x05 int without a leading zero, \x06 word -> str, \x07 token -> str, \x08 the
 # time, \x09 the rest of the line, \x0a signed decimal with an optional exponent -> float, \x0b the rest
-# as `key: number` pairs -> dict. The shapes are
+# as `key: number` pairs -> dict; with the high bit set (\x81 ...), checked but not handed back. The shapes are
 # the ones the recorded runs print (cosmos-rl.md §4.3-§4.5, §5.2, §6.2, §6.3; alpamayo-recipe.md §9.3);
 # tests/parsing/test_bulk.py holds each to its rule in ``_rules``.
 TEMPLATES: dict[Bulk, bytes] = {
@@ -73,29 +73,46 @@ TEMPLATES: dict[Bulk, bytes] = {
                b"\x01 in-flight, \x01 filtered (outdated), \x02s elapsed",
     Bulk.STAT_OLD: b"INFO - [Controller] Stat: \x01 samples, \x01 completion tokens, \x01 pending rollouts, "
                    b"\x02 seconds elapsed",
-    Bulk.STALENESS: b"INFO - [Controller] weight staleness: accepted p50=\x03 p99=\x03 max=\x03, "
-                    b"discarded=\x01/\x01 (allowed_outdated_steps=\x03, sync_weight_interval=\x03)",
-    Bulk.PROMPT_REJECTED: b"INFO - [Rollout rank=\x01] prompt rejected: prompt.weight_version=\x03 "
-                          b"current_weight_version=\x03 allowed_outdated=\x03 ceiling=\x03; head-of-queue "
+    Bulk.STALENESS: b"INFO - [Controller] weight staleness: accepted p50=\x03 p99=\x83 max=\x03, "
+                    b"discarded=\x01/\x81 (allowed_outdated_steps=\x03, sync_weight_interval=\x83)",
+    Bulk.PROMPT_REJECTED: b"INFO - [Rollout rank=\x81] prompt rejected: prompt.weight_version=\x03 "
+                          b"current_weight_version=\x03 allowed_outdated=\x83 ceiling=\x83; head-of-queue "
                           b"will be re-checked until current_weight_version advances",
-    Bulk.SEND_DONE: b"DEBUG - [Policy] All \x01 at step \x04 send operations of finished in \x02 seconds with "
-                    b"\x02 MB sent. While \x01 non-trainable splitted params skipped and \x01 splitted params "
+    Bulk.SEND_DONE: b"DEBUG - [Policy] All \x81 at step \x84 send operations of finished in \x82 seconds with "
+                    b"\x82 MB sent. While \x81 non-trainable splitted params skipped and \x81 splitted params "
                     b"transferred.",
-    Bulk.RECV_DONE: b"INFO - [Rollout] All \x01 at step \x04 recv operations finished in \x02 seconds with "
-                    b"\x02 MB received. While \x01 non-trainable splitted params skipped and \x01 trainable "
+    Bulk.RECV_DONE: b"INFO - [Rollout] All \x81 at step \x04 recv operations finished in \x02 seconds with "
+                    b"\x82 MB received. While \x81 non-trainable splitted params skipped and \x81 trainable "
                     b"splitted params transferred.",
     Bulk.DYNAMIC_OUTDATED: b"INFO - Dynamic sampling rewards distribution so far: {'outdated': \x05}.",
-    # The recipe's prefetch server (alpamayo-recipe.md §9.3): level, pid, event name; the k=v rest is
-    # only read if the event is quoted.
-    Bulk.PREFETCH: b"[AlpamayoPrefetch][\x06] \x08 pid=\x01 \x07\x09",
-    # The GRPO Step line of status.py (cosmos-rl.md §4.4): step/total, then 15 numbers.
+    # The recipe's prefetch server (alpamayo-recipe.md §9.3): the event name; the k=v rest is only read
+    # if the event is quoted.
+    Bulk.PREFETCH: b"[AlpamayoPrefetch][\x86] \x08 pid=\x81 \x07\x09",
+    # The GRPO Step line of status.py (cosmos-rl.md §4.4): step/total, then the numbers the metrics keep.
     Bulk.STEP: b"INFO - Step: \x01/\x01, Reward Mean: \x0a, Reward Std: \x0a, Reward Max: \x0a, Reward Min: \x0a, "
-               b"Completion Length Mean: \x0a, Completion Length Max: \x0a, Average loss: \x0a, Max loss: \x0a, "
-               b"Learning rate: \x0a, Entropy: \x0a, Effective Entropy: \x0a, Grad Norm: \x0a, KL Loss Avg: \x0a, "
-               b"KL Loss Max: \x0a, Iteration time: \x0as.",
-    # The controller's per-step report (cosmos-rl.md §4.5): rollouts, then every `key: number` pair.
-    Bulk.TRAIN_REPORT: b"INFO - [Controller] Train report data from total \x01 rollouts: \x0b",
+               b"Completion Length Mean: \x8a, Completion Length Max: \x8a, Average loss: \x0a, Max loss: \x0a, "
+               b"Learning rate: \x0a, Entropy: \x0a, Effective Entropy: \x8a, Grad Norm: \x0a, KL Loss Avg: \x0a, "
+               b"KL Loss Max: \x8a, Iteration time: \x0as.",
+    # The controller's per-step report (cosmos-rl.md §4.5): every `key: number` pair.
+    Bulk.TRAIN_REPORT: b"INFO - [Controller] Train report data from total \x81 rollouts: \x0b",
 }
+# What each record holds after (kind, lineno, rank, ts, raw bytes): the fields a code without the high bit
+# hands back, in order (the Collector reads them by these positions).
+FIELDS: dict[Bulk, tuple[str, ...]] = {
+    Bulk.STAT: ("samples", "completion_tokens", "pending", "in_flight", "outdated_filtered", "elapsed_s"),
+    Bulk.STAT_OLD: ("samples", "completion_tokens", "pending", "elapsed_s"),
+    Bulk.STALENESS: ("p50", "max", "discarded", "allowed_outdated_steps"),
+    Bulk.PROMPT_REJECTED: ("prompt_version", "current_version"),
+    Bulk.SEND_DONE: (),
+    Bulk.RECV_DONE: ("step", "seconds"),
+    Bulk.DYNAMIC_OUTDATED: ("outdated",),
+    Bulk.PREFETCH: ("event",),
+    Bulk.STEP: ("step", "total", "reward_mean", "reward_std", "reward_max", "reward_min", "loss_avg", "loss_max",
+                "learning_rate", "entropy", "grad_norm", "kl_loss_avg", "iteration_time_s"),
+    Bulk.TRAIN_REPORT: ("metrics",),
+}
+
+
 _TEMPLATE_TUPLE = tuple(TEMPLATES[b] for b in Bulk)
 
 Record = tuple[Any, ...]

@@ -24,15 +24,10 @@ from test_failure_lines import tb
 from diagnostics.detectors._store import build_pending
 from diagnostics.events import (
     Event,
-    Prefetch,
-    PromptRejected,
     Role,
     Source,
-    Staleness,
     Stat,
-    Step,
     SyncPhase,
-    TrainReport,
     WeightSync,
 )
 from diagnostics.metrics import epoch
@@ -165,37 +160,19 @@ DAMAGE = [
 ]
 
 
-def _fields(kind: B, event: Event) -> tuple[Any, ...]:
-    if isinstance(event, Stat):
-        if kind is B.STAT_OLD:
-            return (event.samples, event.completion_tokens, event.pending, event.elapsed_s)
-        return (event.samples, event.completion_tokens, event.pending, event.in_flight, event.outdated_filtered,
-                event.elapsed_s)
-    if isinstance(event, Staleness):
-        return (event.p50, event.p99, event.max, event.discarded, event.total, event.allowed_outdated_steps,
-                event.sync_weight_interval)
-    if isinstance(event, PromptRejected):
-        return (event.prompt_version, event.current_version, event.allowed_outdated, event.ceiling)
-    if isinstance(event, WeightSync):
-        return (event.step, event.seconds, event.megabytes)
-    if isinstance(event, Prefetch):
-        return (event.prefetch_level, event.pid, event.event)
-    if isinstance(event, Step):
-        return (event.step, event.total, *(getattr(event, name) for name in STEP_FIELDS))
-    if isinstance(event, TrainReport):
-        return (event.rollouts, dict(event.metrics))
-    return (dict(event.counts),)  # type: ignore[attr-defined]
-
-
-def _record_fields(kind: B, rec: tuple[Any, ...]) -> tuple[Any, ...]:
-    f = rec[5:]
-    if kind is B.PROMPT_REJECTED:
-        return f[1:]
-    if kind in (B.SEND_DONE, B.RECV_DONE):
-        return (f[1], f[2], f[3])
+def _fields(kind: B, event: Event) -> dict[str, Any]:
+    """The event's values of the fields a ``kind`` record holds (``_bulk.FIELDS``)."""
     if kind is B.DYNAMIC_OUTDATED:
-        return ({"outdated": f[0]},)
-    return tuple(f)
+        counts = dict(event.counts)  # type: ignore[attr-defined]
+        return {"outdated": counts["outdated"]} if list(counts) == ["outdated"] else {"counts": counts}
+    if kind is B.TRAIN_REPORT:
+        return {"metrics": dict(event.metrics)}  # type: ignore[attr-defined]
+    return {name: getattr(event, name) for name in _bulk.FIELDS[kind]}
+
+
+def _record_fields(kind: B, rec: tuple[Any, ...]) -> dict[str, Any]:
+    assert len(rec) == 5 + len(_bulk.FIELDS[kind])
+    return dict(zip(_bulk.FIELDS[kind], rec[5:], strict=True))
 
 
 def _check(line: str, source: Source = SRC) -> str:
