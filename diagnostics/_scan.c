@@ -941,7 +941,12 @@ PyInit__scan(void)
     teddy_ok = __builtin_cpu_supports("ssse3") && __builtin_cpu_supports("popcnt");
 #endif
     PyObject *m = PyModule_Create(&scan_module);
-    if (m != NULL && PyModule_AddIntConstant(m, "SIMD", HAVE_TEDDY ? teddy_ok : 0) < 0) {
+#if HAVE_TEDDY
+    long simd = teddy_ok;
+#else
+    long simd = 0;
+#endif
+    if (m != NULL && PyModule_AddIntConstant(m, "SIMD", simd) < 0) {
         Py_DECREF(m);
         return NULL;
     }
