@@ -283,10 +283,12 @@ def _expanded(files: list[tuple[Path, Source]]) -> Iterator[Event]:
                 yield item
 
 
+@pytest.mark.parametrize("simd", [True, False], ids=["simd", "one-position"])
 @pytest.mark.parametrize("block", [64, 300, 4096])
-def test_file_reader_gives_read_runs_events_at_any_block_size(tmp_path: Path, block: int,
+def test_file_reader_gives_read_runs_events_at_any_block_size(tmp_path: Path, block: int, simd: bool,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_bulk, "CHUNK_BYTES", block)
+    monkeypatch.setattr(_bulk, "SIMD", simd)
     for module in (_bulk, _lines, _prefilter):
         monkeypatch.setattr(module, "MAX_LINE_BYTES", 512)  # lines over 512 bytes: cut, as everywhere
     monkeypatch.setattr(_lines, "CHUNK_BYTES", 200)  # the pure reader cuts lines longer than its reads
