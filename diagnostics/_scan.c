@@ -946,7 +946,8 @@ PyInit__scan(void)
 #else
     long simd = 0;
 #endif
-    if (m != NULL && PyModule_AddIntConstant(m, "SIMD", simd) < 0) {
+    /* ABI: the calling convention of lines() and chunk() (diagnostics/parsing/_scan.py checks it) */
+    if (m != NULL && (PyModule_AddIntConstant(m, "SIMD", simd) < 0 || PyModule_AddIntConstant(m, "ABI", 2) < 0)) {
         Py_DECREF(m);
         return NULL;
     }

@@ -5,6 +5,7 @@ def lines(
     text: str | bytes, classes: bytes, table: bytes, accept: bytes, nclasses: int, pairs: bytes, teddy: bytes, /
 ) -> list[int]: ...
 SIMD: int
+ABI: int
 
 def chunk(
     data: bytes | bytearray | memoryview,

@@ -23,7 +23,7 @@ import functools
 import os
 import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -33,12 +33,7 @@ from diagnostics.parsing._lines import MAX_LINE_BYTES
 from diagnostics.parsing._markers import markers_for
 from diagnostics.parsing._parser import GATED_ROLES
 from diagnostics.parsing._scan import _automaton
-
-_chunk: Callable[..., tuple[list[Any], int]] | None
-try:  # the optional C extension (setup.py); A1X_NO_NATIVE=1 turns it off
-    from diagnostics._scan import chunk as _chunk
-except ImportError:  # pragma: no cover - depends on the install
-    _chunk = None
+from diagnostics.parsing._scan import _native_chunk as _chunk
 
 CHUNK_BYTES = 4 << 20
 AHEAD_CHUNKS = 8
@@ -46,6 +41,7 @@ AHEAD_CHUNKS = 8
 # 16-CPU GPU node: 4 beat 2 and 8).
 WORKERS = int(os.environ.get("A1X_SCAN_WORKERS") or max(1, min(4, os.cpu_count() or 2)))
 AHEAD_FILES = 4 * WORKERS  # files scanned (or being scanned) that the parser has not read to their end
+AHEAD_ITEMS = 100_000  # records and candidates waiting for the parser, outside the file it reads (≈40 MB)
 
 
 class Bulk(enum.IntEnum):
@@ -133,12 +129,15 @@ def available() -> bool:
 def minute_base(y: int, mo: int, d: int, hh: int, mi: int) -> int | None:
     """Seconds since the epoch of a local wall-clock minute, as ``datetime.timestamp()`` reads it.
 
-    The C side adds the seconds and milliseconds, the same sum ``timestamp()`` makes (the offset of
-    local time never changes inside a minute); ``None`` where ``timestamp()`` fails (the line then
-    goes the Python way, which gives it no time).
+    The C side adds the seconds and milliseconds, the same sum ``timestamp()`` makes, which holds
+    where the local offset does not change inside the minute; ``None`` where it does (offsets with
+    seconds, before 1972 in some zones) or where ``timestamp()`` fails: those lines go the Python way.
     """
     try:
-        return int(datetime(y, mo, d, hh, mi).timestamp())
+        base = datetime(y, mo, d, hh, mi).timestamp()
+        if datetime(y, mo, d, hh, mi, 59).timestamp() - base != 59:
+            return None
+        return int(base)
     except (OverflowError, OSError, ValueError):
         return None
 
@@ -213,9 +212,14 @@ _DONE = object()
 
 
 class _Reader:
-    """``WORKERS`` daemon threads scanning files in order, each file's blocks into its own bounded
-    queue; started at once (``prefetch``), read by ``run_blocks``. Daemon threads, and a stop flag
-    they look at while waiting: an abandoned reader never holds the process at exit."""
+    """``WORKERS`` daemon threads scanning files in order, each file's blocks into its own queue;
+    started at once (``prefetch``), read by ``run_blocks``.
+
+    What waits in memory is bounded three ways: ``AHEAD_CHUNKS`` blocks per file, ``AHEAD_FILES``
+    files taken and not yet read to their end, and ``AHEAD_ITEMS`` items (records and candidate
+    lines, what the memory of a block's result grows with) over all files but the one being read,
+    which is never held back (so the reader always moves on). Daemon threads, and a stop flag they
+    look at while waiting: an abandoned reader never holds the process at exit."""
 
     def __init__(self, files: Iterable[tuple[Path, Source]]) -> None:
         self.files = list(files)
@@ -228,6 +232,10 @@ class _Reader:
                 stamp = e
             self.entries.append((path, source, stamp, queue.Queue(AHEAD_CHUNKS)))
         self.ahead = threading.Semaphore(AHEAD_FILES)  # files taken and not yet read to their end
+        self.budget = threading.Condition()
+        self.waiting_items = 0  # items scanned and not yet taken by the reader
+        self.head = 0  # the entry being read
+        self.dropped: set[int] = set()  # entries the reader left before their end
         self.todo: queue.SimpleQueue[int] = queue.SimpleQueue()
         for i, entry in enumerate(self.entries):
             if not isinstance(entry[2], OSError):
@@ -237,14 +245,34 @@ class _Reader:
         for thread in self.threads:
             thread.start()
 
-    def _put(self, out: queue.Queue[Any], item: Any) -> bool:
-        while not self.stop.is_set():
+    def _put(self, i: int, item: Any) -> bool:
+        """Hand ``item`` to entry ``i``'s reader; False when it will never be read."""
+        if isinstance(item, list):
+            with self.budget:  # the file being read is never held back
+                while (self.waiting_items and self.waiting_items + len(item) > AHEAD_ITEMS and i != self.head
+                       and not self.stop.is_set()):
+                    self.budget.wait(0.1)
+                self.waiting_items += len(item)
+        out = self.entries[i][3]
+        while not self.stop.is_set() and i not in self.dropped:
             try:
                 out.put(item, timeout=0.1)
                 return True
             except queue.Full:
                 continue
         return False
+
+    def taken(self, item: Any) -> None:
+        """The reader took ``item`` from a queue."""
+        if isinstance(item, list):
+            with self.budget:
+                self.waiting_items -= len(item)
+                self.budget.notify_all()
+
+    def reading(self, i: int) -> None:
+        with self.budget:
+            self.head = i
+            self.budget.notify_all()
 
     def _work(self) -> None:
         while not self.stop.is_set():
@@ -255,15 +283,15 @@ class _Reader:
             except queue.Empty:
                 self.ahead.release()
                 return
-            path, source, _, out = self.entries[i]
+            path, source, _, _ = self.entries[i]
             try:
                 for items in scan_file(path, source):
-                    if not self._put(out, items):
-                        return
+                    if not self._put(i, items):
+                        break
+                else:
+                    self._put(i, _DONE)
             except BaseException as e:  # handed to the reader, which must not wait forever
-                self._put(out, e)
-                continue
-            self._put(out, _DONE)
+                self._put(i, e)
 
     def close(self) -> None:
         self.stop.set()
@@ -295,25 +323,47 @@ def run_blocks(
             reader.close()
         reader = _Reader(files)
 
-    def blocks(q: queue.Queue[Any], path: Path) -> Iterator[list[Any]]:
-        while True:
-            item = q.get()
-            if isinstance(item, list):
-                yield item
-                continue
-            reader.ahead.release()  # the file is read: a worker may take one more
-            if isinstance(item, OSError):
-                on_error(f"{path}: cannot read ({item.strerror or item})")
-            elif isinstance(item, BaseException):
-                raise item
+    settled: set[int] = set()
+
+    def settle(i: int, q: queue.Queue[Any], ended: bool) -> None:
+        """Entry ``i`` is done with: its permit back; left before its end, its worker stops."""
+        if i in settled:
             return
+        settled.add(i)
+        if not ended:
+            reader.dropped.add(i)
+            while not q.empty():
+                reader.taken(q.get_nowait())
+        reader.ahead.release()  # a worker may take one more file
+
+    def blocks(i: int, q: queue.Queue[Any], path: Path) -> Generator[list[Any], None, None]:
+        ended = False
+        try:
+            while True:
+                item = q.get()
+                reader.taken(item)
+                if isinstance(item, list):
+                    yield item
+                    continue
+                ended = True
+                if isinstance(item, OSError):
+                    on_error(f"{path}: cannot read ({item.strerror or item})")
+                elif isinstance(item, BaseException):
+                    raise item
+                return
+        finally:
+            settle(i, q, ended)
 
     try:
-        for path, source, stamp, q in reader.entries:
+        for i, (path, source, stamp, q) in enumerate(reader.entries):
             if isinstance(stamp, OSError):
                 on_error(f"{path}: cannot read ({stamp.strerror or stamp})")
                 continue
-            yield path, source, stamp, blocks(q, path)
+            reader.reading(i)
+            file_blocks = blocks(i, q, path)
+            yield path, source, stamp, file_blocks
+            file_blocks.close()  # read to its end, or left: either way settled
+            settle(i, q, False)  # a no-op unless its blocks were never asked for
     finally:
         reader.close()
 

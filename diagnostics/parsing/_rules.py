@@ -281,7 +281,7 @@ def _dynamic_sampling(m: re.Match[str], c: Ctx) -> Event | None:
         return None
     counts: dict[str, int] = {}
     for k, v in value.items():
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v):
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
             counts[str(k)] = int(v)
     return _make_dynamic_sampling(c, counts=counts)
 

@@ -15,14 +15,25 @@ import os
 from array import array
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import Any
+
+EXTENSION_ABI = 2
+"""The calling convention of ``diagnostics._scan`` this code speaks; an extension built from older
+sources (a stale build in a source tree) is not used rather than called wrongly."""
 
 _native: Callable[[str | bytes, bytes, bytes, bytes, int, bytes, bytes], list[int]] | None
+_native_chunk: Callable[..., tuple[list[Any], int]] | None
 try:  # the optional C extension (setup.py); A1X_NO_NATIVE=1 forces the fallback
-    from diagnostics._scan import lines as _native_lines
+    from diagnostics import _scan as _extension
 
-    _native = None if os.environ.get("A1X_NO_NATIVE") else _native_lines
+    if getattr(_extension, "ABI", 1) != EXTENSION_ABI:
+        raise ImportError("diagnostics._scan was built from other sources")
+    _native = _extension.lines
+    _native_chunk = _extension.chunk
 except ImportError:  # pragma: no cover - depends on the install
-    _native = None
+    _native = _native_chunk = None
+if os.environ.get("A1X_NO_NATIVE"):
+    _native = _native_chunk = None
 
 NATIVE = _native is not None
 """Whether the C scanner is in use."""

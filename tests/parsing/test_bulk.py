@@ -317,3 +317,32 @@ def test_unreadable_file_is_reported_and_skipped(tmp_path: Path) -> None:
     got = [item for _, _, items in _bulk.run_items(files, errors.append) for item in items]
     assert len(got) == 1 and len(got[0]) == 1 and errors == [f"{tmp_path / 'gone.log'}: cannot read (No such file "
                                                              "or directory)"]
+
+
+def test_blocks_waiting_for_the_parser_stay_within_the_budget(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parser that stalls on its first file: the other files' scanned blocks stop at the item budget."""
+    import time as _time
+
+    monkeypatch.setattr(_bulk, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(_bulk, "MAX_LINE_BYTES", 4096)  # blocks of 4 KiB
+    monkeypatch.setattr(_bulk, "AHEAD_ITEMS", 300)
+    line = (cosmos("[Controller] Stat: 1 samples, 2 completion tokens, 3 pending rollouts, 0.5 seconds elapsed")
+            + "\n").encode()
+    files = []
+    for i in range(40):  # small files: the workers finish them and take the next ones
+        path = tmp_path / f"controller_{i}.log"
+        path.write_bytes(line * 120)
+        files.append((path, Source(path.name, Role.CONTROLLER, i)))
+    _bulk.prefetch(files)
+    reader = _bulk._started
+    assert reader is not None
+    per_file = _bulk.run_blocks(files, lambda e: None)
+    _, _, _, first = next(per_file)
+    got = len(next(first))  # one block of the first file taken; then the parser stalls
+    _time.sleep(1.0)
+    per_block = 4096 // len(line) + 1
+    # the first file's rest is never held back; the others wait within the budget, plus one block
+    assert reader.waiting_items <= (120 - got) + 300 + per_block
+    got += sum(len(b) for b in first) + sum(len(b) for _, _, _, blocks in per_file for b in blocks)
+    assert got == 40 * 120  # and every line still arrives once the parser goes on

@@ -105,3 +105,11 @@ def test_megabyte_lines(tmp_path: Path, size: int) -> None:
     path.write_text(body)
     got = list(iter_file_events(path, SOURCES[Role.ROLLOUT]))
     assert sum(len(e.text) for e in got) < 64 * 1024
+
+
+def test_a_count_too_large_for_a_float_is_dropped_not_raised() -> None:
+    """{'outdated': 7894775E16025} evaluates to inf: int(inf) must not end the read."""
+    from parsing_helpers import cosmos, parse
+
+    events = parse(cosmos("Dynamic sampling rewards distribution so far: {'outated': 7894775E16025, 'outdated': 3}."))
+    assert [dict(e.counts) for e in events] == [{"outdated": 3}]  # type: ignore[attr-defined]
