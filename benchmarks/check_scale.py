@@ -9,7 +9,8 @@ a fresh process, with its peak resident memory:
   (b) ``grep -c -F`` with the prefilter's markers over all files: the scan alone, one process,
   (c) ``read_run(discover(DIR))`` consuming every event (the grep prefilter path),
   (d) the same with the prefilter disabled (pure Python), only with ``--pure``,
-  (e) ``a1x-tui --check DIR --format json`` when ``a1x_tui/commands/check.py`` exists.
+  (e) ``a1x-tui --check DIR --format json`` when ``a1x_tui/commands/check.py`` exists: the native
+      reader where the C extension is built (docs/parsing.md), else the grep prefilter of (c).
 
 Usage: ``python benchmarks/check_scale.py DIR [--size-mb 1024] [--files 193] [--repeat 3] [--pure] [--keep]``
 Prints a markdown table per repeat (wall, CPU of the process tree, peak RSS) with the load average
