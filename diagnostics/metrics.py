@@ -101,15 +101,19 @@ class Series:
         if self._skip:
             self._skip -= 1
             return
+        self._make_room()
+        self.ts.append(NAN if ts is None else ts)
+        self.steps.append(NAN if step is None else step)
+        self.values.append(value)
+        self._skip = self.stride - 1
+
+    def _make_room(self) -> None:
+        """When full: keep every other point, and from now on every second sample more."""
         if len(self.values) >= self.capacity:
             self.ts = self.ts[::2]
             self.steps = self.steps[::2]
             self.values = self.values[::2]
             self.stride *= 2
-        self.ts.append(NAN if ts is None else ts)
-        self.steps.append(NAN if step is None else step)
-        self.values.append(value)
-        self._skip = self.stride - 1
 
     def extend(self, values: Sequence[float], ts: Sequence[float],
                step: float | Sequence[float | None] | None = None) -> None:
@@ -135,11 +139,7 @@ class Series:
                 self._skip -= skipped
                 i += skipped
                 continue
-            if len(self.values) >= self.capacity:
-                self.ts = self.ts[::2]
-                self.steps = self.steps[::2]
-                self.values = self.values[::2]
-                self.stride *= 2
+            self._make_room()
             stride = self.stride
             count = min(self.capacity - len(self.values), (n - i + stride - 1) // stride)
             end = i + (count - 1) * stride + 1
@@ -290,22 +290,22 @@ class Metrics:
         self._window = StepWindow(step=0)
 
     # --- intake -------------------------------------------------------------------------------
-    def _put(self, name: str, value: float | None, ts: float | None, step: float | None = None) -> None:
-        if value is None:
-            return
+    def _series(self, name: str) -> Series:
         series = self.series.get(name)
         if series is None:
             series = self.series[name] = Series(name, self.capacity)
-        series.append(float(value), ts, self.step if step is None else step)
+        return series
+
+    def _put(self, name: str, value: float | None, ts: float | None, step: float | None = None) -> None:
+        if value is None:
+            return
+        self._series(name).append(float(value), ts, self.step if step is None else step)
 
     def _put_many(self, name: str, values: Sequence[float], ts: Sequence[float],
                   steps: Sequence[float | None] | None = None) -> None:
         """``_put(name, v, t, s)`` for each (no ``None`` among the values), in one go; ``steps``:
         the step of each point, or ``None`` for ``self.step``."""
-        series = self.series.get(name)
-        if series is None:
-            series = self.series[name] = Series(name, self.capacity)
-        series.extend(values, ts, self.step if steps is None else steps)
+        self._series(name).extend(values, ts, self.step if steps is None else steps)
 
     # Runs of the native reader's bulk records (``diagnostics.parsing._bulk``; ``Collector.run_taker``):
     # each does what the handler of their events does for each, in columns, with the step the
@@ -340,19 +340,8 @@ class Metrics:
                 self._put_many("in_flight", [recs[i][8] for i in new], new_times, new_steps)
                 self._put_many("filtered_outdated", [recs[i][9] for i in new], new_times, new_steps)
         self._put_many("samples", [r[5] for r in recs], times, steps)
-        anchor = self._rate_anchor
         for i, r in enumerate(recs):
-            samples, tokens, elapsed = r[5], r[6], r[10] if r[0] == new_shape else r[8]
-            if anchor is None or elapsed < anchor[0] or samples < anchor[1]:
-                anchor = (elapsed, samples, tokens)
-                continue
-            dt = elapsed - anchor[0]
-            if dt >= RATE_WINDOW_S:
-                step = self.step if steps is None else steps[i]
-                self._put_many("samples_per_s", ((samples - anchor[1]) / dt,), (r[3],), (step,))
-                self._put_many("tokens_per_s", ((tokens - anchor[2]) / dt,), (r[3],), (step,))
-                anchor = (elapsed, samples, tokens)
-        self._rate_anchor = anchor
+            self._rate(r[5], r[6], r[10] if r[0] == new_shape else r[8], r[3], self.step if steps is None else steps[i])
 
     def stalenesses(self, recs: list[tuple[Any, ...]], steps: list[Any] | None) -> None:
         """Staleness records (``_bulk.FIELDS``)."""
@@ -438,14 +427,19 @@ class Metrics:
         self._put("in_flight", in_flight, ts)
         self._put("filtered_outdated", filtered, ts)
         self._put("samples", samples, ts)
+        self._rate(samples, tokens, elapsed, ts, self.step)
+
+    def _rate(self, samples: int, tokens: int, elapsed: float, ts: float | None, step: float | None) -> None:
+        """samples/s and tokens/s from the cumulative counters, over at least ``RATE_WINDOW_S`` of
+        elapsed time; a counter that went back (a restart) starts a new window."""
         anchor = self._rate_anchor
         if anchor is None or elapsed < anchor[0] or samples < anchor[1]:
             self._rate_anchor = (elapsed, samples, tokens)
             return
         dt = elapsed - anchor[0]
         if dt >= RATE_WINDOW_S:
-            self._put("samples_per_s", (samples - anchor[1]) / dt, ts)
-            self._put("tokens_per_s", (tokens - anchor[2]) / dt, ts)
+            self._series("samples_per_s").append((samples - anchor[1]) / dt, ts, step)  # step None: none yet
+            self._series("tokens_per_s").append((tokens - anchor[2]) / dt, ts, step)
             self._rate_anchor = (elapsed, samples, tokens)
 
     def _note_step(self, step: int, total: int | None, ts: float | None) -> bool:
