@@ -148,24 +148,22 @@ class _RunTaker:
             if stale_family is not None:
                 staleness = stale_family[0]
         for item in () if records_only else run:
-            if item.__class__ is not tuple:  # an event: the records before it first close their window part
-                if pending or staleness:
-                    metrics.window_segment(pending, staleness)
-                    pending, staleness = [], []
-                self.add(item)
-                step = metrics.step
-                continue
-            n += 1
-            kind = item[0]
-            if kind in (step_kind, report):  # may close the window and move the step, in place
-                if pending or staleness:
-                    metrics.window_segment(pending, staleness)
-                    pending, staleness = [], []
-                if kind == report:
+            event = item.__class__ is not tuple
+            if event or item[0] in _IN_PLACE:
+                # Taken in place: it may close the step window, so the records before it close their part.
+                metrics.window_segment(pending, staleness)
+                pending, staleness = [], []
+                if event:
+                    self.add(item)
+                elif item[0] == report:
                     metrics.train_report(item[5], item[3], (*head, item), floats=True)
                 elif metrics.step_record(item, (*head, item)):
                     new_steps.append(item)
                 step = metrics.step
+                if event:
+                    continue
+            n += 1
+            kind = item[0]
             slot = families.get(_FAMILY[kind])
             if slot is None:
                 slot = families[_FAMILY[kind]] = ([], [])
@@ -175,8 +173,7 @@ class _RunTaker:
                 pending.append(item[7])
             elif kind == stale:
                 staleness.append(item)
-        if pending or staleness:
-            metrics.window_segment(pending, staleness)
+        metrics.window_segment(pending, staleness)
         if not n:
             return
         store.event_count += n

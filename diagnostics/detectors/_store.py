@@ -88,33 +88,26 @@ class Retained(Generic[T]):
         if n > room:
             self._last.extend([(*head, r) for r in records[max(room, n - self.k) :]])  # type: ignore[misc]
 
+    @staticmethod
+    def _at(held: list[T] | deque[T], i: int) -> T:
+        """``held[i]``, a ``Pending`` there built (once: the event replaces it)."""
+        if held[i].__class__ is tuple:
+            held[i] = _built(held[i])
+        return held[i]
+
     @property
     def first(self) -> T | None:
-        if not self._first:
-            return None
-        if self._first[0].__class__ is tuple:
-            self._first[0] = _built(self._first[0])
-        return self._first[0]
+        return self._at(self._first, 0) if self._first else None
 
     @property
     def last(self) -> T | None:
         if self._last:
-            if self._last[-1].__class__ is tuple:
-                self._last[-1] = _built(self._last[-1])
-            return self._last[-1]
-        if not self._first:
-            return None
-        if self._first[-1].__class__ is tuple:
-            self._first[-1] = _built(self._first[-1])
-        return self._first[-1]
+            return self._at(self._last, -1)
+        return self._at(self._first, -1) if self._first else None
 
     def items(self) -> list[T]:
         """All kept items in arrival order (every item when ``count <= 2k``)."""
-        for held in (self._first, self._last):
-            for i, item in enumerate(held):
-                if item.__class__ is tuple:
-                    held[i] = _built(item)
-        return [*self._first, *self._last]
+        return [self._at(held, i) for held in (self._first, self._last) for i in range(len(held))]
 
     def __iter__(self) -> Iterator[T]:
         return iter(self.items())

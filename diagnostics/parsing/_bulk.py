@@ -149,7 +149,6 @@ def _templates_for(source: Source) -> tuple[bytes, ...]:
 def scan_file(path: Path, source: Source) -> Iterator[list[Any]]:
     """The items of one file, a block at a time: candidates ``(lineno, offset, text)`` and records,
     in line order. Raises ``OSError`` if the file cannot be opened; a read error ends the file."""
-    assert _chunk is not None
     automaton = _automaton(markers_for(source))
     templates = _templates_for(source)
     max_line = MAX_LINE_BYTES
@@ -159,6 +158,12 @@ def scan_file(path: Path, source: Source) -> Iterator[list[Any]]:
     lineno, offset = 1, 0  # of buf[0]
     filled = 0
     skipping = False  # inside an over-long line, past its searched part: drop bytes up to its newline
+
+    def scan(end: int) -> tuple[list[Any], int]:
+        """The items and the number of lines of ``buf[:end]`` (read where the block starts now)."""
+        assert _chunk is not None
+        return _chunk(view[:end], *automaton, templates, lineno, offset, max_line, minute_base, SIMD)
+
     with open(path, "rb", buffering=0) as f:
         while True:
             try:
@@ -167,8 +172,7 @@ def scan_file(path: Path, source: Source) -> Iterator[list[Any]]:
                 got = 0
             if not got:
                 if filled and not skipping:
-                    items, _ = _chunk(view[:filled], *automaton, templates, lineno, offset, max_line,
-                                      minute_base, SIMD)
+                    items, _ = scan(filled)
                     if items:
                         yield items
                 return
@@ -190,15 +194,14 @@ def scan_file(path: Path, source: Source) -> Iterator[list[Any]]:
                 if filled < size:
                     continue
                 # One line fills the block: search its first max_line bytes, skip the rest.
-                items, _ = _chunk(view[:filled], *automaton, templates, lineno, offset, max_line, minute_base, SIMD)
+                items, _ = scan(filled)
                 if items:
                     yield items
                 offset += filled
                 filled = 0
                 skipping = True
                 continue
-            items, lines = _chunk(view[: last + 1], *automaton, templates, lineno, offset, max_line, minute_base,
-                                  SIMD)
+            items, lines = scan(last + 1)
             if items:
                 yield items
             lineno += lines
