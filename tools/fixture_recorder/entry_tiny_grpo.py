@@ -13,6 +13,12 @@ Environment (inherited from the launcher's environment):
                         N: the first N generate() calls run normally; call N+1 runs under the cap on a fresh
                         CUDA stream (the allocator keeps free blocks per stream, so generate() must ask for a
                         new segment, which the cap refuses); the cap is lifted again afterwards (one-shot).
+  CRL_REWARD_RAISE_AFTER
+                        fault injection: N: the first N reward calls (one per completion, counted over every
+                        process that computes rewards, through the file CRL_REWARD_COUNT_FILE) score normally;
+                        every later call raises RuntimeError("injected: reward function failed at call M").
+  CRL_IMPORT_FAIL       fault injection: 1: the script imports a module that does not exist before anything
+                        else (a start-up failure of the user's entry script, in whichever role runs it first).
   CRL_INJECTION_LOG     file where the injection notes its own actions (never into Cosmos's logs).
 """
 
@@ -21,6 +27,16 @@ from __future__ import annotations
 import os
 import time
 from typing import Any
+
+if os.environ.get("CRL_IMPORT_FAIL") == "1":
+    if os.environ.get("CRL_INJECTION_LOG"):
+        with open(os.environ["CRL_INJECTION_LOG"], "a") as _f:
+            _f.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} [entry pid {os.getpid()} {os.environ.get('COSMOS_ROLE')}] "
+                     "injected: CRL_IMPORT_FAIL=1: importing a_module_that_does_not_exist\n")
+    # fault injection: the ModuleNotFoundError and its traceback come from Python itself
+    import a_module_that_does_not_exist
+
+    del a_module_that_does_not_exist
 
 import cosmos_rl.policy.model.hf_models as _hf_models
 from cosmos_rl.dispatcher.data import RLPayload
@@ -80,6 +96,42 @@ def _note(msg: str) -> None:
                     f"{os.environ.get('COSMOS_ROLE')}] {msg}\n")
 
 
+def _count_call() -> int:
+    """Number of this reward call, counted over all processes (Cosmos computes rewards in a process pool)."""
+    path = os.environ.get("CRL_REWARD_COUNT_FILE") or os.path.join(os.getcwd(), "crl_reward_calls.count")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, b".")  # one byte per call; O_APPEND writes do not interleave
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
+_raise_noted = [False]
+
+
+def reward_with_injected_failure(to_be_evaluated: str | None, reference: Any = None, *args: Any, **kw: Any) -> float:
+    # module level (not a closure) so that it pickles by name, whatever start method the reward pool uses
+    after = int(os.environ["CRL_REWARD_RAISE_AFTER"])
+    n = _count_call()
+    if n > after:
+        if not _raise_noted[0]:  # once per process, so that injection.log stays short
+            _raise_noted[0] = True
+            _note(f"injected: reward call {n} raises RuntimeError (CRL_REWARD_RAISE_AFTER={after}; every later "
+                  "call raises too)")
+        raise RuntimeError(f"injected: reward function failed at call {n}")
+    return REWARDS[os.environ.get("CRL_REWARD", "digit")](to_be_evaluated, reference, *args, **kw)
+
+
+def _reward_fn() -> Any:
+    after_s = os.environ.get("CRL_REWARD_RAISE_AFTER")
+    if after_s is None:
+        return REWARDS[os.environ.get("CRL_REWARD", "digit")]
+    if os.environ.get("COSMOS_ROLE") == "Rollout":
+        _note(f"armed: reward calls after call {int(after_s)} will raise RuntimeError")
+    return reward_with_injected_failure
+
+
 def _install_rollout_oom() -> None:
     frac_s = os.environ.get("CRL_ROLLOUT_MEM_FRACTION")
     if not frac_s or os.environ.get("COSMOS_ROLE") != "Rollout":
@@ -124,7 +176,7 @@ if __name__ == "__main__":
     _install_rollout_oom()
     launch_worker(
         dataset=lambda config: TinyPromptDataset(),
-        reward_fns=[REWARDS[os.environ.get("CRL_REWARD", "digit")]],
+        reward_fns=[_reward_fn()],
         data_packer=DecoderOnlyLLMDataPacker(),
         val_data_packer=DecoderOnlyLLMDataPacker(),
     )

@@ -7,8 +7,9 @@ Every log line in a scenario's logs_<ts>/ folder and in its run.out is written b
 (launcher, controller, torchrun policy/rollout workers). This driver only
   * writes each scenario's TOML (base tiny_grpo.toml + overrides),
   * starts `cosmos-rl --config <toml> --port <p> --log-dir <scenario dir> entry_tiny_grpo.py`,
-  * injects faults where a scenario asks for it (SIGKILL of a worker; the entry script's CUDA memory cap),
-    noting each action in injection.log,
+  * injects faults where a scenario asks for it (SIGKILL or SIGSTOP of a worker; through the entry script: a
+    CUDA memory cap, a reward function that raises, a failing import; a launcher started with one of its
+    dependencies hidden from its module path), noting each action in injection.log,
   * stops a launcher's process group at the scenario's deadline (like coreutils `timeout`),
   * records the launcher's exit status in exit_status.txt.
 Files written by the recorder are named <name>.toml / injection.log / exit_status.txt so they are never
@@ -54,6 +55,10 @@ def scenarios(version: str) -> dict[str, Spec]:
       env          extra environment for the launcher and everything it starts
       kill         optional fault: dict(trigger=<regex seen in controller.log>, role="Policy"|"Rollout",
                    after=<seconds to keep recording after the SIGKILL>)
+      stop         optional fault, same shape as kill: SIGSTOP instead of SIGKILL (the worker hangs without
+                   dying; it is never continued: the deadline's SIGTERM/SIGKILL ends it)
+      hide         optional: top-level module names to hide from the launcher's module path (PYTHONPATH
+                   entries holding them are replaced by a folder of symlinks to everything else)
       deadline     seconds after which the launcher's process group gets SIGTERM (then SIGKILL)
       crash_grace  seconds to keep recording after a worker crashed on its own (torchrun 'Root Cause'); 20
       mode         optional: another Cosmos-RL mode for this scenario
@@ -88,6 +93,19 @@ def scenarios(version: str) -> dict[str, Spec]:
         table["rollout_oom_start"] = dict(over={"train.epoch": 2},
                                           env=dict(clean_exit, **FAST_HEARTBEAT, CRL_ROLLOUT_MEM_FRACTION="1e-6"),
                                           deadline=240, crash_grace=75)
+    # scenarios added in the second recording (both versions)
+    table.update({
+        "healthy_long": dict(over={"train.epoch": 4, "train.max_num_steps": 24}, env=dict(clean_exit), deadline=380),
+        "policy_stopped": dict(over=dict(LONG_RUN), env=dict(FAST_HEARTBEAT), deadline=400,
+                               stop=dict(trigger=r" - Step: 2/", role="Policy", after=245)),
+        "rollout_stopped_start": dict(over=dict(LONG_RUN), env=dict(FAST_HEARTBEAT), deadline=400,
+                                      stop=dict(trigger=r"All atoms of ROLLOUT Replica \S+ has been set",
+                                                role="Rollout", after=245)),
+        "reward_raises": dict(over=dict(LONG_RUN), env=dict(clean_exit, **FAST_HEARTBEAT, CRL_REWARD_RAISE_AFTER="80"),
+                              deadline=330, crash_grace=120),
+        "entry_import_error": dict(over={"train.epoch": 2}, env=dict(clean_exit, CRL_IMPORT_FAIL="1"), deadline=60),
+        "launcher_import_error": dict(over={"train.epoch": 2}, env=dict(clean_exit), deadline=60, hide=["toml"]),
+    })
     return table
 
 
@@ -149,6 +167,48 @@ def find_pids(scenario: str, role: str) -> list[int]:
     return [p for p in pids if _ppid(p) not in pids]
 
 
+def descendants(pids: list[int]) -> list[int]:
+    """Live processes below `pids` (e.g. a worker's heartbeat process and reward pool)."""
+    kids: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            kids.setdefault(_ppid(int(d)), []).append(int(d))
+    out, todo = [], list(pids)
+    while todo:
+        for c in kids.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return sorted(out)
+
+
+def hidden_module_path(pythonpath: str, hide: list[str], where: str) -> tuple[str, list[str]]:
+    """PYTHONPATH with every entry that holds one of `hide` (package, module or dist-info) replaced by a folder
+    of symlinks to all of that entry's other contents. Returns the new PYTHONPATH and a note per replacement."""
+
+    def hidden(entry: str) -> bool:
+        for m in hide:
+            if entry in (m, f"{m}.py") or (entry.startswith(f"{m}-") and entry.endswith((".dist-info", ".egg-info"))):
+                return True
+        return False
+
+    out, notes = [], []
+    for i, p in enumerate(x for x in pythonpath.split(os.pathsep) if x):
+        names = sorted(os.listdir(p)) if os.path.isdir(p) else []
+        gone = [n for n in names if hidden(n)]
+        if not gone:
+            out.append(p)
+            continue
+        view = os.path.join(where, f"pyview_{i}")
+        os.makedirs(view, exist_ok=True)
+        for n in names:
+            if n not in gone and not os.path.lexists(os.path.join(view, n)):
+                os.symlink(os.path.join(p, n), os.path.join(view, n))
+        out.append(view)
+        notes.append(f"PYTHONPATH entry {p} replaced by {view} (symlinks to its {len(names) - len(gone)} other "
+                     f"entries; left out: {', '.join(gone)})")
+    return os.pathsep.join(out), notes
+
+
 class Run:
     def __init__(self, name: str, spec: Spec, args: argparse.Namespace, port: int, redis_port: int) -> None:
         import toml  # on the GPU machine it comes from the carried wheels
@@ -171,17 +231,31 @@ class Run:
         self.port, self.redis_port = port, redis_port
         self.cmd = ["cosmos-rl", "--config", self.toml_path, "--port", str(port), "--log-dir", self.dir, ENTRY]
         self.env = dict(os.environ, CRL_SCENARIO=name, CRL_RUN_ID=RUN_ID,
-                        CRL_INJECTION_LOG=os.path.join(self.dir, "injection.log"), **spec["env"])
+                        CRL_INJECTION_LOG=os.path.join(self.dir, "injection.log"),
+                        CRL_REWARD_COUNT_FILE=os.path.join(self.scr, "reward_calls.count"), **spec["env"])
+        self.hide_notes: list[str] = []
+        if spec.get("hide"):
+            self.env["PYTHONPATH"], self.hide_notes = hidden_module_path(
+                self.env.get("PYTHONPATH", ""), spec["hide"], self.scr)
         self.proc: subprocess.Popen[bytes] | None = None
         self.rc: int | None = None
         self.status = "pending"
-        self.deadline: float = spec["deadline"]
+        # CRL_TEST_TIME_SCALE (local dry runs with dry_run/bin/cosmos-rl only) shrinks deadlines, `after`, crash_grace
+        self.scale = float(os.environ.get("CRL_TEST_TIME_SCALE", "1"))
+        self.deadline: float = spec["deadline"] * self.scale
         self.killed_at: float | None = None
         self.term_sent: float | None = None
         self.t0 = 0.0
 
     def start(self, t0: float) -> None:
         self.t0 = t0
+        if self.spec.get("hide"):
+            for n in self.hide_notes:
+                self.note(f"injected: launcher's module path: {n}")
+            for m in self.spec["hide"]:  # say whether the module is still reachable (e.g. from the base site-packages)
+                probe = subprocess.run([sys.executable, "-c", f"import importlib.util as u; print(u.find_spec({m!r}))"],
+                                       env=self.env, capture_output=True, text=True, timeout=60)
+                self.note(f"module {m!r} as the launcher's python finds it now: {probe.stdout.strip() or probe.stderr}")
         self.out = open(os.path.join(self.dir, "run.out"), "wb")  # noqa: SIM115 - closed in finish()
         self.proc = subprocess.Popen(self.cmd, cwd=self.scr, env=self.env, stdout=self.out,
                                      stderr=subprocess.STDOUT, start_new_session=True)
@@ -213,26 +287,31 @@ class Run:
             self.status = "exited"
             self.killpg(signal.SIGKILL)  # leftovers in the launcher's session, if any
             return False
-        k = self.spec.get("kill")
-        grace = self.spec.get("crash_grace", 20)
+        k = self.spec.get("kill") or self.spec.get("stop")
+        sig, signame = (signal.SIGKILL, "SIGKILL") if self.spec.get("kill") else (signal.SIGSTOP, "SIGSTOP")
+        grace = self.spec.get("crash_grace", 20) * self.scale
         if not k and self.term_sent is None and self.deadline > el + grace:
             # a worker crashed on its own (nothing SIGKILLed): the launcher would wait forever
             workers = "".join(read(self.logfile(f"{role}_{i}.log")) for role in ("policy", "rollout") for i in range(2))
             if "Root Cause (first observed failure)" in workers:
                 self.note(f"a worker crashed (torchrun 'Root Cause' in its log, t+{el:.0f}s): "
-                          f"stopping this scenario {grace} s from now")
+                          f"stopping this scenario {grace:.0f} s from now")
                 self.deadline = el + grace
         if k and self.killed_at is None:
             trigger = os.environ.get("CRL_TEST_KILL_TRIGGER", k["trigger"])  # local dry runs only
             if re.search(trigger, read(self.logfile("controller.log"))):
                 pids = find_pids(self.name, k["role"])
                 if pids:
+                    below = descendants(pids)
                     for pid in pids:
-                        os.kill(pid, signal.SIGKILL)
+                        os.kill(pid, sig)
                     self.killed_at = t
-                    self.note(f"injected: SIGKILL to {k['role']} worker pid(s) {pids} "
+                    self.note(f"injected: {signame} to {k['role']} worker pid(s) {pids} "
                               f"(trigger {trigger!r} seen in controller.log, t+{el:.0f}s)")
-                    self.deadline = min(self.deadline, el + k["after"])
+                    if sig == signal.SIGSTOP:
+                        self.note(f"  not stopped (their child processes, e.g. heartbeat and reward pool): {below}; "
+                                  f"nothing will continue them; recording for {k['after'] * self.scale:.0f} s more")
+                    self.deadline = min(self.deadline, el + k["after"] * self.scale)
         if el >= self.deadline and self.term_sent is None:
             self.term_sent = t
             self.note(f"deadline {self.deadline:.0f}s reached: SIGTERM to the launcher's process group")
@@ -266,7 +345,7 @@ class Run:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         if leftovers:
-            say(f"{self.name}: SIGKILL to {len(leftovers)} leftover process(es) after the launcher ended: {leftovers}")
+            self.note(f"SIGKILL to {len(leftovers)} leftover process(es) after the launcher ended: {leftovers}")
         say(f"{self.name}: {self.status} rc={self.rc}")
         summarize(self)
 
@@ -312,7 +391,10 @@ def main() -> None:
     if args.list:
         for r in runs:
             print(f"PLAN {r.name}: port {r.port} redis {r.redis_port} deadline {r.deadline} "
-                  f"env {r.spec['env']} kill {r.spec.get('kill')} toml {r.toml_path}")
+                  f"env {r.spec['env']} kill {r.spec.get('kill')} stop {r.spec.get('stop')} "
+                  f"hide {r.spec.get('hide')} toml {r.toml_path}")
+            for n in r.hide_notes:
+                print(f"     {n}")
         return
     stop = {"asked": False}
 
@@ -324,7 +406,7 @@ def main() -> None:
     for r in runs:
         r.start(t0)
         time.sleep(1.0)
-    healthies = [r for r in runs if r.name.split("__")[0] == "healthy"]
+    healthies = [r for r in runs if r.name.split("__")[0] in ("healthy", "healthy_long")]
     gate_open = not healthies
     gate_failed = False
     last_report = 0.0

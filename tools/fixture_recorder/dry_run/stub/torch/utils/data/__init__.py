@@ -1,0 +1,5 @@
+"""Stub (dry runs only)."""
+
+
+class Dataset:
+    pass
