@@ -302,6 +302,10 @@ class SignalKind(str, Enum):
     #                               train_ack|query_commands
     REDIS_FAILURE = "redis_failure"  # rc:int|None, error:str
     CHILD_FAILED = "child_failed"  # torchrun ChildFailedError summary: exitcode:int|None, signal:str|None
+    DEATH_SIGNAL = "death_signal"  # torchrun agent 'Received 15 death signal, shutting down workers': sig:int
+    JOB_CANCELLED = "job_cancelled"  # slurmstepd '*** JOB N ON host CANCELLED AT t [DUE TO TIME LIMIT] ***': reason
+    FATAL_SIGNAL = "fatal_signal"  # what: segfault|abort|bus_error|killed|fatal_python (a process died hard)
+    ERROR_LINE = "error_line"  # an ERROR/CRITICAL line or an 'XxxError: ...' line no rule classified: message:str
     INVALID_PARALLEL_DIMS = "invalid_parallel_dims"  # text of the assertion
     BATCH_NOT_DIVISIBLE = "batch_not_divisible"  # train_batch_per_replica .. divisible by ..
     WANDB_UNAVAILABLE = "wandb_unavailable"  # 'Wandb is not available...' (benign alone)

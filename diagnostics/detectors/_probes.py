@@ -135,7 +135,15 @@ PROBES: tuple[Probe, ...] = (
     Probe("oom", ("KV cache is needed, which is larger than the available KV cache memory",), None, kind="kv_cache"),
     Probe("oom", ("that can be stored in KV cache",), None, kind="kv_cache"),
     Probe("oom", ("is less than desired GPU memory utilization",), None, kind="free_memory"),
-    Probe("oom", ("CUDA out of memory", "OutOfMemoryError", "CUDA error: out of memory"), None, kind="cuda_oom"),
+    Probe("oom", ("larger than the available KV cache memory",), None, kind="kv_cache"),
+    Probe("oom", ("CUDA Error: out of memory",), None, kind="cumem"),  # vLLM's cumem allocator (sleep mode)
+    Probe(
+        "oom",
+        ("CUDA out of memory", "OutOfMemoryError", "CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED",
+         "Cuda failure 2 'out of memory'", "Cuda failure 'out of memory'"),
+        None,
+        kind="cuda_oom",
+    ),
     # §6.3
     Probe(
         "rollout_generation_failed",
@@ -206,6 +214,8 @@ _OOM_KIND_BY_TEXT = tuple((p.needles, p.kind) for p in PROBES if p.id == "oom")
 
 def signal_hits(signal: Signal) -> list[Hit]:
     """The hits a parser signal stands for (most map to one id; some need a look at the text)."""
+    if signal.kind is SignalKind.ERROR_LINE:
+        return probe_text(signal.text, signal)  # an error line no rule named: the probes still read it
     hits: list[Hit] = []
     hit_id = _SIGNAL_HITS.get(signal.kind)
     fields = dict(signal.fields)

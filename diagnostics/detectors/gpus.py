@@ -91,6 +91,11 @@ def insufficient_gpus(ctx: DetectorContext) -> Verdict:
             what = "The launcher only accepts 1, 2, 4 or 8 visible GPUs per node" + (
                 f"; it sees {detected}." if detected else "."
             )
+        elif kind == "invalid_device":
+            what = (
+                "A process asked for a GPU that does not exist ('invalid device ordinal'): more ranks per node "
+                "than visible GPUs, or CUDA_VISIBLE_DEVICES hides the GPU a rank was given."
+            )
         elif kind == "larger_than_node":
             what = (
                 "One replica needs more GPUs than this node has. The launcher words it as 'GPUs larger than 8 … "

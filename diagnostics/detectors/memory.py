@@ -28,7 +28,7 @@ from diagnostics.detectors._probes import Hit
 from diagnostics.events import Role, SignalKind, Traceback
 from diagnostics.findings import Finding, Fix
 
-VLLM_KINDS = {"no_cache_blocks", "kv_cache", "free_memory"}
+VLLM_KINDS = {"no_cache_blocks", "kv_cache", "free_memory", "cumem", "kv_pool"}  # the generation engine's own
 _FREE = re.compile(r"Free memory on device[^(]*\((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\)")
 _MAX_LEN = re.compile(r"estimated maximum model length is (?P<n>\d+)")
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from diagnostics.events import Source
-from diagnostics.parsing._parser import GATED_ROLES, GROUP_STARTS
+from diagnostics.parsing._parser import ERROR_MARKERS, GATED_ROLES, GROUP_STARTS
 from diagnostics.parsing._rules import GATES, NEEDLES
 
-_ALWAYS = (*GROUP_STARTS, "[AlpamayoPrefetch]")
+_ALWAYS = (*GROUP_STARTS, "[AlpamayoPrefetch]", *ERROR_MARKERS)
 
 
 def _grep_markers(strings: Iterable[str]) -> tuple[str, ...]:

@@ -62,9 +62,11 @@ _CF_SIGNAL = re.compile(r"Signal (\d+) \((SIG\w+)\) received by PID (\d+)")
 _CF_EXIT = re.compile(r"(-?\d+)(?: \(pid: (\d+)\))?")
 
 _ACCEPT, _ACCEPT_DONE, _REJECT = 0, 1, 2
+_FULL_STAMPS = frozenset({"cosmos", "prefetch", "slurm"})  # families whose stamps carry the year
 # ``Cls(...)`` / ``Cls(**ctx.kw(), ...)``, built faster (``_build``)
 _make_prefetch = ctx_maker(Prefetch)
 _make_log_line = ctx_maker(LogLine)
+_make_signal = ctx_maker(Signal)
 _make_traceback = maker(Traceback)
 Key = tuple[int, int]  # (line number, index of the \r-segment within that line)
 
@@ -74,7 +76,9 @@ def is_group_start(body: str) -> bool:
     return body.startswith(GROUP_STARTS)
 
 
-_NOT_BY_RULES = (*GROUP_STARTS, "[AlpamayoPrefetch]")  # lines that give events without a rule
+# Lines that may be an error no rule knows (``_error_line``): a level word, or ``XxxError:`` / ``XxxException:``.
+ERROR_MARKERS = ("ERROR", "CRITICAL", "Error:", "Exception:")
+_NOT_BY_RULES = (*GROUP_STARTS, "[AlpamayoPrefetch]", *ERROR_MARKERS)  # lines that give events without a rule
 
 
 def _gated_line_may_give_events(text: str) -> bool:
@@ -262,14 +266,17 @@ class _ChildFailedGroup(_Group):
 class LineParser:
     """Parse the lines of one log file, in order. ``feed`` returns the events completed so far.
 
-    ``mtime`` (the file's modification time) dates year-less stamps (vLLM ``MM-DD``, glog
-    ``MMDD``); without it those events have ``ts=None``. ``keep_unknown=False`` drops ``LogLine``
-    events early (faster; the prefilter path never makes them).
+    Year-less stamps (vLLM ``MM-DD``, glog ``MMDD``) take their year from the newest full stamp
+    (cosmos, prefetch, SLURM) the file showed before them, so a copied run dates them as the original
+    did; before the first full stamp, from ``mtime`` (the file's modification time), and without it
+    those events have ``ts=None``. ``keep_unknown=False`` drops ``LogLine`` events early (faster; the
+    prefilter path never makes them).
     """
 
     def __init__(self, source: Source, *, mtime: float | None = None, keep_unknown: bool = True) -> None:
         self.source = source
         self._ref = datetime.fromtimestamp(mtime) if mtime is not None else None
+        self._ref_after = False  # True once ``_ref`` is a stamp of the file (lines come after it)
         self._keep_unknown = keep_unknown
         self._gated = source.role in GATED_ROLES
         self._early_reject = self._gated and not keep_unknown  # see ``_gated_line_may_give_events``
@@ -291,7 +298,9 @@ class LineParser:
             self._expire(lineno, out)
         elif self._early_reject and not _gated_line_may_give_events(text):
             return out
-        shape = shape_of(text, self._ref)
+        shape = shape_of(text, self._ref, self._ref_after)
+        if shape.ts is not None and shape.family in _FULL_STAMPS:
+            self._ref, self._ref_after = shape.ts, True
         group = self._groups.get(shape.rank)
         if group is not None:
             verdict = group.offer(key, text, shape)
@@ -320,7 +329,10 @@ class LineParser:
         """
         if self._early_reject and not _gated_line_may_give_events(text):
             return []
-        return self._line_events(lineno, text, shape_of(text, self._ref))
+        shape = shape_of(text, self._ref, self._ref_after)
+        if shape.ts is not None and shape.family in _FULL_STAMPS:
+            self._ref, self._ref_after = shape.ts, True
+        return self._line_events(lineno, text, shape)
 
     def flush(self) -> list[Event]:
         """End of input: close every open group (a traceback cut off by EOF is still one event)."""
@@ -370,11 +382,40 @@ class LineParser:
             events = classify_gated(text, shape.msg, ctx) if self._gated else classify_with(RULES, shape.msg, ctx)
             if events:
                 return events
+        error = _error_line(shape)
+        if error is not None:
+            ctx = Ctx(self.source, lineno, text, shape.ts, shape.level or error, shape.rank)
+            return [_make_signal(ctx, kind=SignalKind.ERROR_LINE, fields={"message": cap(shape.msg, MAX_FIELD)})]
         if not self._keep_unknown:
             return []
         ctx = Ctx(self.source, lineno, text, shape.ts, shape.level, shape.rank)
         logger = shape.logger if family in ("cosmos", "vllm", "torchelastic") else None
         return [_make_log_line(ctx, family=family, msg=cap(shape.msg), logger=logger)]
+
+
+# ``XxxError: msg`` / ``pkg.XxxException: msg`` at the start of a message (an exception printed without
+# its traceback, or a traceback's last line cut from it), and the plain ``ERROR:name:msg`` / ``[ERROR] msg``
+# of other loggers (Python's logging default format, transformers).
+_ERROR_WORD = re.compile(r"(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception)(?:\(.*?\))?: ")
+_PLAIN_LEVEL = re.compile(r"\[?(ERROR|CRITICAL)[\]:] ?")
+_ERROR_LEVELS = frozenset({"ERROR", "CRITICAL"})
+# Families whose prefix spells the level out (a marker finds the line); glog's ``E1129 ...`` does not, and
+# torchrun's own E-lines are followed by its failure summary, which the parser reads.
+_LEVEL_WORD_FAMILIES = frozenset({"cosmos", "vllm", "uvicorn", "prefetch"})
+
+
+def _error_line(shape: Shape) -> str | None:
+    """The level (ERROR/CRITICAL) of a line that reports an error no rule classified, else None."""
+    if shape.level in _ERROR_LEVELS and shape.family in _LEVEL_WORD_FAMILIES:
+        return shape.level
+    msg = shape.msg
+    if shape.family == "plain":
+        m = _PLAIN_LEVEL.match(msg)
+        if m:
+            return m.group(1)
+    if ("Error" in msg or "Exception" in msg) and _ERROR_WORD.match(msg):
+        return "ERROR"
+    return None
 
 
 _PREFETCH_HEAD = re.compile(r"pid=(\d+) (\S+)")

@@ -498,6 +498,125 @@ signal_rule("OutOfMemoryError", r"OutOfMemoryError", S.OOM, kind="cuda_oom")
 signal_rule("is longer than the maximum model length", r"prompt \(length (?P<prompt_len>\d+)\) is longer than the "
             r"maximum model length(?: of (?P<max_model_len>\d+))?", S.OOM, kind="prompt_too_long")
 
+# ---------------------------------------------------------------- other frameworks' resource failures
+# Captured logs of torch, vLLM, SGLang, NCCL, Ray, verl, OpenRLHF and NeMo-RL jobs (docs/reference/
+# foreign-errors.md: each string with its source and versions). Short anchors, so a line that a terminal
+# wrapped still holds one. Their lines carry no cosmos level in a replica log (glog, plain, tracebacks):
+# each needle is its own gate there (``_GATES``).
+_FOREIGN_NEEDLES: list[str] = []
+
+
+def foreign_rule(needle: str, pattern: str, signal_kind: SignalKind, /, **const: Any) -> None:
+    _FOREIGN_NEEDLES.append(needle)
+    signal_rule(needle, pattern, signal_kind, **const)
+
+
+foreign_rule("CUDA Error: out of memory", r"CUDA Error: out of memory(?: at (?P<where>\S+))?", S.OOM, kind="cumem")
+foreign_rule("CUDA error: out of memory", r"CUDA error: out of memory", S.OOM, kind="cuda_oom")
+foreign_rule("CUBLAS_STATUS_ALLOC_FAILED", r"CUBLAS_STATUS_ALLOC_FAILED", S.OOM, kind="cuda_oom")
+foreign_rule("Cuda failure", r"Cuda failure (?:\d+ )?'out of memory'", S.OOM, kind="cuda_oom")
+foreign_rule("Failed to CUDA calloc", r"Failed to CUDA calloc(?: async)? (?P<bytes>\d+) bytes", S.OOM, kind="cuda_oom")
+foreign_rule("Error in memory profiling", r"Error in memory profiling\. Initial (?:free|used) memory", S.OOM,
+             kind="free_memory")
+foreign_rule("max seq len (", r"max seq len \((?P<max_model_len>\d+)\), \((?P<needed>[\d.]+) Gi?B KV cach", S.OOM,
+             kind="kv_cache")
+foreign_rule("increase --mem-fraction-static", r"Not enough memory\. Please try to increase --mem-fraction-static",
+             S.OOM, kind="kv_pool")
+foreign_rule(" out of memory. Try to lower", r"(?P<phase>Prefill|Decode) out of memory\. Try to lower", S.OOM,
+             kind="cuda_oom")
+foreign_rule("alloc_req_slots runs out of memory", r"alloc_req_slots runs out of memory", S.OOM, kind="kv_pool")
+
+foreign_rule("THCudaCheck FAIL", r"THCudaCheck FAIL.*out of mem", S.OOM, kind="cuda_oom")
+foreign_rule("CUresult error", r"CUresult error:? +(?:result=)?2\b", S.OOM, kind="cumem")
+foreign_rule("larger than the available KV cache memory", r"larger than the available KV cache memory", S.OOM,
+             kind="kv_cache")
+foreign_rule("wait timeout after", r"wait timeout after (?P<ms>\d+) ?ms", S.NCCL_ERROR, kind="store_timeout")
+foreign_rule("seconds waiting for clients", r"Timed out after (?P<seconds>\d+) seconds waiting for clients",
+             S.NCCL_ERROR, kind="store_timeout")
+foreign_rule("Timeout waiting for key", r"Timeout waiting for key:? ?(?P<key>\S*)", S.NCCL_ERROR, kind="store_timeout")
+foreign_rule("Socket Timeout", r"\bSocket Timeout\b", S.NCCL_ERROR, kind="store_timeout")
+foreign_rule("socket has timed out", r"The (?:client|server) socket has timed out after (?P<after>\S+)", S.NCCL_ERROR,
+             kind="socket_timeout")
+foreign_rule("socket has failed to connect", r"The client socket has failed to connect to (?P<addr>.*?)\.?$",
+             S.NCCL_ERROR, kind="socket_connect")
+foreign_rule("ailed to recv, got 0 bytes", r"[Ff]ailed to recv, got 0 bytes", S.NCCL_ERROR, kind="peer_closed")
+foreign_rule("ailed to send, sent 0 bytes", r"[Ff]ailed to send, sent 0 bytes", S.NCCL_ERROR, kind="peer_closed")
+foreign_rule("Connection closed by peer", r"Connection closed by peer", S.NCCL_ERROR, kind="peer_closed")
+foreign_rule("for recv operation to complete", r"Timed out waiting (?P<ms>\d+)ms for recv operation to complete",
+             S.NCCL_ERROR, kind="comm_timeout")
+foreign_rule("RendezvousTimeoutError", r"RendezvousTimeoutError", S.NCCL_ERROR, kind="rendezvous_timeout")
+foreign_rule("RendezvousConnectionError", r"RendezvousConnectionError", S.NCCL_ERROR, kind="rendezvous_timeout")
+foreign_rule("NCCL communicator was aborted", r"NCCL communicator was aborted on rank (?P<rank>\d+)", S.NCCL_ERROR,
+             kind="comm_aborted")
+foreign_rule("NCCL error in:", r"NCCL error in: (?P<where>\S+), (?P<error>.*?)(?:, NCCL version (?P<version>\S+))?$",
+             S.NCCL_ERROR, kind="nccl_error")
+foreign_rule("remote process exited or there was a network error", r"remote process exited or there was a network "
+             r"error", S.NCCL_ERROR, kind="nccl_error")
+foreign_rule("watchdog thread terminated with exception", r"watchdog thread terminated with exception", S.NCCL_ERROR,
+             kind="torch_watchdog")
+foreign_rule("watchdog got stuck", r"watchdog got stuck for (?P<seconds>\d+) seconds", S.NCCL_ERROR,
+             kind="torch_watchdog")
+
+foreign_rule("Exception (either an error or timeout) detected by watchdog", r"Exception \(either an error or timeout\) "
+             r"detected by watchdog", S.NCCL_ERROR, kind="torch_watchdog")
+foreign_rule("Some NCCL operations have failed or timed out", r"Some NCCL operations have failed or timed out",
+             S.NCCL_ERROR, kind="torch_watchdog")
+foreign_rule("Connection closed by remote peer", r"Connection closed by remote peer", S.NCCL_ERROR, kind="peer_closed")
+foreign_rule("ncclUnhandledCudaError", r"ncclUnhandledCudaError", S.NCCL_ERROR, kind="nccl_error")
+foreign_rule("ncclSystemError", r"ncclSystemError", S.NCCL_ERROR, kind="nccl_error")
+foreign_rule("ncclRemoteError", r"ncclRemoteError", S.NCCL_ERROR, kind="nccl_error")
+foreign_rule("ncclInternalError", r"ncclInternalError", S.NCCL_ERROR, kind="nccl_error")
+
+foreign_rule("No CUDA GPUs are available", r"No CUDA GPUs are available", S.GPU_LAYOUT_ERROR, reason="no_gpus")
+foreign_rule("no GPUs found", r"only supported with GPUs, no GPUs found", S.GPU_LAYOUT_ERROR, reason="no_gpus")
+foreign_rule("does not allocate any GPUs", r"does not allocate any GPUs on the driver node", S.GPU_LAYOUT_ERROR,
+             reason="no_gpus")
+foreign_rule("invalid device ordinal", r"invalid device ordinal", S.GPU_LAYOUT_ERROR, reason="invalid_device")
+foreign_rule("is less than total desired GPUs", r"Total available GPUs (?P<available>[\d.]+) is less than total "
+             r"desired GPUs (?P<required>\d+)", S.GPU_LAYOUT_ERROR, reason="not_enough")
+foreign_rule("exceeds the total number of available", r"The number of required \w+s exceeds the total number of "
+             r"available \w+s in the (?:placement group|cluster)(?:\. ?Required number of devices: (?P<required>\d+)"
+             r"\. Total number of devices: (?P<available>\d+))?", S.GPU_LAYOUT_ERROR, reason="not_enough")
+foreign_rule("enough GPUs available in a current node", r"You don't have enough GPUs available in a current node",
+             S.GPU_LAYOUT_ERROR, reason="not_enough")
+foreign_rule("Cannot provide a placement group", r"Cannot provide a placement group", S.GPU_LAYOUT_ERROR,
+             reason="not_enough")
+foreign_rule("cannot be satisfied in this ray cluster", r"(?P<required>\d+)\*(?P<nodes>\d+) ?cannot be satisfied in "
+             r"this ray cluster", S.GPU_LAYOUT_ERROR, reason="not_enough")
+foreign_rule("max local gpu count", r"less than (?:than )?max local gpu count \((?P<available>\d+)\)",
+             S.GPU_LAYOUT_ERROR, reason="not_enough")
+foreign_rule("enough GPUs for", r"No(?:t)? enough GPUs for (?:training|PPO training)", S.GPU_LAYOUT_ERROR,
+             reason="not_enough")
+
+foreign_rule("Duplicate GPU detected", r"Duplicate GPU detected : rank (?P<rank_a>\d+) and rank (?P<rank_b>\d+)",
+             S.GPU_LAYOUT_ERROR, reason="not_enough")
+foreign_rule("No available node types can fulfill", r"No available node types can fulfill (?:resource|placement group) "
+             r"requests?.*'GPU'", S.GPU_LAYOUT_ERROR, reason="not_enough")
+
+# A process that died, as its parent reports it: torchrun's agent, Ray's raylet and actor errors, Ray's and UCX's
+# signal handlers, libstdc++'s terminate, Hydra's last words (docs/reference/foreign-errors.md B5, E3-E6).
+foreign_rule("failed (exitcode:", r"failed \(exitcode: (?P<exitcode>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: "
+             r"(?P<pid>\d+)\)", S.CHILD_FAILED)
+foreign_rule("A worker died or was killed while executing", r"A worker died or was killed while executing a task",
+             S.FATAL_SIGNAL, what="worker_died", detail=None)
+foreign_rule("Worker unexpectedly exits with a connection error code", r"Worker unexpectedly exits with a connection "
+             r"error code (?P<code>\d+)", S.FATAL_SIGNAL, what="worker_died", detail=None)
+foreign_rule("The actor died unexpectedly before finishing this task", r"The actor died unexpectedly before finishing "
+             r"this task", S.FATAL_SIGNAL, what="worker_died", detail=None)
+foreign_rule("The actor is dead because its worker process has died", r"The actor is dead because its worker process "
+             r"has died", S.FATAL_SIGNAL, what="worker_died", detail=None)
+foreign_rule("killed due to the node running low on memory", r"killed due to the node running low on memory",
+             S.FATAL_SIGNAL, what="host_oom", detail=None)
+foreign_rule("killed due to memory pressure (OOM)", r"(?P<count>\d+) Workers \(tasks / actors\) killed due to memory "
+             r"pressure \(OOM\)", S.FATAL_SIGNAL, what="host_oom", detail=None)
+foreign_rule("SIGSEGV received at time", r"\*\*\* SIGSEGV received at time", S.FATAL_SIGNAL, what="segfault",
+             detail=None)
+foreign_rule("Caught signal 11", r"Caught signal 11 \((?P<detail>[^)]*)", S.FATAL_SIGNAL, what="segfault")
+foreign_rule("terminate called after throwing an instance of", r"terminate called after throwing an instance of "
+             r"'(?P<detail>[^']+)'", S.FATAL_SIGNAL, what="terminate")
+foreign_rule("Error executing job with overrides", r"Error executing job with overrides", S.FATAL_SIGNAL,
+             what="hydra_job_failed", detail=None)
+
 # ---------------------------------------------------------------- launcher (§2.3, §2.4, §2.7, §11.1)
 
 signal_rule("GPUs: ", r"Detected (?P<count>\d+) GPUs: ?(?P<ids>.*)$", S.GPUS_DETECTED)
@@ -520,10 +639,25 @@ signal_rule("exited with code", r"Process (?P<pid>\S+) exited with code (?P<rc>-
             S.PROCESS_EXITED_EARLY)
 signal_rule("exited as soon as launched", r"Process (?P<pid>\S+) exited as soon as launched", S.PROCESS_EXITED_EARLY,
             rc=None)
+# torchrun's agent when the job is stopped from outside (SIGTERM/SIGINT/SIGHUP: scancel, Ctrl-C, a supervisor):
+# ``Received {sig} death signal, shutting down workers`` (torch/distributed/elastic/agent/server/api.py; the
+# number, or ``Signals.SIGTERM`` in older torch). bash's own report of a child killed by SIGTERM says it too.
+signal_rule("death signal", r"Received (?:Signals\.)?(?P<sig>\d+|SIG[A-Z]+) death signal", S.DEATH_SIGNAL)
+signal_rule("Terminated", r"line \d+: +(?P<pid>\d+) Terminated\b", S.DEATH_SIGNAL, sig=15)
+# slurmstepd when scancel, the time limit or a preemption ends a job or step (docs/reference/slurm.md).
+signal_rule("CANCELLED AT", r"\*\*\* (?:JOB|STEP) (?P<job>\S+) ON (?P<node>\S+) CANCELLED AT (?P<at>\S+)"
+            r"(?: DUE TO (?P<reason>[A-Z][A-Z ]*[A-Z]))?", S.JOB_CANCELLED)
+# A process that died hard: Python's fault handler, glibc's abort, bash reporting a child's fatal signal.
+signal_rule("Fatal Python error", r"Fatal Python error: (?P<detail>.*)$", S.FATAL_SIGNAL, what="fatal_python")
+signal_rule("core dumped", r"(?P<detail>Segmentation fault|Aborted|Bus error|Illegal instruction|Floating point "
+            r"exception)[^(]*\(core dumped\)", S.FATAL_SIGNAL, what="core_dumped")
+signal_rule("Segmentation fault", r"Segmentation fault", S.FATAL_SIGNAL, what="segfault", detail=None)
+signal_rule(" Killed", r"line \d+: +(?P<pid>\d+) Killed\b", S.FATAL_SIGNAL, what="killed", detail=None)
 signal_rule("Replica with GPUs larger than", r"Replica with GPUs larger than \d+ occurs but not on Lepton job",
             S.GPU_LAYOUT_ERROR, reason="larger_than_node")
 signal_rule("Not enough GPUs available", r"Not enough GPUs available\.? ?(?:Required: (?P<required>\d+), "
-            r"Available: (?P<available>\d+))?", S.GPU_LAYOUT_ERROR, reason="not_enough")
+            r"Available: (?P<available>\d+)|Requested (?P<required2>\d+) GPUs, but only (?P<available2>\d+) are "
+            r"available)?", S.GPU_LAYOUT_ERROR, reason="not_enough")
 signal_rule("No GPUs available", r"No GPUs available", S.GPU_LAYOUT_ERROR, reason="no_gpus")
 signal_rule("Number of GPUs per node must be", r"Number of GPUs per node must be 1, 2, 4, or 8", S.GPU_LAYOUT_ERROR,
             reason="bad_per_node")
@@ -814,6 +948,14 @@ _GATES: dict[str, tuple[str, ...]] = {
     "wait for nccl comm ready timeout": _NCCL,
     "Watchdog caught collective operation timeout": _NCCL,
     "wandb: ERROR": ("wandb: ERROR",),
+    **{n: (n,) for n in _FOREIGN_NEEDLES},  # other frameworks' lines: glog / plain, without a cosmos level
+    "death signal": ("death signal",),
+    "Terminated": (" Terminated",),
+    "CANCELLED AT": ("CANCELLED AT",),
+    "Fatal Python error": ("Fatal Python error",),
+    "core dumped": ("core dumped",),
+    "Segmentation fault": ("Segmentation fault",),
+    " Killed": (" Killed",),
     "Cannot access gated repo": ("Cannot access gated repo",),  # continuation line of a GatedRepoError
     "Repository Not Found for url": ("Repository Not Found for url",),
     "Failed to register ReasoningVLA model with vLLM": ("Failed to register ReasoningVLA",),

@@ -49,6 +49,14 @@ _SLURM_RE = re.compile(
     r"\[cosmos-rl-sbatch\]: ?"
 )
 _TQDM_RE = re.compile(r"\d+%\|.*\|")
+# Ray's driver re-emits each worker line as ``(Actor pid=N[, ip=A]) line`` (``(raylet)``, ``(autoscaler +t)``
+# for its own), the prefix often wrapped in ANSI colour codes that a capture keeps as ``\x1b[36m``, ``^[[36m`` or
+# ``[36m``; repeated lines end ``[repeated Nx across cluster]`` (docs/reference/foreign-errors.md D1).
+_COLOUR = r"(?:\x1b\[|\^\[\[|\[)[\d;]*m"
+_RAY_RE = re.compile(
+    rf"(?:{_COLOUR})?\((?:raylet|autoscaler[^)]*|(?:[\w.:-]+ )?pid=\d+(?:, ip=[\w.:-]+)?)\)(?:{_COLOUR})? ?"
+)
+_RAY_REPEATED_RE = re.compile(rf"(?:{_COLOUR})? ?\[repeated \d+x across cluster\](?:{_COLOUR})?(?: \(Ray dedup.*)?$")
 
 GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
 PREFETCH_LEVELS = {
@@ -102,21 +110,25 @@ def _dt(y: int, mo: int, d: int, h: int, mi: int, s: int, us: int = 0) -> dateti
         return None
 
 
-def year_for(month: int, day: int, ref: datetime | None) -> int | None:
-    """Year for a ``MM-DD`` stamp (vLLM, glog) written before ``ref`` (the file's mtime).
+def year_for(month: int, day: int, ref: datetime | None, after: bool = False) -> int | None:
+    """Year for a ``MM-DD`` stamp (vLLM, glog) written before ``ref`` (the file's mtime), or with
+    ``after`` written after it (the newest full stamp the file showed before the line).
 
-    The mtime's year, unless that puts the line more than two days after the mtime (a file
-    last written in early January that holds December lines): then the year before.
+    ``ref``'s year, unless that puts the line more than two days on the wrong side of ``ref``: a
+    file last written in early January that holds December lines (the year before), or a December
+    stamp followed by a January line (the year after).
     """
     if ref is None:
         return None
     try:
         candidate = datetime(ref.year, month, day)
     except ValueError:  # 02-29 outside a leap year, or garbage
-        return ref.year - 1 if (month, day) == (2, 29) else None
-    if (candidate - ref).days > 2:
-        return ref.year - 1
-    return ref.year
+        if (month, day) != (2, 29):
+            return None
+        return ref.year + 1 if after else ref.year - 1
+    if after:
+        return ref.year + 1 if (ref - candidate).days > 2 else ref.year
+    return ref.year - 1 if (candidate - ref).days > 2 else ref.year
 
 
 _fromisoformat = datetime.fromisoformat
@@ -138,8 +150,9 @@ def _cosmos_ts(stamp: str) -> datetime | None:
                int(stamp[17:19]), int(stamp[20:23]) * 1000)
 
 
-def shape_of(text: str, ref: datetime | None = None) -> Shape:
-    """Peel the prefixes of one line (without its newline). ``ref``: file mtime, for year-less stamps."""
+def shape_of(text: str, ref: datetime | None = None, after: bool = False) -> Shape:
+    """Peel the prefixes of one line (without its newline). ``ref``, ``after``: the year reference of
+    year-less stamps (``year_for``)."""
     m = _RANKED_COSMOS_RE.match(text)
     if m is not None:
         rank_digits, logger, level = m.groups()
@@ -149,15 +162,25 @@ def shape_of(text: str, ref: datetime | None = None) -> Shape:
         if end <= 24:  # split_rank looks for the prefix in the first 24 characters only
             body = text[end:]
             return Shape("cosmos", body, text[m.end() :], int(rank_digits), _cosmos_ts(body[9:32]), level, logger)
-    return shape_in_full(text, ref)
+    return shape_in_full(text, ref, after)
 
 
-def shape_in_full(text: str, ref: datetime | None = None) -> Shape:
+def shape_in_full(text: str, ref: datetime | None = None, after: bool = False) -> Shape:
     """``shape_of`` without its shortcut for the common cosmos line (the reference the tests hold it to)."""
     rank, body = split_rank(text)
     if not body:
         return Shape("plain", body, body, rank)
     c = body[0]
+    if c in "(\x1b^[":
+        m = _RAY_RE.match(body)
+        if m is not None:
+            inner_rank, body = split_rank(body[m.end() :])
+            rank = rank if inner_rank is None else inner_rank
+            if "across cluster]" in body:
+                body = _RAY_REPEATED_RE.sub("", body)
+            if not body:
+                return Shape("plain", body, body, rank)
+            c = body[0]
     if c == "[":
         if body.startswith("[cosmos] "):
             m = _COSMOS_RE.match(body)
@@ -183,11 +206,11 @@ def shape_in_full(text: str, ref: datetime | None = None) -> Shape:
                 ts = _dt(int(g[0]), int(g[1]), int(g[2]), hour, int(g[4]), int(g[5]), int(frac))
                 return Shape("slurm", body, body[m.end() :], rank, ts)
         elif len(body) > 6 and body[1] in "IWEF" and body[2].isdigit():
-            shape = _glog(body, rank, ref)
+            shape = _glog(body, rank, ref, after)
             if shape is not None:
                 return shape
     elif c in "IWEF" and len(body) > 5 and body[1].isdigit():
-        shape = _glog(body, rank, ref)
+        shape = _glog(body, rank, ref, after)
         if shape is not None:
             return shape
     if c in "DIWEC(":
@@ -195,24 +218,32 @@ def shape_in_full(text: str, ref: datetime | None = None) -> Shape:
         if m:
             g = m.groups()
             month, day = int(g[2]), int(g[3])
-            year = year_for(month, day, ref)
+            year = year_for(month, day, ref, after)
             ts = _dt(year, month, day, int(g[4]), int(g[5]), int(g[6])) if year is not None else None
             return Shape("vllm", body, body[m.end() :], rank, ts, g[1], g[7] or g[8])
         m = _UVICORN_RE.match(body)
         if m:
             return Shape("uvicorn", body, body[m.end() :], rank, None, m.group(1))
-    if "%|" in body and _TQDM_RE.search(body):
-        return Shape("tqdm", body, body, rank)
+    if "%|" in body:
+        m = _TQDM_RE.search(body)
+        if m is not None:
+            # A line written after the last redraw without a newline is glued to the bar: read it on its own.
+            end = body.find("]", m.end())
+            rest = body[end + 1 :] if end >= 0 else ""
+            if rest.strip():
+                inner = shape_in_full(rest, ref, after)
+                return inner._replace(rank=rank if inner.rank is None else inner.rank)
+            return Shape("tqdm", body, body, rank)
     return Shape("plain", body, body, rank)
 
 
-def _glog(body: str, rank: int | None, ref: datetime | None) -> Shape | None:
+def _glog(body: str, rank: int | None, ref: datetime | None, after: bool = False) -> Shape | None:
     m = _GLOG_RE.match(body)
     if not m:
         return None
     g = m.groups()
     month, day = int(g[2]), int(g[3])
-    year = year_for(month, day, ref)
+    year = year_for(month, day, ref, after)
     us = int(g[7][:6].ljust(6, "0"))
     ts = _dt(year, month, day, int(g[4]), int(g[5]), int(g[6]), us) if year is not None else None
     return Shape("torchelastic", body, body[m.end() :], rank, ts, GLOG_LEVELS[g[1]], g[8])
