@@ -41,7 +41,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("stalled", C, "The run is alive but not progressing", "logs"),
     _e("replica_died", C, "A policy or rollout replica died while the launcher kept going", "logs"),
     _e("shutdown_hang", W, "Training finished but the job does not exit", "logs"),
-    _e("nccl_timeout", C, "NCCL collective timed out or was aborted", "logs"),
+    _e("nccl_timeout", C, "A NCCL or torch.distributed operation timed out or was aborted", "logs"),
     _e("nccl_p2p_hang", C, "A weight-sync receive started and never finished", "logs"),
     _e("premature_end", C, "Rollouts ended while training is far from its last step", "logs"),
     _e("checkpoint_incomplete", W, "A checkpoint is incomplete or failed to save", "logs"),
@@ -49,6 +49,10 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("controller_unreachable", C, "Replicas cannot reach the controller", "logs"),
     _e("rollout_generation_failed", W, "Rollout generation batches fail and are discarded", "logs"),
     _e("logging_blind", W, "Per-step metrics are not logged: the console logger is off", "logs", "config"),
+    # --- the run's outcome when no specific finding explains it (docs/findings.md "Run outcome") ---
+    _e("process_crashed", C, "A process of the run ended on an error", "logs"),
+    _e("run_incomplete", C, "The run ended before its last step", "logs"),
+    _e("unexplained_error", W, "Errors in the logs that no check explains", "logs"),
     # --- failure table rows (alpamayo-recipe.md §14) ---
     _e("hydra_none_string", C, "Hydra turned None into the string 'None'", "logs"),
     _e("gated_repo", C, "Hugging Face refused a gated repository", "logs", "preflight"),

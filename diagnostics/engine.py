@@ -26,7 +26,7 @@ from diagnostics.detectors import (
 )
 from diagnostics.detectors._store import _SYNC_NAMES
 from diagnostics.events import Event, Source, SyncPhase
-from diagnostics.findings import CheckResult, Finding, Report
+from diagnostics.findings import CheckResult, Finding, Report, RunOutcome
 from diagnostics.metrics import SERIES_CAPACITY, Metrics
 from diagnostics.report import build_report, merge_findings, unknown_report
 
@@ -45,6 +45,7 @@ class Assessment:
     findings: list[Finding]
     checks: list[CheckResult]
     metrics: dict[str, float | int | str | None]
+    outcome: RunOutcome
 
 
 class Collector:
@@ -88,17 +89,23 @@ class Collector:
         dumps = tuple(sorted(dumps, key=lambda d: d.event.scope != "full"))
         return RunConfig(toml=config, dumps=dumps)
 
-    def context(self, now: float | None = None, config: ConfigLike | None = None) -> DetectorContext:
-        return DetectorContext(store=self.store, metrics=self.metrics, config=self.run_config(config), now=now)
+    def context(self, now: float | None = None, config: ConfigLike | None = None,
+                activity: float | None = None) -> DetectorContext:
+        return DetectorContext(store=self.store, metrics=self.metrics, config=self.run_config(config), now=now,
+                               activity=activity)
 
-    def assess(self, now: float | None = None, config: ConfigLike | None = None) -> Assessment:
-        findings, checks = run_detectors(self.context(now, config))
+    def assess(self, now: float | None = None, config: ConfigLike | None = None,
+               activity: float | None = None) -> Assessment:
+        """Every detector on what was collected. ``now``: the wall clock, for a run being written;
+        ``activity``: when a live follower last saw it written (``DetectorContext``)."""
+        findings, checks, outcome = run_detectors(self.context(now, config, activity))
         self.checks = checks
-        return Assessment(findings, checks, self.metrics.summary())
+        return Assessment(findings, checks, self.metrics.summary(), outcome)
 
-    def evaluate(self, now: float | None = None, config: ConfigLike | None = None) -> list[Finding]:
+    def evaluate(self, now: float | None = None, config: ConfigLike | None = None,
+                 activity: float | None = None) -> list[Finding]:
         """Findings now; the per-detector verdicts are left in ``self.checks``."""
-        return self.assess(now, config).findings
+        return self.assess(now, config, activity).findings
 
 
 class _RunTaker:
@@ -387,4 +394,5 @@ def check(
         metrics=assessment.metrics,
         files=files,
         notes=notes,
+        outcome=assessment.outcome,
     )

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # 1.1: the run outcome (``Report.outcome``); OK only for a completed or healthy running run
 
 
 class Severity(str, Enum):
@@ -77,6 +77,31 @@ class Finding(BaseModel):
     data: dict[str, Any] = Field(default_factory=dict, description="numbers behind the finding")
 
 
+class Outcome(str, Enum):
+    """How the run ended, or where it stands, decided from its logs (docs/findings.md "Run outcome")."""
+
+    COMPLETED = "completed"  # the last step equals the total
+    RUNNING = "running"  # being written and progressing within its usual step time
+    STALLED = "stalled"  # no progress for many step times (before the first step: minutes after start-up)
+    CRASHED = "crashed"  # a process ended on an uncaught error, a failure summary or a fatal signal
+    TERMINATED = "terminated"  # stopped from outside (SIGTERM, SIGINT, scancel) before its last step
+    INCOMPLETE = "incomplete"  # ended, or its logs stop, at a step short of the total any other way
+    NOT_STARTED = "not_started"  # no training step, and the logs stop before training began
+
+
+class RunOutcome(BaseModel):
+    """The run's outcome with the lines that show it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    state: Outcome
+    summary: str = Field(description="one sentence: what the logs show")
+    step: int | None = None
+    total_steps: int | None = None
+    evidence: list[Evidence] = Field(default_factory=list)
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
 class CheckState(str, Enum):
     OK = "ok"
     FINDING = "finding"
@@ -95,7 +120,7 @@ class CheckResult(BaseModel):
 class Report(BaseModel):
     """What ``a1x-tui --check`` (and ``lint``, ``preflight``) prints with ``--format json``."""
 
-    schema_version: Literal["1.0"] = "1.0"
+    schema_version: Literal["1.1"] = "1.1"
     tool: str = "a1x-tui"
     kind: Literal["check", "lint", "preflight", "watch"] = "check"
     target: str = Field(description="the path that was examined")
@@ -104,6 +129,7 @@ class Report(BaseModel):
     status: Status
     exit_code: int
     summary: str = Field(description="the first line of the text report, without perfdata")
+    outcome: RunOutcome | None = Field(default=None, description="how the run ended (check and watch reports)")
     findings: list[Finding] = Field(default_factory=list)
     checks: list[CheckResult] = Field(default_factory=list)
     metrics: dict[str, float | int | str | None] = Field(default_factory=dict)

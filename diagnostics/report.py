@@ -28,7 +28,9 @@ from diagnostics.findings import (
     CheckState,
     Evidence,
     Finding,
+    Outcome,
     Report,
+    RunOutcome,
     Severity,
     Status,
     overall_status,
@@ -126,16 +128,17 @@ def _ordered(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: 0 if f.severity is Severity.CRITICAL else 1)
 
 
-def _summary(status: Status, findings: list[Finding], metrics: dict[str, Any]) -> str:
+def _summary(status: Status, findings: list[Finding], metrics: dict[str, Any], outcome: RunOutcome | None) -> str:
     step, total = metrics.get("step"), metrics.get("total_steps")
     progress = f"step {step}/{total}" if step is not None else "no step yet"
+    head = f"{outcome.state.value}: " if outcome is not None else ""
     if not findings:
-        return f"no problem found ({progress})"
+        return f"{head}no problem found ({progress})"
     ids: list[str] = []
     for f in _ordered(findings):
         if f.id not in ids:
             ids.append(f.id)
-    return f"{', '.join(ids)} ({progress})"
+    return f"{head}{', '.join(ids)} ({progress})"
 
 
 def build_report(
@@ -148,8 +151,13 @@ def build_report(
     files: list[str],
     notes: list[str] | None = None,
     kind: ReportKind = "check",
+    outcome: RunOutcome | None = None,
 ) -> Report:
+    """The report; with an ``outcome``, OK only for a completed run, or a running one without findings
+    (a concluding detector gives every other outcome its finding; this is the last guard)."""
     status = overall_status(findings)
+    if status is Status.OK and outcome is not None and outcome.state not in (Outcome.COMPLETED, Outcome.RUNNING):
+        status = Status.WARNING
     findings = _ordered(findings)
     finding_ids = {f.id for f in findings}
     checks = [
@@ -166,7 +174,8 @@ def build_report(
         run=run,
         status=status,
         exit_code=status.exit_code,
-        summary=_summary(status, findings, metrics),
+        summary=_summary(status, findings, metrics, outcome),
+        outcome=outcome,
         findings=findings,
         checks=checks,
         metrics=metrics,
@@ -291,6 +300,9 @@ def render_text(report: Report) -> str:
         return "\n".join(lines) + "\n"
     run = f" run {report.run}" if report.run else ""
     lines.append(f"target: {report.target}{run} ({len(report.files)} file(s))")
+    if report.outcome is not None:
+        lines += _wrap(f"outcome: {report.outcome.state.value} — {report.outcome.summary}", "", )
+        lines += [f"    {_evidence_line(ev)}" for ev in report.outcome.evidence[:3]]
     by_id: dict[str, list[Finding]] = {}
     for f in report.findings:
         by_id.setdefault(f.id, []).append(f)

@@ -14,12 +14,14 @@ from diagnostics.detectors import (  # noqa: F401 - imported for their @detector
     gpus,
     lifecycle,
     memory,
+    outcome,
     prefetch,
     recipe,
     weight_sync,
 )
 from diagnostics.detectors._base import (
     REGISTRY,
+    Conclusion,
     DetectorContext,
     Verdict,
     detector,
@@ -27,16 +29,25 @@ from diagnostics.detectors._base import (
 )
 from diagnostics.detectors._config import ConfigLike, DumpConfig, RunConfig
 from diagnostics.detectors._store import EventStore, FileFacts, Retained
-from diagnostics.findings import CheckResult, CheckState, Finding
+from diagnostics.detectors.outcome import decide_outcome
+from diagnostics.findings import CheckResult, CheckState, Finding, Outcome, RunOutcome
 
 
-def run_detectors(ctx: DetectorContext) -> tuple[list[Finding], list[CheckResult]]:
-    """Every registered detector, in registry order. A detector that crashes is reported, not raised."""
+def run_detectors(ctx: DetectorContext) -> tuple[list[Finding], list[CheckResult], RunOutcome]:
+    """Every registered detector, in registry order, then the run's outcome and the concluding detectors
+    (``detectors.outcome``: what no other finding explains). A detector that crashes is reported, not raised."""
     findings: list[Finding] = []
     checks: list[CheckResult] = []
-    for check_id, det in REGISTRY.items():
+    try:
+        run_outcome = decide_outcome(ctx)
+    except Exception as exc:  # never OK because the outcome could not be read
+        run_outcome = RunOutcome(state=Outcome.INCOMPLETE, summary=f"the outcome could not be read: "
+                                 f"{type(exc).__name__}: {exc}")
+    ordered = [d for d in REGISTRY.values() if not d.concluding] + [d for d in REGISTRY.values() if d.concluding]
+    for det in ordered:
+        check_id = det.id
         try:
-            verdict = det.fn(ctx)
+            verdict = det.fn(Conclusion(ctx, list(findings), run_outcome)) if det.concluding else det.fn(ctx)
         except Exception as exc:  # a bug in one detector must not hide the others' findings
             checks.append(
                 CheckResult(id=check_id, state=CheckState.BLIND, note=f"detector error: {type(exc).__name__}: {exc}")
@@ -44,11 +55,12 @@ def run_detectors(ctx: DetectorContext) -> tuple[list[Finding], list[CheckResult
             continue
         findings.extend(verdict.findings)
         checks.append(CheckResult(id=check_id, state=verdict.resolved_state(), note=verdict.note))
-    return findings, checks
+    return findings, checks, run_outcome
 
 
 __all__ = [
     "REGISTRY",
+    "Conclusion",
     "ConfigLike",
     "DetectorContext",
     "DumpConfig",

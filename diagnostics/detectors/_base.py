@@ -7,33 +7,42 @@ Register one with ``@detector("finding_id")``; the id must be in ``diagnostics.c
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from diagnostics.catalog import entry
 from diagnostics.detectors._config import RunConfig, clip_text
+from diagnostics.detectors._errors import stopped_from_outside
 from diagnostics.detectors._probes import Hit
 from diagnostics.detectors._store import EventStore, FileFacts
 from diagnostics.events import Event, Role, Signal, SignalKind, Traceback
-from diagnostics.findings import CheckState, Evidence, Finding, Fix, Severity
+from diagnostics.findings import CheckState, Evidence, Finding, Fix, RunOutcome, Severity
 from diagnostics.metrics import Metrics
 
 MAX_EVIDENCE = 6
-LIVE_WINDOW_S = 900.0  # a file written this recently (by mtime) belongs to a run still going
-CURRENT_WINDOW_S = 6 * 3600.0  # silence since the last write this recent still counts towards a stall
-CLOCK_SKEW_S = 26 * 3600.0  # log stamps are the writer's local time: allow any time zone
+LIVE_WINDOW_S = 900.0  # a run whose newest write is this recent is being written
+CURRENT_WINDOW_S = 6 * 3600.0  # silence since the newest write this recent still counts towards a stall
+CLOCK_AHEAD_S = 300.0  # log stamps this far ahead of ``now`` are clock drift; further ahead, another time zone
 
 
 @dataclass(frozen=True, slots=True)
 class DetectorContext:
-    """Everything a detector may look at."""
+    """Everything a detector may look at.
+
+    Time: the logs' own stamps order and measure everything after the fact, so a copied run (``cp -r``,
+    ``scp``, ``git clone``) is judged as the original. The wall clock enters only through ``now``, given
+    by a caller that follows a run being written (``watch``, the dashboard, the supervisor) or that
+    checks one (``--check``): then the time since the newest write counts as silence. That time is
+    ``now - activity`` when the follower saw the writes itself, else ``now`` against the newest log
+    stamp (read on this machine's clock). File mtimes are never a time of the run.
+    """
 
     store: EventStore
     metrics: Metrics
     config: RunConfig
     now: float | None = None  # seconds since the epoch, for runs still being written; None = post-mortem
+    activity: float | None = None  # wall-clock time of the newest write a live follower observed
 
     # --- time facts --------------------------------------------------------------------------------
     @property
@@ -42,28 +51,37 @@ class DetectorContext:
         return self.store.newest_ts
 
     @property
-    def newest_mtime(self) -> float | None:
-        mtimes = [f.mtime for f in self.store.files.values() if f.mtime is not None]
-        return max(mtimes) if mtimes else None
-
-    def _clock_consistent(self, mtime: float) -> bool:
+    def write_age(self) -> float | None:
+        """Seconds from the run's newest write to ``now``; None after the fact, or when the stamps are
+        from the future (written in another time zone: then the logs alone judge)."""
+        if self.now is None:
+            return None
+        if self.activity is not None:
+            return max(0.0, self.now - self.activity)
         newest = self.newest_ts
-        return newest is None or abs(mtime - newest) <= CLOCK_SKEW_S
+        if newest is None:
+            return None
+        age = self.now - newest
+        return None if age < -CLOCK_AHEAD_S else max(0.0, age)
 
     @property
     def live(self) -> bool:
-        """The run is being written: ``now`` is given, a file changed within ``LIVE_WINDOW_S``, and its
-        newest log line is about as old as that change (logs copied elsewhere later are not live)."""
-        mtime = self.newest_mtime
-        if self.now is None or mtime is None or self.now - mtime > LIVE_WINDOW_S:
-            return False
-        return self._clock_consistent(mtime)
+        """The run is being written: its newest write is within ``LIVE_WINDOW_S`` of ``now``."""
+        age = self.write_age
+        return age is not None and age <= LIVE_WINDOW_S
+
+    @property
+    def current(self) -> bool:
+        """The silence since the newest write is part of the run (within ``CURRENT_WINDOW_S`` of ``now``)."""
+        age = self.write_age
+        return age is not None and age <= CURRENT_WINDOW_S
 
     @property
     def ended(self) -> Event | None:
         """A line saying the whole job has ended: the launcher's or controller's end, or a replica's
         torchrun agent stopped from outside (SIGTERM/SIGINT: Ctrl-C, scancel, a supervisor)."""
-        for kind in (SignalKind.TERMINATED_ALL, SignalKind.ALL_REPLICAS_FINISHED, SignalKind.PROCESS_EXITED_EARLY):
+        for kind in (SignalKind.TERMINATED_ALL, SignalKind.ALL_REPLICAS_FINISHED, SignalKind.PROCESS_EXITED_EARLY,
+                     SignalKind.JOB_CANCELLED, SignalKind.DEATH_SIGNAL):
             sig = self.store.signal(kind).last
             if sig is not None:
                 return sig
@@ -74,16 +92,15 @@ class DetectorContext:
 
     @property
     def silence(self) -> float:
-        """Seconds since the newest write, when that counts as part of the run (``now`` given, written
-        within ``CURRENT_WINDOW_S``, consistent clocks, the job not ended); else 0."""
-        mtime = self.newest_mtime
-        if self.now is None or mtime is None or self.now - mtime > CURRENT_WINDOW_S or self.ended is not None:
+        """Seconds since the newest write when that counts as part of the run (``current``, the job
+        not ended); else 0."""
+        if not self.current or self.ended is not None:
             return 0.0
-        return max(0.0, self.now - mtime) if self._clock_consistent(mtime) else 0.0
+        return self.write_age or 0.0
 
     def elapsed_since(self, ts: float | None) -> float | None:
         """Seconds from ``ts`` (log clock) to the present: up to the newest log line, plus the silence
-        since the newest write (file clock), so the two clocks never mix."""
+        since the newest write (wall clock), so the two clocks never mix."""
         if ts is None or self.newest_ts is None:
             return None
         return max(0.0, self.newest_ts - ts) + self.silence
@@ -116,14 +133,6 @@ class DetectorContext:
 
     def hits(self, hit_id: str) -> list[Hit]:
         return self.store.hit(hit_id).items()
-
-
-_OUTSIDE_STOP = re.compile(r"got signal: (?:2|15)\b")
-
-
-def stopped_from_outside(tb: Traceback) -> bool:
-    """torchrun's agent got SIGTERM/SIGINT: the job was stopped (Ctrl-C, scancel, a supervisor), not a crash."""
-    return (tb.exc_type or "").endswith("SignalException") and bool(_OUTSIDE_STOP.search(tb.exc_message or ""))
 
 
 def ts_of(event: Event) -> float | None:
@@ -162,23 +171,51 @@ DetectorFn = Callable[[DetectorContext], Verdict]
 
 
 @dataclass(frozen=True, slots=True)
+class Conclusion:
+    """What a concluding detector sees: the context, every finding of the others, the run's outcome."""
+
+    ctx: DetectorContext
+    findings: list[Finding]
+    outcome: RunOutcome
+
+
+ConcludingFn = Callable[[Conclusion], Verdict]
+
+
+@dataclass(frozen=True, slots=True)
 class Detector:
     id: str
-    fn: DetectorFn
+    fn: Callable[..., Verdict]
     module: str
+    concluding: bool = False  # runs after the others, on a ``Conclusion``
 
 
 REGISTRY: dict[str, Detector] = {}
 
 
+def _register(finding_id: str, fn: Callable[..., Verdict], concluding: bool) -> None:
+    entry(finding_id)  # KeyError for an id outside the contract
+    if finding_id in REGISTRY:
+        raise ValueError(f"two detectors for {finding_id!r}")
+    REGISTRY[finding_id] = Detector(finding_id, fn, fn.__module__, concluding)
+
+
 def detector(finding_id: str) -> Callable[[DetectorFn], DetectorFn]:
     """Register ``fn`` as the check for ``finding_id`` (a catalog id)."""
-    entry(finding_id)  # KeyError for an id outside the contract
 
     def register(fn: DetectorFn) -> DetectorFn:
-        if finding_id in REGISTRY:
-            raise ValueError(f"two detectors for {finding_id!r}")
-        REGISTRY[finding_id] = Detector(finding_id, fn, fn.__module__)
+        _register(finding_id, fn, False)
+        return fn
+
+    return register
+
+
+def concluding(finding_id: str) -> Callable[[ConcludingFn], ConcludingFn]:
+    """Register ``fn`` as a check for ``finding_id`` that judges what the other detectors left: it runs
+    after them, in registration order, and sees their findings and the run's outcome."""
+
+    def register(fn: ConcludingFn) -> ConcludingFn:
+        _register(finding_id, fn, True)
         return fn
 
     return register

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from diagnostics.detectors._errors import MAX_GROUPS, ErrorGroup, kind_of, message_of, signature
 from diagnostics.detectors._probes import Hit, event_hits
 from diagnostics.events import (
     Checkpoint,
@@ -163,6 +164,8 @@ class FileFacts:
 
 
 _MAX_UUIDS = 16384
+_ERROR_SIGNALS = frozenset({SignalKind.ERROR_LINE, SignalKind.FATAL_SIGNAL, SignalKind.CHILD_FAILED,
+                            SignalKind.PROCESS_FAILED, SignalKind.PROCESS_EXITED_EARLY})
 _SYNC_NAMES = {p: (p.value, f"sync:{p.value}") for p in SyncPhase}  # built once, not per event
 
 
@@ -190,6 +193,8 @@ class EventStore:
         self.newest_ts: float | None = None
         self.oldest_ts: float | None = None
         self.event_count = 0
+        self.errors: dict[tuple[str, str], ErrorGroup] = {}  # (kind, signature) -> group (``_errors``)
+        self.errors_uncounted = 0  # error events beyond ``MAX_GROUPS`` signatures
         self._recent_hits: deque[tuple[str, str, int]] = deque(maxlen=64)
 
     # --- intake -------------------------------------------------------------------------------
@@ -265,6 +270,8 @@ class EventStore:
             bucket = self.signals[event.kind] = Retained(self.k)
         bucket.add(event)
         facts.mark(event.kind.value, event.line, ts)
+        if event.kind in _ERROR_SIGNALS:
+            self._error(event)
         if event.kind in (SignalKind.REPLICA_STARTED, SignalKind.REPLICA_REGISTERED):
             uuid = event.fields.get("uuid")
             if isinstance(uuid, str) and uuid and len(self.uuid_source) < _MAX_UUIDS:
@@ -281,6 +288,20 @@ class EventStore:
         if not (event.exc_type or "").endswith("ChildFailedError"):
             facts.last_error = event
         facts.mark("traceback", event.line, ts)
+        self._error(event)
+
+    def _error(self, event: Event) -> None:
+        message = message_of(event)
+        if message is None:
+            return
+        key = (kind_of(event), signature(message))
+        group = self.errors.get(key)
+        if group is None:
+            if len(self.errors) >= MAX_GROUPS:
+                self.errors_uncounted += 1
+                return
+            group = self.errors[key] = ErrorGroup(key[1], key[0], event, event)
+        group.add(event)
 
     def _weight_sync(self, event: WeightSync, facts: FileFacts, ts: float | None) -> None:
         names = _SYNC_NAMES.get(event.phase)

@@ -30,14 +30,9 @@ from diagnostics.detectors._base import (
 )
 from diagnostics.detectors._probes import Hit
 from diagnostics.detectors._store import FileFacts
+from diagnostics.detectors.outcome import REPLICA_ROLES, TAIL_LINES, after_end, find_stall, handled
 from diagnostics.events import Event, Role, Signal, SignalKind, Traceback
 from diagnostics.findings import Finding
-from diagnostics.metrics import median
-
-TAIL_LINES = 80  # a traceback this close to the end of its file is what the process died of
-HANDLED = ("Failed in rollout generation", "Warning reporting training results", "Prefetch fetch failed")
-IGNORED_EXC = ("KeyboardInterrupt", "SystemExit")
-REPLICA_ROLES = (Role.POLICY, Role.ROLLOUT, Role.REFERENCE)
 
 
 @dataclass
@@ -47,15 +42,6 @@ class Death:
     ts: float | None = None
     cause: str | None = None
     exact: bool = False  # ts comes from torchrun's own failure time
-
-
-def _handled(tb: Traceback) -> bool:
-    text = tb.text + "\n" + "\n".join(tb.lines[-3:])
-    if tb.exc_type and tb.exc_type.split(".")[-1] in IGNORED_EXC:
-        return True
-    if stopped_from_outside(tb):
-        return True
-    return any(h in text for h in HANDLED)
 
 
 def _announced_as_caught(facts: FileFacts, tb: Traceback) -> bool:
@@ -74,11 +60,6 @@ def _when(ctx: DetectorContext, event: Event) -> float | None:
         if facts is not None:
             t = facts.last_ts
     return t
-
-
-def _after_end(ctx: DetectorContext, ts: float | None) -> bool:
-    end = ctx.final_step_ts
-    return end is not None and ts is not None and ts >= end
 
 
 def _child_time(event: Event) -> float | None:
@@ -130,25 +111,25 @@ def collect_deaths(ctx: DetectorContext) -> dict[str, Death]:
         tb = facts.last_traceback
         if (
             tb is None
-            or _handled(tb)
+            or handled(tb)
             or _announced_as_caught(facts, tb)
             or facts.last_line - tb.last_line > TAIL_LINES
-            or _after_end(ctx, _when(ctx, tb))
+            or after_end(ctx, _when(ctx, tb))
         ):
             continue
         if facts.source.role is Role.UNKNOWN and not ctx.hits("child_failed"):
             continue
-        error = facts.last_error if facts.last_error is not None and not _handled(facts.last_error) else tb
+        error = facts.last_error if facts.last_error is not None and not handled(facts.last_error) else tb
         if facts.last_line - error.last_line > TAIL_LINES:
             error = tb
         exc = f"{error.exc_type}: {error.exc_message}" if error.exc_type else (error.lines[-1] if error.lines else None)
         add(facts.source.path, facts.source.replica, error, f"it raised {exc[:160].rstrip('.')}" if exc else None)
     for hit in ctx.hits("child_failed"):
-        if _after_end(ctx, _when(ctx, hit.event)):
+        if after_end(ctx, _when(ctx, hit.event)):
             continue
         add(hit.event.source.path, hit.event.source.replica, hit, _child_cause(hit.event))
     for sig in ctx.signals(SignalKind.REPLICA_DEAD):
-        if _after_end(ctx, ts_of(sig)):
+        if after_end(ctx, ts_of(sig)):
             continue
         uuid = str(sig.fields.get("uuid") or "")
         source = ctx.store.source_of_uuid(uuid) if uuid else None
@@ -231,7 +212,7 @@ def replica_died(ctx: DetectorContext) -> Verdict:
         )
     if not deaths:
         for sig in launcher:
-            if _after_end(ctx, ts_of(sig)):
+            if after_end(ctx, ts_of(sig)):
                 continue
             rc = sig.fields.get("rc")
             findings.append(
@@ -281,61 +262,45 @@ def _ended_as_success(ctx: DetectorContext, findings: list[Finding | None]) -> N
     )
 
 
-STALL_FACTOR = 8.0
-STALL_FLOOR_S = 300.0
-STALL_BEFORE_FIRST_STEP_S = 1800.0
-
-
 @detector("stalled")
 def stalled(ctx: DetectorContext) -> Verdict:
     if ctx.finished_training:
         return Verdict.ok("training finished")
-    m = ctx.metrics
-    step_series = m.get("step")
-    last_step_event: Event | None = ctx.store.steps.last or ctx.store.train_reports.last
-    step_times = m.get("step_time_s")
-    usual = median(step_times.tail(20)) if step_times is not None else None
-    progress_ts: float | None
-    if step_series is not None and step_series.last_ts is not None:
-        progress_ts = step_series.last_ts
-        limit = max(STALL_FACTOR * (usual or 0.0), STALL_FLOOR_S)
-        what = f"the last step ({m.step}/{m.total_steps})"
-    elif ctx.store.stats.last is not None:
-        last_event = ctx.store.stats.last
-        progress_ts, limit = ts_of(last_event), STALL_BEFORE_FIRST_STEP_S
-        last_step_event = last_event
-        what = "the last rollout (no step has finished)"
-    else:
-        return Verdict.ok("no step and no rollout yet: nothing to measure progress against")
-    ended = ctx.ended
-    stall = ctx.elapsed_since(progress_ts)
-    if stall is None or stall < limit:
+    stall = find_stall(ctx)
+    if stall is None:
         return Verdict.ok()
     newest = max((f for f in ctx.files() if f.last_ts is not None), key=lambda f: f.last_ts or 0, default=None)
-    lines_after = (ctx.newest_ts or 0.0) - (progress_ts or 0.0)
-    if ended is not None and not ctx.live:
-        alive = "until the job ended"
+    lines_after = (ctx.newest_ts or 0.0) - stall.since_ts
+    if stall.ended_by is not None:
+        alive = f"until the job was stopped from outside ({stall.ended_by.source.replica})"
     elif ctx.live:
         alive = "the log files are still being written"
+    elif ctx.store.signal(SignalKind.TERMINATED_ALL) or ctx.ended is not None:
+        alive = "until the job ended"
     elif lines_after >= 60 and newest is not None:
         alive = f"{newest.source.replica} kept logging for {duration(lines_after)} after it"
-    else:
+    elif ctx.silence:
         alive = f"nothing has been written for {duration(ctx.silence)} and no process reported an exit"
+    else:
+        alive = "and the logs stop there"
+    usual = f"a step usually takes {fmt(stall.usual_s)} s" if stall.usual_s is not None else (
+        f"the limit is {duration(stall.limit_s)} for this run's pace"
+    )
     finding = make_finding(
         "stalled",
-        f"No progress for {duration(stall)} after {what} ({alive}); a step usually takes {fmt(usual)} s. "
+        f"No progress for {duration(stall.silent_s)} after {stall.what} ({alive}); {usual}. "
         "Heartbeats come from a separate process, so a hung replica is never declared dead.",
-        [last_step_event, newest.last_event if newest is not None else None],
+        [stall.progress, stall.ended_by, newest.last_event if newest is not None else None],
         action="Check the other findings (dead replica, NCCL timeout, weight-sync hang); dump the stacks of the "
         "replica processes (py-spy dump --pid P) to see where they wait; stop and relaunch with train.resume = true.",
-        data={"stalled_s": round(stall, 1), "usual_step_s": usual, "limit_s": round(limit, 1), "live": ctx.live},
+        data={"stalled_s": round(stall.silent_s, 1), "usual_step_s": stall.usual_s, "limit_s": round(stall.limit_s, 1),
+              "live": ctx.live, "stopped_from_outside": stall.ended_by is not None},
     )
     return verdict_of(finding)
 
 
 SHUTDOWN_GRACE_S = 300.0  # logs going on this long after the last step
 STOPPED_GRACE_S = 120.0  # a replica still alive this long after the last step, until someone stopped it
-MTIME_TRUST_S = 6 * 3600.0
 
 
 @detector("shutdown_hang")
@@ -413,12 +378,9 @@ def shutdown_hang(ctx: DetectorContext) -> Verdict:
 
 
 def _stop_time(facts: FileFacts) -> float | None:
-    """When a file was last written: its mtime when that fits its own log stamps (same clock, written
-    after its last stamped line, within hours), else its last stamp."""
-    last = facts.last_ts
-    if facts.mtime is not None and last is not None and 0.0 <= facts.mtime - last <= MTIME_TRUST_S:
-        return facts.mtime
-    return last
+    """When a replica was stopped: its last stamped line (the torchrun agent stamps 'Received 15 death
+    signal'; the log clock, never the file's mtime, so a copied run is judged as the original)."""
+    return facts.last_ts
 
 
 END_KINDS = (SignalKind.ROLLOUT_END_SIGNAL, SignalKind.JOB_DRAINING, SignalKind.ALL_ROLLOUTS_ENDED)

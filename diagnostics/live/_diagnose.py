@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from diagnostics.events import Source
-from diagnostics.findings import CheckResult, Finding
+from diagnostics.findings import CheckResult, Finding, RunOutcome
 
 
 @dataclass(slots=True)
@@ -20,6 +20,7 @@ class Evaluation:
     findings: list[Finding] = field(default_factory=list)
     checks: list[CheckResult] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
+    outcome: RunOutcome | None = None
 
 
 class Diagnosis(Protocol):

@@ -74,13 +74,17 @@ class EngineDiagnosis:
         self.collector.note_file(source, size=size, mtime=mtime)
 
     def evaluate(self, now: float) -> Evaluation:
-        assessment = self.collector.assess(now, self.config)
+        # Following a run being written: its newest write, as the follower saw it, dates the silence since
+        # (the wall clock on both sides, whatever time zone the log stamps were written in).
+        activity = max(self._mtimes.values()) if self._mtimes else None
+        assessment = self.collector.assess(now, self.config, activity)
         findings = assessment.findings
         if self.lint:
             from diagnostics.report import merge_findings
 
             findings = merge_findings(findings, self.lint)
-        return Evaluation(findings=list(findings), checks=list(assessment.checks), metrics=dict(assessment.metrics))
+        return Evaluation(findings=list(findings), checks=list(assessment.checks), metrics=dict(assessment.metrics),
+                          outcome=assessment.outcome)
 
 
 def engine_diagnosis(config_path: str | os.PathLike[str] | None = None) -> tuple[DiagnosisFactory, list[str]]:

@@ -34,7 +34,8 @@ def test_healthy_example_exits_0_with_perfdata() -> None:
     p = a1x("--example", "healthy")
     assert p.returncode == 0, p.stdout + p.stderr
     first = p.stdout.splitlines()[0]
-    assert first.startswith("A1X-TUI OK - no problem found (step 8/8) | ")
+    assert first.startswith("A1X-TUI OK - completed: no problem found (step 8/8) | ")
+    assert "outcome: completed — training completed (step 8/8)" in p.stdout
     assert "'step'=8" in first and "'pending_rollouts'=" in first
     assert "[+] replica_died ok" in p.stdout
     assert "metrics: step 8/8" in p.stdout
@@ -96,7 +97,7 @@ def test_warning_exit_code_1(tmp_path: Path) -> None:
     run = tmp_path / "logs_20261129-145608"
     run.mkdir()
     lines = [
-        f"[cosmos] 2025-06-11 09:00:{i:02d},000 - cosmos - INFO - Step: {i}/40, Reward Mean: -1.0000, "
+        f"[cosmos] 2025-06-11 09:00:{i:02d},000 - cosmos - INFO - Step: {i}/5, Reward Mean: -1.0000, "
         "Reward Std: 0.0000, Reward Max: -1.0000, Reward Min: -1.0000, Completion Length Mean: 1.00, "
         "Completion Length Max: 1.00, Average loss: 0.00000, Max loss: 0.00000, Learning rate: 2.00000e-06, "
         "Entropy: 0.41250, Effective Entropy: 0.41250, Grad Norm: 0.00000, KL Loss Avg: 0.00000, "
@@ -106,7 +107,7 @@ def test_warning_exit_code_1(tmp_path: Path) -> None:
     (run / "controller.log").write_text("\n".join(lines) + "\n")
     p = a1x(str(tmp_path))
     assert p.returncode == 1, p.stdout
-    assert p.stdout.startswith("A1X-TUI WARNING - grpo_collapse")
+    assert p.stdout.startswith("A1X-TUI WARNING - completed: grpo_collapse")
 
 
 def test_stdout_carries_only_the_report(tmp_path: Path) -> None:
