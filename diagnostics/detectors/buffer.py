@@ -11,6 +11,7 @@ below one batch and each step's wall time is mostly waiting (``Iteration time`` 
 from __future__ import annotations
 
 from itertools import pairwise
+from typing import Any
 
 from diagnostics.detectors._base import (
     DetectorContext,
@@ -33,6 +34,9 @@ MIN_STAT_POINTS = 8
 THROTTLE_LONG_S = 120.0
 SATURATED_STEPS = 10  # "sustained": held back for this many consecutive steps...
 SATURATED_SPAN_S = 60.0  # ...and at least this long
+# A smoke test (3-10 steps) shows the same thing sooner: held back at every step since the first, and
+# rollouts already discarded as outdated (cosmos-rl.md §13.1): no need to wait for 10 steps.
+SMOKE_STEPS = 2
 
 
 def _quarter_medians(values: list[float]) -> list[float]:
@@ -132,6 +136,21 @@ def _ahead_rejections(ctx: DetectorContext, allowed: int | None) -> list[PromptR
     return out
 
 
+def _in_training(event: Any, first: float, last: float | None) -> bool:
+    t = ts_of(event)
+    return t is not None and first <= t and (last is None or t <= last)
+
+
+def _discards(ctx: DetectorContext, first: float, last: float | None) -> int:
+    """Rollouts discarded as outdated while the policy trained: the staleness lines' ``discarded``, the Stat
+    lines' ``filtered (outdated)``, the ``Dynamic sampling`` counts (747d1bd's only trace of them)."""
+    n = sum(s.discarded for s in ctx.store.staleness.items() if _in_training(s, first, last))
+    filtered = ctx.metrics.get("filtered_outdated")
+    if filtered is not None:
+        n += int(sum(v for t, _, v in filtered.points() if v == v and first <= t and (last is None or t <= last)))
+    return n + ctx.metrics.outdated_dropped
+
+
 @detector("rollout_buffer_growth")
 def rollout_buffer_growth(ctx: DetectorContext) -> Verdict:
     if run_mode(ctx) == "colocated":
@@ -167,12 +186,15 @@ def rollout_buffer_growth(ctx: DetectorContext) -> Verdict:
 
     streak = _saturation_streak(ctx, batch, allowed)
     span = (streak[-1].end_ts or 0.0) - (streak[0].start_ts or 0.0) if streak else 0.0
-    saturated = len(streak) >= SATURATED_STEPS and span >= SATURATED_SPAN_S
+    trained = [w for w in ctx.metrics.windows if w.step > 1]
+    discards = _discards(ctx, first_step_ts, last_step_ts)
+    from_the_start = len(streak) >= SMOKE_STEPS and len(streak) == len(trained) and discards > 0
+    saturated = (len(streak) >= SATURATED_STEPS and span >= SATURATED_SPAN_S) or from_the_start
     ahead = _ahead_rejections(ctx, allowed)
     long_throttle = [
         t
         for t in (ctx.store.throttle.get(ThrottleState.STILL_ENGAGED.value) or [])
-        if t.seconds is not None and t.seconds >= THROTTLE_LONG_S
+        if t.seconds is not None and t.seconds >= THROTTLE_LONG_S and _in_training(t, first_step_ts, last_step_ts)
     ]
     early_end = None
     all_fetched = (

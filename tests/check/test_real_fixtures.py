@@ -47,8 +47,21 @@ EXPECTED: dict[tuple[str, str], tuple[set[str], set[str]]] = {
     ("v0.4.4", "too_many_replicas"): ({"insufficient_gpus"}, {"stalled"}),
     ("747d1bd", "too_many_replicas"): ({"insufficient_gpus"}, {"stalled"}),
     ("v0.4.4", "ipc_port_collision"): ({"replica_died"}, set()),
+    # the second recording (fixtures README "Second recording")
+    ("v0.4.4", "healthy_long"): (set(), set()),
+    ("747d1bd", "healthy_long"): (set(), HANG_747),
+    ("v0.4.4", "policy_stopped"): ({"stalled"}, set()),
+    ("747d1bd", "policy_stopped"): ({"stalled"}, set()),
+    ("v0.4.4", "rollout_stopped_start"): ({"stalled"}, set()),
+    ("747d1bd", "rollout_stopped_start"): ({"stalled"}, set()),
+    ("v0.4.4", "reward_raises"): ({"replica_died"}, {"stalled"}),
+    ("747d1bd", "reward_raises"): ({"replica_died"}, {"stalled"}),
+    ("v0.4.4", "entry_import_error"): ({"process_crashed"}, set()),
+    ("747d1bd", "entry_import_error"): ({"process_crashed"}, set()),
+    ("v0.4.4", "launcher_import_error"): ({"process_crashed"}, set()),
+    ("747d1bd", "launcher_import_error"): ({"process_crashed"}, set()),
 }
-RECORDED = sorted(p for p in FIXTURES.glob("*/*") if p.is_dir() and any(p.glob("logs_*")))
+RECORDED = sorted(p for p in FIXTURES.glob("*/*") if p.is_dir() and (any(p.glob("logs_*")) or (p / "run.out").exists()))
 
 
 def _cases() -> list[tuple[str, str]]:
@@ -69,7 +82,7 @@ def test_recorded_scenario_gives_its_findings_and_no_others(version: str, scenar
 
 @pytest.mark.parametrize("version", ["v0.4.4", "747d1bd"])
 def test_healthy_runs_are_not_failures(version: str) -> None:
-    for scenario in ("healthy", "healthy_debug"):
+    for scenario in ("healthy", "healthy_debug", "healthy_long"):
         path = FIXTURES / version / scenario
         if not path.is_dir():
             pytest.skip(f"{path} not recorded")

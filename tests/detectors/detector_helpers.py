@@ -15,7 +15,7 @@ from typing import Any
 from diagnostics.detectors import ConfigLike, DumpConfig
 from diagnostics.engine import Collector
 from diagnostics.events import ConfigDump, Role, Source
-from diagnostics.findings import CheckResult, CheckState, Finding
+from diagnostics.findings import CheckResult, CheckState, Finding, RunOutcome
 from diagnostics.parsing import parse_lines
 
 T0 = datetime(2025, 6, 11, 9, 0, 0)
@@ -160,6 +160,7 @@ class Result:
     findings: list[Finding]
     checks: list[CheckResult]
     collector: Collector
+    outcome: RunOutcome
 
     @property
     def ids(self) -> set[str]:
@@ -193,7 +194,7 @@ def run_logs(
         collector.note_file(source, mtime=(mtimes or {}).get(name))
         collector.extend(parse_lines(list(lines), source))
     assessment = collector.assess(now, config)
-    return Result(assessment.findings, assessment.checks, collector)
+    return Result(assessment.findings, assessment.checks, collector, assessment.outcome)
 
 
 def dump_config(config: Mapping[str, Any]) -> DumpConfig:
