@@ -29,6 +29,7 @@ retries last, so a ``replica_died`` finding is recorded but does not cancel the 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -153,6 +154,7 @@ class TrainMonitor:
         self.complete_since: float | None = None
         self.hang_since: float | None = None
         self.replica_died: dict[str, Any] | None = None
+        self.outcome: dict[str, Any] | None = None  # the live diagnostics' run outcome (``RunOutcome`` as JSON)
         self.follower: RunFollower | None = None
         self._sub: Subscription | None = None
         self._live_open: dict[str, dict[str, Any]] = {}  # the follower's open findings, by its key
@@ -265,6 +267,7 @@ class TrainMonitor:
                 FindingUpdated,
                 FollowError,
                 HistoryComplete,
+                OutcomeChanged,
                 RunFollower,
                 RunSwitched,
             )
@@ -275,7 +278,8 @@ class TrainMonitor:
                 options=self._options or follow_options(self._interval_s),
                 diagnosis=self._diagnosis,
             )
-            kinds = {FindingRaised, FindingUpdated, FindingResolved, RunSwitched, HistoryComplete, FollowError}
+            kinds = {FindingRaised, FindingUpdated, FindingResolved, RunSwitched, HistoryComplete, FollowError,
+                     OutcomeChanged}
             self._sub = follower.subscribe(kinds)
             follower.start()
         except Exception as exc:  # another module: its failure must not stop training
@@ -297,10 +301,20 @@ class TrainMonitor:
             FindingUpdated,
             FollowError,
             HistoryComplete,
+            OutcomeChanged,
             RunSwitched,
         )
 
         for message in sub.drain():
+            if isinstance(message, OutcomeChanged):
+                state = message.outcome.state.value
+                self.outcome = message.outcome.model_dump(mode="json")
+                self._emit("outcome", f"run {state}: {message.outcome.summary}", state=state)
+                if self.progress is not None:  # the stage row says it too (a1x-tui status, the dashboard)
+                    base = self.progress.text.split(" · run ")[0]
+                    text = base if state in ("running", "completed") else f"{base} · run {state}"
+                    self.progress = dataclasses.replace(self.progress, text=text)
+                continue
             if isinstance(message, FindingRaised | FindingUpdated):
                 finding = _as_dict(message.finding)
                 self._live_open[message.key] = finding

@@ -9,7 +9,8 @@ of the run was read). Never imports Textual.
 JSON types: ``history_complete`` (the run's history is read: findings are evaluated from now on),
 ``finding_raised`` / ``finding_updated`` (with ``key`` and the ``finding`` as in the ``--check``
 report), ``finding_resolved`` (``key``, ``finding_id``), ``run_switched`` (``logs_latest`` moved),
-``file_appeared``, and last ``ended`` (``status``, ``exit_code``, ``open`` keys, ``reason``).
+``file_appeared``, ``outcome`` (the run's outcome moved: ``outcome`` as in the ``--check`` report, and the
+``previous`` state), and last ``ended`` (``status``, ``exit_code``, ``open`` keys, ``outcome``, ``reason``).
 """
 
 from __future__ import annotations
@@ -110,10 +111,18 @@ class _Printer:
             FindingUpdated,
             FollowError,
             HistoryComplete,
+            OutcomeChanged,
             RunSwitched,
         )
 
         js = self.fmt == "json"
+        if isinstance(message, OutcomeChanged):
+            previous = message.previous.state.value if message.previous is not None else None
+            if js:
+                self.json("outcome", outcome=message.outcome.model_dump(mode="json"), previous=previous)
+            else:
+                self.text(f"OUTCOME {message.outcome.state.value}: {message.outcome.summary}")
+            return
         if isinstance(message, FindingRaised | FindingUpdated):
             kind = "finding_raised" if isinstance(message, FindingRaised) else "finding_updated"
             if js:
@@ -155,10 +164,12 @@ def _follow(follower: RunFollower, printer: _Printer, stop: threading.Event) -> 
         FindingUpdated,
         FollowError,
         HistoryComplete,
+        OutcomeChanged,
         RunSwitched,
     )
 
-    kinds = {FindingRaised, FindingUpdated, FindingResolved, RunSwitched, HistoryComplete, FollowError, FileAppeared}
+    kinds = {FindingRaised, FindingUpdated, FindingResolved, RunSwitched, HistoryComplete, FollowError, FileAppeared,
+             OutcomeChanged}
     sub = follower.subscribe(kinds)
     follower.start()
     try:
@@ -218,8 +229,11 @@ def run(args: argparse.Namespace) -> int:
 
     status = follower.status()
     open_keys = sorted(follower.findings_by_key())
+    outcome = follower.outcome
     if args.format == "json":
-        printer.json("ended", status=status.value, exit_code=status.exit_code, open=open_keys, reason=reason[0])
+        printer.json("ended", status=status.value, exit_code=status.exit_code, open=open_keys, reason=reason[0],
+                     outcome=outcome.model_dump(mode="json") if outcome is not None else None)
     else:
-        printer.text(f"ENDED {status.value.upper()} ({reason[0]}): {', '.join(open_keys) or 'no finding open'}")
+        state = f", run {outcome.state.value}" if outcome is not None else ""
+        printer.text(f"ENDED {status.value.upper()} ({reason[0]}{state}): {', '.join(open_keys) or 'no finding open'}")
     return status.exit_code

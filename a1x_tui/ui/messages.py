@@ -13,7 +13,7 @@ from typing import Any
 
 from textual.message import Message
 
-from diagnostics.findings import Finding, Report
+from diagnostics.findings import Finding, Report, RunOutcome
 from diagnostics.gpu import GpuSnapshot, ProcessSample
 
 
@@ -67,6 +67,7 @@ class FindingsChanged(Message):
 @dataclass
 class MetricsChanged(Message):
     summary: dict[str, Any]
+    outcome: RunOutcome | None = None  # how the run ended or stands, from its logs
 
 
 @dataclass

@@ -64,6 +64,7 @@ _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 _HEX = re.compile(r"\b0x[0-9a-fA-F]+\b")
 _PATH = re.compile(r"(?<![\w.])/(?:[\w.@+-]+/)+[\w.@+-]*")
 _NUMBER = re.compile(r"(?<![A-Za-z_])-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
+_SIZE = re.compile(r"\bN ?(?:[KMGTP]i?B|bytes)\b")
 _SPACE = re.compile(r"\s+")
 
 
@@ -72,7 +73,7 @@ def signature(message: str) -> str:
     text = _UUID.sub("<id>", message)
     text = _HEX.sub("<hex>", text)
     text = _PATH.sub("<path>", text)
-    text = _NUMBER.sub("N", text)
+    text = _SIZE.sub("<size>", _NUMBER.sub("N", text))
     return _SPACE.sub(" ", text).strip()[:SIGNATURE_CHARS]
 
 

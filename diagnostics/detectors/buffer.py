@@ -26,7 +26,7 @@ from diagnostics.detectors._base import (
     ts_of,
     verdict_of,
 )
-from diagnostics.events import PromptRejected, SignalKind, ThrottleState
+from diagnostics.events import PromptRejected, SignalKind, Throttle, ThrottleState
 from diagnostics.findings import Fix
 from diagnostics.metrics import StepWindow, median
 
@@ -141,6 +141,16 @@ def _in_training(event: Any, first: float, last: float | None) -> bool:
     return t is not None and first <= t and (last is None or t <= last)
 
 
+def _engaged_while_training(line: Throttle, first: float, last: float | None) -> float:
+    """Seconds of a 'Soft throttle still engaged after Xs' spell that fell between the first and the last
+    step: after the last one a stalled or dead policy holds the throttle, not the balance of the run."""
+    t = ts_of(line)
+    if t is None or line.seconds is None:
+        return 0.0
+    end = t if last is None else min(t, last)
+    return max(0.0, end - max(first, t - line.seconds))
+
+
 def _discards(ctx: DetectorContext, first: float, last: float | None) -> int:
     """Rollouts discarded as outdated while the policy trained: the staleness lines' ``discarded``, the Stat
     lines' ``filtered (outdated)``, the ``Dynamic sampling`` counts (747d1bd's only trace of them)."""
@@ -194,7 +204,7 @@ def rollout_buffer_growth(ctx: DetectorContext) -> Verdict:
     long_throttle = [
         t
         for t in (ctx.store.throttle.get(ThrottleState.STILL_ENGAGED.value) or [])
-        if t.seconds is not None and t.seconds >= THROTTLE_LONG_S and _in_training(t, first_step_ts, last_step_ts)
+        if _engaged_while_training(t, first_step_ts, last_step_ts) >= THROTTLE_LONG_S
     ]
     early_end = None
     all_fetched = (
@@ -235,7 +245,8 @@ def rollout_buffer_growth(ctx: DetectorContext) -> Verdict:
             + "): they generate as far ahead as allowed and then wait"
         )
     if long_throttle:
-        parts.append(f"the soft throttle stayed engaged for {fmt(long_throttle[-1].seconds, 0)} s")
+        held = _engaged_while_training(long_throttle[-1], first_step_ts, last_step_ts)
+        parts.append(f"the soft throttle stayed engaged for {fmt(held, 0)} s while the policy trained")
     if early_end is not None:
         parts.append(f"every prompt was handed out at step {early_end[1]} of {total}")
     if repeated_over and over_warnings is not None:

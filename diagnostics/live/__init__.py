@@ -35,6 +35,7 @@ from diagnostics.live.messages import (
     LinesAppended,
     Message,
     MetricsUpdated,
+    OutcomeChanged,
     RunSwitched,
 )
 
@@ -58,6 +59,7 @@ __all__ = [
     "LinesAppended",
     "Message",
     "MetricsUpdated",
+    "OutcomeChanged",
     "RunFollower",
     "RunSwitched",
     "Subscription",

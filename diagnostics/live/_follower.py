@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from diagnostics.events import Source
-from diagnostics.findings import Finding, Status
+from diagnostics.findings import Finding, Outcome, RunOutcome, Status
 from diagnostics.live._diagnose import Diagnosis, DiagnosisFactory, Evaluation
 from diagnostics.live._findings import FindingTracker
 from diagnostics.live._layout import Layout, layout_stamp, resolve
@@ -38,6 +38,7 @@ from diagnostics.live.messages import (
     LinesAppended,
     Message,
     MetricsUpdated,
+    OutcomeChanged,
     RunSwitched,
 )
 
@@ -119,6 +120,7 @@ class RunFollower:
         self._layout: Layout | None = None
         self._diag: Diagnosis | None = None
         self._tracker = FindingTracker()
+        self._outcome: RunOutcome | None = None
         self._findings_lock = threading.Lock()
         self._last_metrics: Evaluation | None = None
         self._backfill: deque[str] = deque()
@@ -211,12 +213,22 @@ class RunFollower:
         with self._findings_lock:
             return dict(self._tracker.open)
 
+    @property
+    def outcome(self) -> RunOutcome | None:
+        """The run's outcome at the last evaluation (None before the first)."""
+        with self._findings_lock:
+            return self._outcome
+
     def status(self) -> Status:
-        """Status of the findings open now; UNKNOWN until a file was read and evaluated."""
+        """Status of the findings open now; UNKNOWN until a file was read and evaluated. OK only while the
+        outcome is completed or running (``diagnostics.report.build_report``'s rule)."""
         if not self.files_seen or not self.evaluated:
             return Status.UNKNOWN
         with self._findings_lock:
-            return self._tracker.status()
+            status, outcome = self._tracker.status(), self._outcome
+        if status is Status.OK and outcome is not None and outcome.state not in (Outcome.COMPLETED, Outcome.RUNNING):
+            return Status.WARNING
+        return status
 
     # --- watchdog's thread --------------------------------------------------------------------------
 
@@ -444,6 +456,7 @@ class RunFollower:
         self._publish([RunSwitched(run_name=layout.run, previous=previous.run)])
         with self._findings_lock:
             self._tracker.clear()
+            self._outcome = None
         self._last_metrics = None
         if self._diagnosis_factory is not None:
             self._diag = self._diagnosis_factory()
@@ -622,10 +635,16 @@ class RunFollower:
             return
         with self._findings_lock:
             messages: list[Message] = list(self._tracker.update(evaluation.findings))
+            previous, self._outcome = self._outcome, evaluation.outcome
         self.evaluated = True
+        outcome = evaluation.outcome
+        if outcome is not None and (previous is None or previous.state is not outcome.state):
+            messages.append(OutcomeChanged(outcome=outcome, previous=previous))
         last = self._last_metrics
-        if last is None or last.metrics != evaluation.metrics or last.checks != evaluation.checks:
-            messages.append(MetricsUpdated(summary=dict(evaluation.metrics), checks=tuple(evaluation.checks)))
+        if (last is None or last.metrics != evaluation.metrics or last.checks != evaluation.checks
+                or last.outcome != evaluation.outcome):
+            messages.append(MetricsUpdated(summary=dict(evaluation.metrics), checks=tuple(evaluation.checks),
+                                           outcome=outcome))
             self._last_metrics = evaluation
         if messages:
             self._publish(messages)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from diagnostics.events import Source
-from diagnostics.findings import CheckResult, Finding
+from diagnostics.findings import CheckResult, Finding, RunOutcome
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -115,6 +115,15 @@ class MetricsUpdated:
 
     summary: dict[str, Any]
     checks: tuple[CheckResult, ...] = ()
+    outcome: RunOutcome | None = None  # how the run ended or stands (``diagnostics.findings.RunOutcome``)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutcomeChanged:
+    """The run's outcome moved to another state (running -> stalled, -> crashed, -> completed...)."""
+
+    outcome: RunOutcome
+    previous: RunOutcome | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -148,6 +157,7 @@ Message = (
     | FindingUpdated
     | FindingResolved
     | MetricsUpdated
+    | OutcomeChanged
     | HistoryComplete
     | FollowError
 )
@@ -162,6 +172,7 @@ MESSAGE_TYPES: tuple[type, ...] = (
     FindingUpdated,
     FindingResolved,
     MetricsUpdated,
+    OutcomeChanged,
     HistoryComplete,
     FollowError,
 )

@@ -46,11 +46,11 @@ def test_buffer_growth_747d1bd_stat_shape() -> None:
 def test_buffer_growth_new_stat_shape_with_long_throttle() -> None:
     lines = _growing_controller(new_stat=True)
     lines.append(
-        cosmos(400, "[Controller] Soft throttle still engaged after 185.3s: samples_on_the_fly=2448 threshold=2448")
+        cosmos(290, "[Controller] Soft throttle still engaged after 185.3s: samples_on_the_fly=2448 threshold=2448")
     )
     r = run_logs({"controller.log": lines})
     f = r.one("rollout_buffer_growth")
-    assert "soft throttle stayed engaged for 185 s" in f.explanation
+    assert "soft throttle stayed engaged for 150 s while the policy trained" in f.explanation  # steps 1-6: 126-276 s
     assert any("Soft throttle still engaged" in e.text for e in f.evidence)
 
 

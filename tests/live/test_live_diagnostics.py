@@ -19,8 +19,15 @@ import pytest
 from live_helpers import FAST, collect
 
 from diagnostics.engine import check
-from diagnostics.findings import Evidence, Finding, Severity
-from diagnostics.live import FindingRaised, FindingResolved, HistoryComplete, RunFollower, engine_diagnosis
+from diagnostics.findings import Evidence, Finding, Outcome, Severity
+from diagnostics.live import (
+    FindingRaised,
+    FindingResolved,
+    HistoryComplete,
+    OutcomeChanged,
+    RunFollower,
+    engine_diagnosis,
+)
 
 RUN = "logs_20250101-000000"
 REPO = Path(__file__).resolve().parents[2]
@@ -84,18 +91,24 @@ def test_stalled_is_raised_on_a_live_run_then_resolved_when_steps_resume(tmp_pat
     factory, notes = engine_diagnosis()
     assert notes == []
     follower = RunFollower(str(root), options=FAST, diagnosis=factory)
-    sub = follower.subscribe({FindingRaised, FindingResolved, HistoryComplete})
+    sub = follower.subscribe({FindingRaised, FindingResolved, HistoryComplete, OutcomeChanged})
     with follower:
         collect(sub, lambda ms: any(isinstance(m, HistoryComplete) for m in ms))
         assert "stalled" not in follower.findings_by_key()
         write_with_process(controller, stalled_steps())
-        got = collect(sub, lambda ms: any(isinstance(m, FindingRaised) and m.key == "stalled" for m in ms))
+        got = collect(sub, lambda ms: any(isinstance(m, OutcomeChanged) and m.outcome.state is Outcome.STALLED
+                                          for m in ms))
         raised = next(m for m in got if isinstance(m, FindingRaised) and m.key == "stalled")
         assert raised.finding.data["live"] is True
         assert any("Step: 5/40" in ev.text and ev.line == 11 for ev in raised.finding.evidence)
+        assert follower.outcome is not None and follower.outcome.state is Outcome.STALLED
         write_with_process(controller, step_line(datetime.now(), 6))
-        collect(sub, lambda ms: any(isinstance(m, FindingResolved) and m.key == "stalled" for m in ms))
+        got = collect(sub, lambda ms: any(isinstance(m, OutcomeChanged) and m.outcome.state is Outcome.RUNNING
+                                          for m in ms))
+        assert any(isinstance(m, FindingResolved) and m.key == "stalled" for m in got)
         assert "stalled" not in follower.findings_by_key()
+        back = next(m for m in got if isinstance(m, OutcomeChanged) and m.outcome.state is Outcome.RUNNING)
+        assert back.previous is not None and back.previous.state is Outcome.STALLED
 
 
 def _watch(root: Path, *args: str) -> subprocess.Popen[str]:
@@ -218,5 +231,7 @@ def test_watch_text_stream_on_a_finished_run_ends_with_the_check_status() -> Non
         f.id for f in expected.findings
     )
     last = out.strip().splitlines()[-1]
-    assert f"ENDED {expected.status.value.upper()} (SIGTERM)" in last
+    assert expected.outcome is not None
+    assert f"ENDED {expected.status.value.upper()} (SIGTERM, run {expected.outcome.state.value})" in last
+    assert f"OUTCOME {expected.outcome.state.value}: " in out
     assert proc.returncode == expected.exit_code

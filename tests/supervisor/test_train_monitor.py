@@ -171,6 +171,10 @@ def test_the_engine_following_a_run_finds_the_killed_rollout(tmp_path: Path) -> 
     assert "replica_died: rollout_0 — rollout_0.log:86: torch.distributed.elastic" in verdict.reason
     assert [r["finding"]["id"] for r in _records(tmp_path) if r["change"] == "raised"] == ["replica_died"]
     assert not _follower_threads()
+    # the run's outcome is in the events too, from the same evaluation
+    outcomes = [message for kind, message in events if kind == "outcome"]
+    assert outcomes and outcomes[-1].startswith("run crashed: rollout_0 crashed at step 2/40")
+    assert monitor.outcome is not None and monitor.outcome["state"] == "crashed"
 
 
 def test_finished_training_starts_the_grace_period_without_diagnostics(tmp_path: Path) -> None:

@@ -49,6 +49,19 @@ def test_the_banner_says_read_only_or_the_run_state_and_counts_findings(tmp_path
     assert "read-only" in text and "no findings" in text
 
 
+def test_the_banner_says_how_the_run_ended_and_never_green_for_a_failed_one() -> None:
+    from diagnostics.findings import Outcome, RunOutcome
+
+    def banner(state: Outcome) -> str:
+        outcome = RunOutcome(state=state, summary="x")
+        return banner_text("logs", controllable=False, state=None, live=False, findings={}, metrics={},
+                           outcome=outcome).plain
+
+    assert "run completed" in banner(Outcome.COMPLETED) and "no findings" in banner(Outcome.COMPLETED)
+    assert "run stalled" in banner(Outcome.STALLED) and "no findings" not in banner(Outcome.STALLED)
+    assert "run " not in banner(Outcome.RUNNING).replace("read-only", "") and "no findings" in banner(Outcome.RUNNING)
+
+
 def test_findings_are_listed_critical_first_then_resolved() -> None:
     shown = ordered(
         {"w": finding("grpo_collapse", Severity.WARNING), "c": finding("vllm_oom", Severity.CRITICAL)},

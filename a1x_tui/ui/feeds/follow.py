@@ -184,7 +184,7 @@ class FollowFeed:
                     self.resolved[m.key] = last
                 findings_changed = True
             elif isinstance(m, MetricsUpdated):
-                out.append(MetricsChanged(dict(m.summary)))
+                out.append(MetricsChanged(dict(m.summary), m.outcome))
                 out.append(SeriesChanged(self._series(m.summary)))
             elif isinstance(m, HistoryComplete):
                 out.append(HistoryRead(m.files, m.lines, m.seconds))

@@ -51,7 +51,7 @@ from a1x_tui.ui.widgets.gpus import GpuPanel
 from a1x_tui.ui.widgets.logs import LogsPanel
 from a1x_tui.ui.widgets.plots import PlotsPanel
 from a1x_tui.ui.widgets.stages import StagesTable
-from diagnostics.findings import Finding
+from diagnostics.findings import Finding, RunOutcome
 
 FINAL = ("succeeded", "failed", "stopped", "blocked")
 
@@ -92,6 +92,7 @@ class DashboardScreen(Screen[None]):
         self.findings_open: dict[str, Finding] = {}
         self.findings_resolved: dict[str, Finding] = {}
         self.metrics: dict[str, Any] = {}
+        self.outcome: RunOutcome | None = None
         self.series: dict[str, list[float]] = {}
         self._stop = threading.Event()
         self._dirty: set[str] = set()
@@ -175,6 +176,7 @@ class DashboardScreen(Screen[None]):
             live=self.supervisor_live,
             findings=self.findings_open,
             metrics=self.metrics,
+            outcome=self.outcome,
         )
         self.query_one(RunBanner).update(text)
         tabs = self.query_one("#tabs", TabbedContent)
@@ -203,6 +205,7 @@ class DashboardScreen(Screen[None]):
             self.store.forget(source)
         self.series = {}
         self.metrics = {}
+        self.outcome = None
         self.query_one(LogsPanel).reset_all()
         self._dirty.add("plots")
         self._banner()
@@ -237,6 +240,8 @@ class DashboardScreen(Screen[None]):
 
     def on_metrics_changed(self, message: MetricsChanged) -> None:
         self.metrics = message.summary
+        if message.outcome is not None:
+            self.outcome = message.outcome
         self._banner()
         self._plots_changed()
 

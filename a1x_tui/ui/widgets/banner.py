@@ -8,7 +8,7 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import Static
 
-from diagnostics.findings import Finding, Severity
+from diagnostics.findings import Finding, Outcome, RunOutcome, Severity
 
 STATUS_STYLE = {
     "running": "bold cyan",
@@ -20,6 +20,9 @@ STATUS_STYLE = {
 }
 
 
+OUTCOME_STYLE = {Outcome.COMPLETED: "bold green", Outcome.NOT_STARTED: "yellow"}  # every other one: bold red
+
+
 def banner_text(
     name: str,
     *,
@@ -28,6 +31,7 @@ def banner_text(
     live: bool,
     findings: Mapping[str, Finding],
     metrics: Mapping[str, Any],
+    outcome: RunOutcome | None = None,
 ) -> Text:
     text = Text(name, style="bold")
     if not controllable:
@@ -40,6 +44,8 @@ def banner_text(
     step, total = metrics.get("step"), metrics.get("total_steps")
     if isinstance(step, int) and isinstance(total, int):
         text.append(f"  step {step}/{total}")
+    if outcome is not None and outcome.state is not Outcome.RUNNING:  # running: the state above says so
+        text.append(f"  run {outcome.state.value}", style=OUTCOME_STYLE.get(outcome.state, "bold red"))
     critical = sum(1 for f in findings.values() if f.severity is Severity.CRITICAL)
     if findings:
         style = "bold red" if critical else "yellow"
@@ -47,7 +53,7 @@ def banner_text(
         if critical:
             label += f" ({critical} critical)"
         text.append(label, style=style)
-    else:
+    elif outcome is None or outcome.state in (Outcome.COMPLETED, Outcome.RUNNING):
         text.append("  no findings", style="green")
     if controllable and state is not None:  # last: the first thing to go on a narrow terminal
         text.append("  supervisor " + ("live" if live else "not running"), style="dim" if live else "yellow")
