@@ -21,10 +21,18 @@ from pathlib import Path
 from typing import Any
 
 from diagnostics.engine import Collector
-from diagnostics.events import Role, Source
+from diagnostics.events import Role, SignalKind, Source, Traceback
 from diagnostics.findings import Finding
 from diagnostics.live._diagnose import DiagnosisFactory, Evaluation
 from diagnostics.parsing import LineParser, MarkerScanner, markers_for, split_segments
+
+# Events that may change a verdict at once (a crash, an OOM, a stop): the follower evaluates soon after them.
+_URGENT_CLASSES = frozenset({Traceback})
+_URGENT_KINDS = frozenset({
+    SignalKind.OOM, SignalKind.CHILD_FAILED, SignalKind.FATAL_SIGNAL, SignalKind.DEATH_SIGNAL, SignalKind.NCCL_ERROR,
+    SignalKind.REPLICA_DEAD, SignalKind.PROCESS_FAILED, SignalKind.PROCESS_EXITED_EARLY, SignalKind.TERMINATED_ALL,
+    SignalKind.GPU_LAYOUT_ERROR, SignalKind.CONFIG_LOAD_FAILED, SignalKind.JOB_CANCELLED,
+})
 
 
 class EngineDiagnosis:
@@ -35,6 +43,7 @@ class EngineDiagnosis:
         self._parsers: dict[str, LineParser] = {}
         self._mtimes: dict[str, float] = {}
         self._scanners: dict[Role, MarkerScanner] = {}
+        self.urgent = False  # an event that may be a failure came in since the follower last looked
 
     def feed(self, source: Source, first_lineno: int, lines: Sequence[str]) -> None:
         parser = self._parsers.get(source.path)
@@ -61,6 +70,8 @@ class EngineDiagnosis:
             for segment in split_segments(text) if "\r" in text else (text,):
                 for event in feed(first_lineno + i, segment):
                     add(event)
+                    if event.__class__ in _URGENT_CLASSES or getattr(event, "kind", None) in _URGENT_KINDS:
+                        self.urgent = True
             i += 1
 
     def end_file(self, source: Source) -> None:
@@ -68,6 +79,7 @@ class EngineDiagnosis:
         if parser is not None:
             for event in parser.flush():
                 self.collector.add(event)
+                self.urgent = True
 
     def file_stat(self, source: Source, size: int, mtime: float) -> None:
         self._mtimes[source.path] = mtime

@@ -60,6 +60,8 @@ class FollowOptions:
     quiet_seconds: float = 10.0  # ... for this long: back to modify events
     batch_delay: float = 0.05  # after a change, wait this long so a burst is read at once
     idle_flush: float = 1.0  # an unterminated last line is shown after this much quiet
+    group_flush: float = 0.25  # a traceback / torchrun summary left open is closed after this much quiet ...
+    urgent_evaluate_interval: float = 0.25  # ... and a line that may be a failure is judged this soon
     backfill_chunk: int = 256 * 1024
     backfill_slice: float = 0.02  # history reading per turn, so live lines keep priority
     read_budget: int = 4 * 1024 * 1024  # bytes per file per turn
@@ -74,6 +76,7 @@ class _Followed:
     partial_shown: str | None = None
     committed: int | None = None  # number of the partial line already given to the diagnostics
     folder: str = ""
+    groups_closed: bool = False  # quiet for ``group_flush`` since its last data: the diagnostics closed its groups
 
 
 # Polling: a folder whose entries changed less than this long ago (its mtime or ctime) has the paths
@@ -278,7 +281,8 @@ class RunFollower:
         for path in self._unsettled:
             followed = self._files.get(path)
             if followed is not None:
-                deadline = min(deadline, followed.last_data + self.options.idle_flush)
+                quiet_for = self.options.idle_flush if followed.groups_closed else self.options.group_flush
+                deadline = min(deadline, followed.last_data + quiet_for)
         return max(0.0, deadline - now)
 
     def _turn(self) -> None:
@@ -507,6 +511,7 @@ class RunFollower:
                     diag.file_stat(source, followed.tail.offset, time.time())  # it was just written
                 followed.committed = None
                 followed.last_data = now
+                followed.groups_closed = False
                 followed.partial_shown = None
             elif isinstance(out, History):
                 if out.display and (out.lines or out.done) and self._wanted(HistoryLoaded):
@@ -544,6 +549,9 @@ class RunFollower:
             diag.feed(source, first_lineno, lines)
         except Exception as exc:
             self._error(f"diagnostics failed on {source.path}:{first_lineno}: {type(exc).__name__}: {exc}", source.path)
+        if getattr(diag, "urgent", False):  # it read a line that may be a failure: judge it soon
+            diag.urgent = False  # type: ignore[attr-defined]
+            self._next_eval = min(self._next_eval, self._last_eval + self.options.urgent_evaluate_interval)
 
     def _stat_to(self, diag: Diagnosis, followed: _Followed) -> None:
         try:
@@ -562,10 +570,21 @@ class RunFollower:
                 self._unsettled.discard(path)
                 continue
             tail = followed.tail
-            if now - followed.last_data < self.options.idle_flush or not tail.caught_up:
+            quiet = now - followed.last_data
+            if not tail.caught_up or quiet < self.options.group_flush:
+                continue
+            diag = self._diag
+            if not followed.groups_closed:
+                # A process writes its traceback at once and then often nothing more: close what it left
+                # open now and judge it, rather than after the quiet interval (docs/live.md "Latency").
+                followed.groups_closed = True
+                if diag is not None:
+                    diag.end_file(followed.source)
+                    self._fed_since_eval = True
+                    self._next_eval = min(self._next_eval, self._last_eval + self.options.urgent_evaluate_interval)
+            if quiet < self.options.idle_flush:
                 continue
             self._unsettled.discard(path)
-            diag = self._diag
             text = tail.partial()
             lineno = tail.next_lineno
             if text is not None and text != followed.partial_shown:

@@ -235,3 +235,32 @@ def test_watch_text_stream_on_a_finished_run_ends_with_the_check_status() -> Non
     assert f"ENDED {expected.status.value.upper()} (SIGTERM, run {expected.outcome.state.value})" in last
     assert f"OUTCOME {expected.outcome.state.value}: " in out
     assert proc.returncode == expected.exit_code
+
+
+def test_a_traceback_that_ends_a_quiet_file_is_judged_without_waiting_for_the_quiet_interval(tmp_path: Path) -> None:
+    """The process writes its traceback and goes quiet: the follower closes it after ``group_flush`` and
+    evaluates at once (``urgent_evaluate_interval``), not after ``quiet_evaluate_interval``; set here far
+    beyond the test's deadline, so only that mechanism can make the finding appear in time."""
+    from dataclasses import replace
+
+    root, controller = stalled_run(tmp_path)
+    rollout = controller.parent / "rollout_0.log"
+    write_with_process(controller, "".join(step_line(datetime.now() - timedelta(seconds=20 - n), n) for n in (1, 2)))
+    slow = replace(FAST, evaluate_interval=60.0, quiet_evaluate_interval=60.0, group_flush=0.2,
+                   urgent_evaluate_interval=0.1)
+    factory, _ = engine_diagnosis()
+    follower = RunFollower(str(root), options=slow, diagnosis=factory)
+    sub = follower.subscribe({FindingRaised, HistoryComplete, OutcomeChanged})
+    with follower:
+        collect(sub, lambda ms: any(isinstance(m, HistoryComplete) for m in ms))
+        stamp = datetime.now().strftime("%Y-%m-%d %H:%M:%S,000")
+        write_with_process(rollout, (
+            f"[rank0]:[cosmos] {stamp} - cosmos - INFO - [Rollout] generating\n"
+            "[rank0]:Traceback (most recent call last):\n"
+            '[rank0]:  File "/work/reward.py", line 9, in score\n'
+            "[rank0]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+        ))
+        got = collect(sub, lambda ms: any(isinstance(m, OutcomeChanged) and m.outcome.state is Outcome.CRASHED
+                                          for m in ms), timeout=20)
+    raised = {m.finding.id for m in got if isinstance(m, FindingRaised)}
+    assert raised & {"vllm_oom", "replica_died"}, raised
