@@ -2,7 +2,7 @@
 
 Every shape is copied from the real recordings in ``tests/fixtures/cosmos/747d1bd/`` (cosmos-rl at
 rev 747d1bd, the revision the Alpamayo recipe pins) or, where a recording has none, from the exact
-format strings in ``shared/reference/cosmos-rl.md``. Section numbers below are that document's.
+format strings in ``docs/reference/cosmos-rl.md``. Section numbers below are that document's.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ ids and paths blanked), so a message printed once per step costs one group. Afte
 the groups that no finding quotes are reported as ``unexplained_error`` (``detectors/outcome.py``):
 a run is never called healthy while it prints errors nobody looked at.
 
-Healthy runs print errors that are not failures (docs/reference/cosmos-rl.md "Healthy runs print
+Healthy runs print errors that are not failures (docs/reference/cosmos-rl.md §15, "Healthy runs print
 alarming lines"). ``BENIGN`` lists them, each with the reason it is harmless; nothing else is ignored.
 """
 

@@ -293,7 +293,8 @@ def rollout_buffer_growth(ctx: DetectorContext) -> Verdict:
     return verdict_of(finding)
 
 
-MIN_STEPS_FOR_STARVATION = 8
+MIN_STEPS_FOR_STARVATION = 2  # step intervals: a smoke test's 3 steps
+MEDIAN_FROM_STEPS = 8  # from this many intervals the median step decides; fewer: every one must be starved
 STARVED_UTILISATION = 0.3
 STARVED_IDLE_S = 10.0
 
@@ -306,8 +307,14 @@ def rollout_starved(ctx: DetectorContext) -> Verdict:
         return Verdict.blind("needs Step lines with iteration times (the console logger) and at least two steps")
     if step_time.seen < MIN_STEPS_FOR_STARVATION:
         return Verdict.ok(f"{step_time.seen + 1} steps: too few to judge")
-    wall = median(step_time.tail(20))
-    compute = median(iteration.tail(20))
+    if step_time.seen >= MEDIAN_FROM_STEPS:
+        wall = median(step_time.tail(20))
+        compute = median(iteration.tail(20))
+    else:  # a few steps: judged on the least starved of them, so one slow step cannot make the case
+        pairs = list(zip(step_time.tail(step_time.seen), iteration.tail(step_time.seen), strict=False))
+        if not pairs or any(w <= 0 for w, _ in pairs):
+            return Verdict.ok()
+        wall, compute = max(pairs, key=lambda p: p[1] / p[0])
     if not wall or compute is None:
         return Verdict.ok()
     utilisation = compute / wall

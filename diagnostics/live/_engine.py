@@ -81,6 +81,11 @@ class EngineDiagnosis:
                 self.collector.add(event)
                 self.urgent = True
 
+    def in_group(self, source: Source) -> bool:
+        """A traceback or torchrun summary of ``source`` is open (its next lines may still belong to it)."""
+        parser = self._parsers.get(source.path)
+        return parser is not None and parser.in_group
+
     def file_stat(self, source: Source, size: int, mtime: float) -> None:
         self._mtimes[source.path] = mtime
         self.collector.note_file(source, size=size, mtime=mtime)

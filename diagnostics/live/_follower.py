@@ -278,11 +278,14 @@ class RunFollower:
             deadline = min(deadline, self._next_scan)
         if self.history_complete.is_set() and self._diag is not None:
             deadline = min(deadline, self._next_eval)
+        idle, group = self.options.idle_flush, self.options.group_flush
+        files = self._files
         for path in self._unsettled:
-            followed = self._files.get(path)
+            followed = files.get(path)
             if followed is not None:
-                quiet_for = self.options.idle_flush if followed.groups_closed else self.options.group_flush
-                deadline = min(deadline, followed.last_data + quiet_for)
+                due = followed.last_data + (idle if followed.groups_closed else group)
+                if due < deadline:
+                    deadline = due
         return max(0.0, deadline - now)
 
     def _turn(self) -> None:
@@ -511,7 +514,9 @@ class RunFollower:
                     diag.file_stat(source, followed.tail.offset, time.time())  # it was just written
                 followed.committed = None
                 followed.last_data = now
-                followed.groups_closed = False
+                # Only a file that left a traceback open is worth a look at group_flush (the rest wait idle_flush).
+                in_group = getattr(diag, "in_group", None)
+                followed.groups_closed = diag is None or in_group is None or not in_group(source)
                 followed.partial_shown = None
             elif isinstance(out, History):
                 if out.display and (out.lines or out.done) and self._wanted(HistoryLoaded):
@@ -564,25 +569,29 @@ class RunFollower:
         """Files quiet for ``idle_flush``: show their unterminated last line, and let the
         diagnostics close what spans lines (a traceback at the end of a file is complete once the
         file is quiet; ``--check`` closes it at the end of the file)."""
+        group_flush, idle_flush = self.options.group_flush, self.options.idle_flush
         for path in list(self._unsettled):
             followed = self._files.get(path)
             if followed is None:
                 self._unsettled.discard(path)
                 continue
-            tail = followed.tail
             quiet = now - followed.last_data
-            if not tail.caught_up or quiet < self.options.group_flush:
+            if quiet < group_flush or (followed.groups_closed and quiet < idle_flush):
+                continue  # the common case under load: written a moment ago
+            tail = followed.tail
+            if not tail.caught_up:
                 continue
             diag = self._diag
             if not followed.groups_closed:
                 # A process writes its traceback at once and then often nothing more: close what it left
                 # open now and judge it, rather than after the quiet interval (docs/live.md "Latency").
                 followed.groups_closed = True
-                if diag is not None:
+                in_group = getattr(diag, "in_group", None)
+                if diag is not None and (in_group is None or in_group(followed.source)):
                     diag.end_file(followed.source)
                     self._fed_since_eval = True
                     self._next_eval = min(self._next_eval, self._last_eval + self.options.urgent_evaluate_interval)
-            if quiet < self.options.idle_flush:
+            if quiet < idle_flush:
                 continue
             self._unsettled.discard(path)
             text = tail.partial()

@@ -86,7 +86,7 @@ TEMPLATES: dict[Bulk, bytes] = {
     # The recipe's prefetch server (alpamayo-recipe.md §9.3): the event name; the k=v rest is only read
     # if the event is quoted.
     Bulk.PREFETCH: b"[AlpamayoPrefetch][\x86] \x08 pid=\x81 \x07\x09",
-    # The GRPO Step line of status.py (cosmos-rl.md §4.4): step/total, then the numbers the metrics keep.
+    # The GRPO Step line of status.py (cosmos-rl.md §4.5): step/total, then the numbers the metrics keep.
     Bulk.STEP: b"INFO - Step: \x01/\x01, Reward Mean: \x0a, Reward Std: \x0a, Reward Max: \x0a, Reward Min: \x0a, "
                b"Completion Length Mean: \x8a, Completion Length Max: \x8a, Average loss: \x0a, Max loss: \x0a, "
                b"Learning rate: \x0a, Entropy: \x0a, Effective Entropy: \x8a, Grad Norm: \x0a, KL Loss Avg: \x0a, "

@@ -501,8 +501,20 @@ signal_rule("is longer than the maximum model length", r"prompt \(length (?P<pro
 # ---------------------------------------------------------------- other frameworks' resource failures
 # Captured logs of torch, vLLM, SGLang, NCCL, Ray, verl, OpenRLHF and NeMo-RL jobs (docs/reference/
 # foreign-errors.md: each string with its source and versions). Short anchors, so a line that a terminal
-# wrapped still holds one. Their lines carry no cosmos level in a replica log (glog, plain, tracebacks):
-# each needle is its own gate there (``_GATES``).
+# wrapped still holds one. In a replica or controller log they come inside tracebacks (read without gates),
+# at a cosmos WARNING/ERROR level, or in the few shapes of ``FOREIGN_GATES`` (``_GATES``): a short list, so
+# the marker scan of every replica line stays as fast as before these rules (a gate is also a marker).
+FOREIGN_GATES = (
+    "[c10d]",  # torch's socket / store warnings: [W304 19:44:37.5 socket.cpp:767] [c10d] ...
+    "NCCL WARN",  # NCCL's own log: host:pid:tid [dev] file:line NCCL WARN ...
+    "NCCL error",  # torch's C10D_NCCL_CHECK text outside a traceback
+    "Watchdog",  # ProcessGroupNCCL's watchdog lines
+    "CUDA Error", "CUDA error",  # vLLM's cumem allocator on stderr; C10_CUDA_CHECK
+    "out of memory",
+    "failed (exitcode:",  # torchrun's agent: E0325 ... failed (exitcode: -9) local_rank: 5 (pid: 2630) ...
+    "terminate called", "SIGSEGV", "Caught signal",  # C++ and signal handlers
+    "Error:", "Exception:", "ERROR", "CRITICAL",  # an exception line without its traceback, other loggers' levels
+)
 _FOREIGN_NEEDLES: list[str] = []
 
 
@@ -644,7 +656,7 @@ signal_rule("exited as soon as launched", r"Process (?P<pid>\S+) exited as soon 
 # number, or ``Signals.SIGTERM`` in older torch). bash's own report of a child killed by SIGTERM says it too.
 signal_rule("death signal", r"Received (?:Signals\.)?(?P<sig>\d+|SIG[A-Z]+) death signal", S.DEATH_SIGNAL)
 signal_rule("Terminated", r"line \d+: +(?P<pid>\d+) Terminated\b", S.DEATH_SIGNAL, sig=15)
-# slurmstepd when scancel, the time limit or a preemption ends a job or step (docs/reference/slurm.md).
+# slurmstepd, on the job's output, when scancel, the time limit or a preemption ends a job or step.
 signal_rule("CANCELLED AT", r"\*\*\* (?:JOB|STEP) (?P<job>\S+) ON (?P<node>\S+) CANCELLED AT (?P<at>\S+)"
             r"(?: DUE TO (?P<reason>[A-Z][A-Z ]*[A-Z]))?", S.JOB_CANCELLED)
 # A process that died hard: Python's fault handler, glibc's abort, bash reporting a child's fatal signal.
@@ -948,7 +960,7 @@ _GATES: dict[str, tuple[str, ...]] = {
     "wait for nccl comm ready timeout": _NCCL,
     "Watchdog caught collective operation timeout": _NCCL,
     "wandb: ERROR": ("wandb: ERROR",),
-    **{n: (n,) for n in _FOREIGN_NEEDLES},  # other frameworks' lines: glog / plain, without a cosmos level
+    **{n: FOREIGN_GATES for n in _FOREIGN_NEEDLES},  # other frameworks' lines (see FOREIGN_GATES)
     "death signal": ("death signal",),
     "Terminated": (" Terminated",),
     "CANCELLED AT": ("CANCELLED AT",),
@@ -985,9 +997,19 @@ def present_gates(line: str) -> frozenset[str]:
 # through. A rule can fire on a gated line only if the line holds one of the rule's gates and its
 # needle (the message is a slice of the line), so such a line is settled with a few substring
 # tests, before ``shape_of``. A level gate lets every rule through: those lines are not judged here.
-_GATE_NEEDLES: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
-    (g, tuple(dict.fromkeys(r.needle for r in RULES if g in r.gates))) for g in GATES if g not in LEVEL_GATES
-)
+def _gate_needles() -> tuple[list[tuple[str, tuple[str, ...]]], list[tuple[tuple[str, ...], tuple[str, ...]]]]:
+    """(gate, needles) for the non-level gates, and the gates that share one needle list grouped (the other
+    frameworks' rules: ``FOREIGN_GATES``), so that group costs one ``any`` per line."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for g in GATES:
+        if g not in LEVEL_GATES:
+            groups.setdefault(tuple(dict.fromkeys(r.needle for r in RULES if g in r.gates)), []).append(g)
+    single = [(gates[0], needles) for needles, gates in groups.items() if len(gates) == 1]
+    shared = [(tuple(gates), needles) for needles, gates in groups.items() if len(gates) > 1]
+    return single, shared
+
+
+_GATE_NEEDLES, _SHARED_GATE_NEEDLES = _gate_needles()
 
 
 def gated_rule_possible(line: str) -> bool:
@@ -999,8 +1021,11 @@ def gated_rule_possible(line: str) -> bool:
         if g in line:
             return True
     contains = line.__contains__
-    for g, needles in _GATE_NEEDLES:  # noqa: SIM110 (a plain loop: no generator per line)
+    for g, needles in _GATE_NEEDLES:  # a plain loop: no generator per line
         if g in line and any(map(contains, needles)):
+            return True
+    for gates, needles in _SHARED_GATE_NEEDLES:  # noqa: SIM110 (as above)
+        if any(map(contains, gates)) and any(map(contains, needles)):
             return True
     return False
 
