@@ -1,6 +1,6 @@
 """Every message the app's workers post to its screens: small dataclasses named as past events.
 
-toolong's habit (shared/reference/style.md, "toolong — one concept per module"): workers read
+toolong's habit (Textualize/toolong: one concept per module): workers read
 files and sockets and post these; widgets only ever see these. The follow worker posts at most four
 times a second, so a fast log cannot flood the UI.
 """

@@ -363,6 +363,9 @@ def decide_outcome(ctx: DetectorContext) -> RunOutcome:
     newest = max((f for f in ctx.files() if f.last_ts is not None), key=lambda f: f.last_ts or 0.0, default=None)
     tail = newest.last_event if newest is not None else None
     if step is None:
+        if _progress(ctx, PROGRESS_MARKS)[0] is None and not ctx.files(*PROCESS_ROLES):
+            return out(Outcome.NOT_STARTED, "no Cosmos-RL start-up or step line in these logs (another trainer's "
+                       "capture, or a run that ended before it started): its progress cannot be read", [tail])
         return out(Outcome.NOT_STARTED, "no training step: the logs stop before training began, with no exit, "
                    "error or stop line", [tail])
     return out(Outcome.INCOMPLETE, f"the logs stop {_step_text(ctx)} with no exit, error or stop line (the job "

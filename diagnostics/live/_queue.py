@@ -1,7 +1,7 @@
 """A subscriber's bounded queue, where bursts coalesce instead of piling up.
 
 toolong lets a high-rate message replace the previous one still queued so that a fast log cannot
-flood the UI (``shared/reference/style.md``, "toolong — one concept per module"). Here, while a
+flood the UI (Textualize/toolong, its message queue). Here, while a
 message waits in a subscriber's queue:
 
 * ``LinesAppended`` (and ``HistoryLoaded``) for the same file merge into one message, unless a

@@ -1,7 +1,7 @@
 """What the live follower tells its subscribers: small frozen dataclasses named as past events.
 
-toolong's habit (``messages.py`` there, see ``shared/reference/style.md`` "toolong — one concept per
-module"): every message a consumer can receive is declared here, and high-rate messages can be
+toolong's habit (Textualize/toolong keeps its messages in one ``messages.py``, one concept per
+module): every message a consumer can receive is declared here, and high-rate messages can be
 merged or replaced while still queued so that a fast log cannot flood a slow consumer
 (``diagnostics.live._queue``).
 """
