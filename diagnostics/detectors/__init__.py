@@ -29,7 +29,7 @@ from diagnostics.detectors._base import (
 )
 from diagnostics.detectors._config import ConfigLike, DumpConfig, RunConfig
 from diagnostics.detectors._store import EventStore, FileFacts, Retained
-from diagnostics.detectors.outcome import decide_outcome
+from diagnostics.detectors.outcome import RunFacts, decide_outcome
 from diagnostics.findings import CheckResult, CheckState, Finding, Outcome, RunOutcome
 
 
@@ -39,15 +39,17 @@ def run_detectors(ctx: DetectorContext) -> tuple[list[Finding], list[CheckResult
     findings: list[Finding] = []
     checks: list[CheckResult] = []
     try:
-        run_outcome = decide_outcome(ctx)
+        facts = RunFacts.of(ctx)
+        run_outcome = decide_outcome(ctx, facts)
     except Exception as exc:  # never OK because the outcome could not be read
+        facts = RunFacts([], [], None, [])
         run_outcome = RunOutcome(state=Outcome.INCOMPLETE, summary=f"the outcome could not be read: "
                                  f"{type(exc).__name__}: {exc}")
     ordered = [d for d in REGISTRY.values() if not d.concluding] + [d for d in REGISTRY.values() if d.concluding]
     for det in ordered:
         check_id = det.id
         try:
-            verdict = det.fn(Conclusion(ctx, list(findings), run_outcome)) if det.concluding else det.fn(ctx)
+            verdict = det.fn(Conclusion(ctx, list(findings), run_outcome, facts)) if det.concluding else det.fn(ctx)
         except Exception as exc:  # a bug in one detector must not hide the others' findings
             checks.append(
                 CheckResult(id=check_id, state=CheckState.BLIND, note=f"detector error: {type(exc).__name__}: {exc}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from diagnostics.catalog import entry
 from diagnostics.detectors._config import RunConfig, clip_text
@@ -19,6 +19,9 @@ from diagnostics.detectors._store import EventStore, FileFacts
 from diagnostics.events import Event, Role, Signal, SignalKind, Traceback
 from diagnostics.findings import CheckState, Evidence, Finding, Fix, RunOutcome, Severity
 from diagnostics.metrics import Metrics
+
+if TYPE_CHECKING:
+    from diagnostics.detectors.outcome import RunFacts
 
 MAX_EVIDENCE = 6
 LIVE_WINDOW_S = 900.0  # a run whose newest write is this recent is being written
@@ -172,11 +175,13 @@ DetectorFn = Callable[[DetectorContext], Verdict]
 
 @dataclass(frozen=True, slots=True)
 class Conclusion:
-    """What a concluding detector sees: the context, every finding of the others, the run's outcome."""
+    """What a concluding detector sees: the context, every finding before it, the run's outcome and the
+    facts it was decided from (read once per evaluation)."""
 
     ctx: DetectorContext
     findings: list[Finding]
     outcome: RunOutcome
+    facts: RunFacts
 
 
 ConcludingFn = Callable[[Conclusion], Verdict]

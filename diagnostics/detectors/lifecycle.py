@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from diagnostics.detectors._base import (
+    Conclusion,
     DetectorContext,
     Verdict,
     batch_per_step,
+    concluding,
     detector,
     duration,
     fix,
@@ -30,7 +32,7 @@ from diagnostics.detectors._base import (
 )
 from diagnostics.detectors._probes import Hit
 from diagnostics.detectors._store import FileFacts
-from diagnostics.detectors.outcome import REPLICA_ROLES, TAIL_LINES, after_end, find_stall, handled
+from diagnostics.detectors.outcome import REPLICA_ROLES, TAIL_LINES, after_end, handled
 from diagnostics.events import Event, Role, Signal, SignalKind, Traceback
 from diagnostics.findings import Finding
 
@@ -262,11 +264,12 @@ def _ended_as_success(ctx: DetectorContext, findings: list[Finding | None]) -> N
     )
 
 
-@detector("stalled")
-def stalled(ctx: DetectorContext) -> Verdict:
+@concluding("stalled")  # after the others: it reads the stall the outcome was decided from
+def stalled(c: Conclusion) -> Verdict:
+    ctx = c.ctx
     if ctx.finished_training:
         return Verdict.ok("training finished")
-    stall = find_stall(ctx)
+    stall = c.facts.stall
     if stall is None:
         return Verdict.ok()
     newest = max((f for f in ctx.files() if f.last_ts is not None), key=lambda f: f.last_ts or 0, default=None)

@@ -258,9 +258,9 @@ def _startup_began(ctx: DetectorContext) -> float | None:
     return min(times) if times else None
 
 
-def find_stall(ctx: DetectorContext) -> Stall | None:
+def find_stall(ctx: DetectorContext, stops: list[Event] | None = None) -> Stall | None:
     """No progress for longer than the run's own pace allows, up to the end of its record: a stop from
-    outside, the newest line, or (for a run being written) the present."""
+    outside (``stops``: ``terminations(ctx)``), the newest line, or (for a run being written) the present."""
     if ctx.finished_training:
         return None
     m = ctx.metrics
@@ -285,7 +285,7 @@ def find_stall(ctx: DetectorContext) -> Stall | None:
         label = "a rollout reached the controller" if name == "stat" else f"{facts.source.replica}: {name}"
         what = f"the last sign of progress before any step ({label.replace('_', ' ')})"
         progress = _event_at(ctx, facts, facts.marks[name].line) if name else None
-    ends = [e for e in terminations(ctx) if (_when(ctx, e) or 0.0) >= since]
+    ends = [e for e in (terminations(ctx) if stops is None else stops) if (_when(ctx, e) or 0.0) >= since]
     ended_by = ends[0] if ends else None
     if ended_by is not None:
         end = _when(ctx, ended_by)
@@ -308,6 +308,21 @@ def _event_at(ctx: DetectorContext, facts: FileFacts, line: int) -> Event | None
     return next((e for e in candidates if e is not None and e.source.path == path and e.line == line), None)
 
 
+@dataclass(frozen=True)
+class RunFacts:
+    """What the outcome is decided from, read once per evaluation (the concluding detectors share it)."""
+
+    crashes: list[Crash]
+    stops: list[Event]
+    stall: Stall | None
+    ends: list[Signal]
+
+    @classmethod
+    def of(cls, ctx: DetectorContext) -> RunFacts:
+        stops = terminations(ctx)
+        return cls(collect_crashes(ctx), stops, find_stall(ctx, stops), self_ended(ctx))
+
+
 # --- the outcome ------------------------------------------------------------------------------------------
 def _step_text(ctx: DetectorContext) -> str:
     m = ctx.metrics
@@ -317,8 +332,9 @@ def _step_text(ctx: DetectorContext) -> str:
     return f"at step {m.step}/{total if total else '?'}"
 
 
-def decide_outcome(ctx: DetectorContext) -> RunOutcome:
+def decide_outcome(ctx: DetectorContext, facts: RunFacts | None = None) -> RunOutcome:
     """How the run ended, or where it stands (module doc), with the lines that show it."""
+    facts = RunFacts.of(ctx) if facts is None else facts
     m = ctx.metrics
     step, total = m.step, m.max_total_steps or m.total_steps
     last_step = ctx.store.steps.last or ctx.store.train_reports.last
@@ -327,12 +343,12 @@ def decide_outcome(ctx: DetectorContext) -> RunOutcome:
         return RunOutcome(state=state, summary=summary, step=step, total_steps=total,
                           evidence=evidence_list(items), data=dict(data))
 
-    ends = self_ended(ctx)
+    ends = facts.ends
     if ctx.finished_training:
         done = ctx.store.signal(SignalKind.TRAINING_COMPLETE).last
         summary = f"training completed (step {step}/{total})" if step is not None else "training completed"
         return out(Outcome.COMPLETED, summary, [last_step or done, *ends[:2]])
-    crashes = collect_crashes(ctx)
+    crashes = facts.crashes
     if crashes:
         first = crashes[0]
         step_then = m.step_at(first.ts) if first.ts is not None else None
@@ -344,8 +360,7 @@ def decide_outcome(ctx: DetectorContext) -> RunOutcome:
             summary += f" ({len(crashes) - 1} more process(es) ended on an error)"
         return out(Outcome.CRASHED, summary, [*first.items, last_step],
                    processes=[c.process for c in crashes])
-    stall = find_stall(ctx)
-    stops = terminations(ctx)
+    stall, stops = facts.stall, facts.stops
     if stall is not None:
         summary = f"no progress for {duration(stall.silent_s)} after {stall.what}"
         if stall.ended_by is not None:
@@ -392,7 +407,7 @@ def process_crashed(c: Conclusion) -> Verdict:
     if c.outcome.state is not Outcome.CRASHED:
         return Verdict.ok(f"the run {c.outcome.state.value}" if c.outcome.state is not Outcome.RUNNING else None)
     findings: list[Finding | None] = []
-    for crash in collect_crashes(c.ctx):
+    for crash in c.facts.crashes:
         if _explained(crash, c.findings):
             continue
         step_then = c.ctx.metrics.step_at(crash.ts) if crash.ts is not None else None
@@ -418,7 +433,7 @@ def process_crashed(c: Conclusion) -> Verdict:
 @concluding("run_incomplete")
 def run_incomplete(c: Conclusion) -> Verdict:
     o, ctx = c.outcome, c.ctx
-    stops = terminations(ctx)
+    stops = c.facts.stops
     state = o.state
     if state in (Outcome.COMPLETED, Outcome.RUNNING, Outcome.CRASHED):
         return Verdict.ok(f"the run {state.value}")
@@ -533,4 +548,4 @@ def unexplained_error(c: Conclusion) -> Verdict:
     return verdict_of(finding)
 
 
-__all__ = ["Crash", "Stall", "collect_crashes", "decide_outcome", "find_stall", "terminations"]
+__all__ = ["Crash", "RunFacts", "Stall", "collect_crashes", "decide_outcome", "find_stall", "terminations"]

@@ -41,5 +41,11 @@ class Diagnosis(Protocol):
         ...
 
 
+# Optional, read by the follower with getattr (``EngineDiagnosis`` has both; test doubles need neither):
+#   urgent: bool               - set by ``feed``/``end_file`` after an event that may be a failure; the
+#                                follower then evaluates within ``urgent_evaluate_interval`` and clears it
+#   in_group(source) -> bool   - a traceback or torchrun summary of ``source`` is still open: worth closing
+#                                after ``group_flush`` of quiet (docs/live.md "Latency of a failure")
+
 DiagnosisFactory = Callable[[], Diagnosis]
 """Makes a fresh ``Diagnosis`` for a run (called again when the run switches)."""
