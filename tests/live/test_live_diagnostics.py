@@ -215,15 +215,18 @@ def test_watch_text_stream_on_a_finished_run_ends_with_the_check_status() -> Non
     try:
         assert proc.stdout is not None
         raised: list[str] = []
+        seen: list[str] = []  # the OUTCOME line may come between the RAISED ones
         deadline = time.monotonic() + 20
         while len(raised) < len(expected.findings):
             assert time.monotonic() < deadline, raised
             line = proc.stdout.readline()
             assert line, "watch ended early"
+            seen.append(line)
             if " RAISED " in line:
                 raised.append(line)
         proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=20)
+        out = proc.stdout.read()  # not communicate(): it would skip what readline() already buffered
+        proc.wait(timeout=20)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -233,7 +236,7 @@ def test_watch_text_stream_on_a_finished_run_ends_with_the_check_status() -> Non
     last = out.strip().splitlines()[-1]
     assert expected.outcome is not None
     assert f"ENDED {expected.status.value.upper()} (SIGTERM, run {expected.outcome.state.value})" in last
-    assert f"OUTCOME {expected.outcome.state.value}: " in out
+    assert f"OUTCOME {expected.outcome.state.value}: " in "".join(seen) + out
     assert proc.returncode == expected.exit_code
 
 
