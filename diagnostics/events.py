@@ -286,6 +286,7 @@ class SignalKind(str, Enum):
     ALL_REPLICAS_FINISHED = "all_replicas_finished"  # reason:str|None
     CONTROLLER_SHUTDOWN_ABNORMAL = "controller_shutdown_abnormal"  # rollout checkout gate timed out
     TRAINING_STARTED = "training_started"  # total_steps:int ('[Policy] Building lr schedulers ...')
+    VALIDATION = "validation"  # phase: start|finished, step:int (training dispatch pauses meanwhile, §4.6)
     TRAINING_COMPLETE = "training_complete"  # step:int ('[Policy] Training complete at global step')
     ENGINE_INITIALIZED = "engine_initialized"  # '[Rollout] Engine initialized.'
     ROLLOUT_MAIN_LOOP_FINISHED = "rollout_main_loop_finished"

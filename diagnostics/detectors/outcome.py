@@ -57,9 +57,19 @@ STALL_ONE_STEP_S = 600.0  # one step so far: no usual step time yet
 STARTUP_FACTOR = 4.0
 STARTUP_FLOOR_S = 180.0
 STARTUP_CEILING_S = 1800.0
+PAUSE_S = 1800.0  # a checkpoint being saved or a validation pass: steps pause legitimately (§4.6, §5.3)
 
 # Marks (``FileFacts.marks``) that show the pipeline moving. Not progress: waiting lines, the version
 # gate's rejections, heartbeat reaping, shutdown lines: they go on while nothing moves.
+STARTUP_MARKS = (
+    SignalKind.CONTROLLER_READY.value,
+    SignalKind.CONFIG_LOADED.value,
+    SignalKind.REPLICA_STARTED.value,
+    SignalKind.REPLICA_REGISTERED.value,
+    SignalKind.REPLICA_ATOMS_SET.value,
+    SignalKind.ENGINE_INITIALIZED.value,
+    SignalKind.TRAINING_STARTED.value,
+)
 PROGRESS_MARKS = (
     "stat",
     "step",
@@ -69,15 +79,10 @@ PROGRESS_MARKS = (
     "sync:synced_after_broadcast",
     "sync:async_done",
     "ckpt:saved",
-    SignalKind.CONTROLLER_READY.value,
-    SignalKind.CONFIG_LOADED.value,
-    SignalKind.REPLICA_STARTED.value,
-    SignalKind.REPLICA_REGISTERED.value,
-    SignalKind.REPLICA_ATOMS_SET.value,
-    SignalKind.ENGINE_INITIALIZED.value,
-    SignalKind.TRAINING_STARTED.value,
+    "ckpt:saving",
+    SignalKind.VALIDATION.value,
+    *STARTUP_MARKS,
 )
-STARTUP_MARKS = PROGRESS_MARKS[8:]
 # The job ended by itself (not from outside): the controller finalized, the launcher saw its processes end.
 SELF_END_KINDS = (
     SignalKind.ALL_REPLICAS_FINISHED,
@@ -285,6 +290,8 @@ def find_stall(ctx: DetectorContext, stops: list[Event] | None = None) -> Stall 
         label = "a rollout reached the controller" if name == "stat" else f"{facts.source.replica}: {name}"
         what = f"the last sign of progress before any step ({label.replace('_', ' ')})"
         progress = _event_at(ctx, facts, facts.marks[name].line) if name else None
+    if _paused(ctx):
+        limit = max(limit, PAUSE_S)
     ends = [e for e in (terminations(ctx) if stops is None else stops) if (_when(ctx, e) or 0.0) >= since]
     ended_by = ends[0] if ends else None
     if ended_by is not None:
@@ -297,6 +304,17 @@ def find_stall(ctx: DetectorContext, stops: list[Event] | None = None) -> Stall 
     if silent < limit:
         return None
     return Stall(since, silent, limit, what, progress, ended_by, usual)
+
+
+def _paused(ctx: DetectorContext) -> bool:
+    """A checkpoint save or a validation pass began and has not reported its end (by the logs' order)."""
+    def newest(name: str) -> float:
+        times = [m.ts for f in ctx.files() if (m := f.marks.get(name)) is not None and m.ts is not None]
+        return max(times, default=float("-inf"))
+
+    validation = ctx.store.signal(SignalKind.VALIDATION).last
+    validating = validation is not None and validation.fields.get("phase") == "start"
+    return validating or newest("ckpt:saving") > newest("ckpt:saved")
 
 
 def _event_at(ctx: DetectorContext, facts: FileFacts, line: int) -> Event | None:

@@ -717,6 +717,10 @@ signal_rule("All policy replicas are dead and COSMOS_SHUTDOWN_ON_NO_POLICY_REPLI
             reason="all_policies_dead")
 signal_rule("Building lr schedulers for total steps", r"Building lr schedulers for total steps (?P<total_steps>\d+)",
             S.TRAINING_STARTED)
+signal_rule("Activating validation dataloader for step", r"Activating validation dataloader for step "
+            r"(?P<step>\d+)", S.VALIDATION, phase="start")
+signal_rule("Validation finished, average reward", r"Validation finished, average reward: .*? at step (?P<step>\d+)",
+            S.VALIDATION, phase="finished")
 signal_rule("Training complete at global step", r"Training complete at global step (?P<step>\d+)",
             S.TRAINING_COMPLETE)
 signal_rule("[Rollout] Engine initialized.", r"\[Rollout\] Engine initialized\.\s*$", S.ENGINE_INITIALIZED)
@@ -941,6 +945,8 @@ _GATES: dict[str, tuple[str, ...]] = {
     "All replicas are finished": (INFO_CONTROLLER,),
     "All policy replicas are dead and COSMOS_SHUTDOWN_ON_NO_POLICY_REPLICAS": (INFO_CONTROLLER,),
     "Building lr schedulers for total steps": (INFO_POLICY,),
+    "Activating validation dataloader for step": (" - INFO - [DataFetcher] ",),
+    "Validation finished, average reward": (INFO_CONTROLLER,),
     "Training complete at global step": (INFO_POLICY,),
     "[Rollout] Engine initialized.": (INFO_ROLLOUT,),
     "[Rollout] Main loop of ": (INFO_ROLLOUT,),

@@ -184,3 +184,14 @@ def test_the_outcome_says_which_step_a_crash_happened_at() -> None:
     assert r.outcome.state is Outcome.CRASHED
     assert re.search(r"crashed at step 2/40: it raised RuntimeError: reward failed \(training went on to step 5\)",
                      r.outcome.summary), r.outcome.summary
+
+
+def test_a_checkpoint_being_saved_is_a_pause_not_a_stall() -> None:
+    """A run checked while the policy writes a checkpoint (minutes for a 10B model on a network file system)."""
+    saving = cosmos(131, "[Policy] Saving cosmos checkpoint at step 3...", rank=0)
+    now = T0.timestamp() + 131 + 600  # ten minutes into the save, steps were 10 s apart
+    lines = steady_run(3, 40)
+    r = run_logs({"controller.log": lines, "policy_0.log": [saving]}, now=now)
+    assert r.outcome.state is Outcome.RUNNING and "stalled" not in r.ids
+    r = run_logs({"controller.log": lines, "policy_0.log": [saving]}, now=now + 1800)
+    assert r.outcome.state is Outcome.STALLED  # a save does not excuse half an hour more
