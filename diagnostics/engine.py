@@ -339,10 +339,13 @@ def check(
 
     target = str(path)
     deadline = None if timeout is None else time.monotonic() + timeout
+    # Read first, so that every report, UNKNOWN ones included, says when the --config was not used.
+    notes: list[str] = []
+    loaded = _load_toml(Path(config_path), notes) if config_path is not None else None
     try:
         layout = discover(Path(path), run)
     except LayoutError as exc:
-        return unknown_report(target, str(exc), run=run)
+        return unknown_report(target, str(exc), run=run, notes=notes)
     if not layout.files:
         reason = f"{target}: no log files in this run"
         if layout.run_name:
@@ -352,9 +355,8 @@ def check(
                 f" ({layout.run_name} is empty: the launcher failed before starting any process; its own output "
                 "holds the error, e.g. 'Replica with GPUs larger than 8' when a replica needs more GPUs than the node)"
             )
-        return unknown_report(target, reason, run=layout.run_name)
+        return unknown_report(target, reason, run=layout.run_name, notes=notes)
 
-    notes: list[str] = []
     collector = Collector()
     for file_path, source in layout.files:
         try:
@@ -363,14 +365,15 @@ def check(
             continue
         collector.note_file(source, size=st.st_size, mtime=st.st_mtime)
 
-    loaded = _load_toml(Path(config_path), notes) if config_path is not None else None
     if progress is not None:
         size = sum(f.size or 0 for f in collector.store.files.values())
         progress(f"reading {len(layout.files)} file(s), {size / 1e6:.1f} MB")
     try:
         _read_into(collector, layout, deadline)
     except CheckTimeout:
-        return unknown_report(target, f"timed out after {timeout:g} s while reading the logs", run=layout.run_name)
+        return unknown_report(
+            target, f"timed out after {timeout:g} s while reading the logs", run=layout.run_name, notes=notes
+        )
     notes.extend(f"unreadable: {u}" for u in layout.unreadable)
     files = [src.path for _, src in layout.files]
     if collector.store.event_count == 0:

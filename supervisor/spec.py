@@ -10,12 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import tomlkit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from tomlkit.items import Table
 
+from diagnostics.inputs import InputError, read_input
 from supervisor.slurm.spec import ClusterSpec
 
 AlpamayoVersion = Literal["1", "1.5"]
@@ -39,6 +40,7 @@ DEFAULT_LABELS: dict[str, list[str]] = {
 }
 
 _SECRET_KEY_WORDS = ("token", "api_key", "apikey", "password", "secret")
+MAX_SPEC_BYTES = 1 << 20  # a spec is about 2 KB
 
 
 class SpecError(Exception):
@@ -49,13 +51,22 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
+# Upper bounds far above any real run, so that no value of the spec is absurd enough to hang or crash
+# a later computation (a 10**18 replica count, an infinite grace period); docs/supervisor.md.
+MAX_REPLICAS = 4096
+MAX_CLIPS = 10_000_000
+DAY_S = 86_400.0
+
+
 class DataSpec(_Section):
-    chunk_ids: list[int] = Field(
+    chunk_ids: list[Annotated[int, Field(ge=0, le=1_000_000)]] = Field(
         default_factory=lambda: [3116],
         description="PAI chunk ids to download (motion). Never empty: an empty list would fetch the whole dataset",
     )
-    num_clips: int = Field(16, ge=1, description="motion: clips curated into clip_index_mini.parquet")
-    num_reasoning_clips: int = Field(16, ge=1, description="joint: --num-reasoning-clips for download_pai.py")
+    num_clips: int = Field(16, ge=1, le=MAX_CLIPS, description="motion: clips curated into clip_index_mini.parquet")
+    num_reasoning_clips: int = Field(
+        16, ge=1, le=MAX_CLIPS, description="joint: --num-reasoning-clips for download_pai.py"
+    )
     cameras: list[str] = Field(default_factory=lambda: list(DEFAULT_CAMERAS), description="--camera")
     calibration: list[str] = Field(default_factory=lambda: list(DEFAULT_CALIBRATION), description="--calibration")
     labels: list[str] = Field(
@@ -71,8 +82,8 @@ class WandbSpec(_Section):
 
 
 class ReplicaSpec(_Section):
-    policy: int = Field(1, ge=1, description="cosmos-rl --policy")
-    rollout: int = Field(1, ge=1, description="cosmos-rl --rollout")
+    policy: int = Field(1, ge=1, le=MAX_REPLICAS, description="cosmos-rl --policy")
+    rollout: int = Field(1, ge=1, le=MAX_REPLICAS, description="cosmos-rl --rollout")
 
 
 class PathsSpec(_Section):
@@ -97,23 +108,28 @@ class PathsSpec(_Section):
 
 
 class SupervisorSpec(_Section):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
     executor: Literal["local", "slurm"] = Field(
         "local",
         description='"slurm" = the train stage is a Slurm job, which compute = "cluster" means already',
     )
-    stop_grace_s: float = Field(30.0, gt=0, description="SIGTERM to a stage's process group, then SIGKILL after this")
+    stop_grace_s: float = Field(
+        30.0, gt=0, le=DAY_S, description="SIGTERM to a stage's process group, then SIGKILL after this"
+    )
     live_diagnostics: bool = Field(True, description="run the live diagnostics on the training logs")
     diagnostics_interval_s: float = Field(
         12.0,
         gt=0,
+        le=3600.0,
         description="at most this many seconds between evaluations of the live diagnostics "
         "(the follower evaluates every 1 s while lines arrive, 5 s when quiet)",
     )
     shutdown_grace_s: float = Field(
-        120.0, gt=0, description="training finished but the job does not exit: end it after this"
+        120.0, gt=0, le=DAY_S, description="training finished but the job does not exit: end it after this"
     )
-    hf_retries: int = Field(4, ge=0, description="retries of a stage that hit a Hugging Face rate limit (429)")
-    hf_backoff_s: float = Field(30.0, ge=0, description="first retry delay; doubles each retry")
+    hf_retries: int = Field(4, ge=0, le=20, description="retries of a stage that hit a Hugging Face rate limit (429)")
+    hf_backoff_s: float = Field(30.0, ge=0, le=3600.0, description="first retry delay; doubles each retry")
     cosmos_log_level: str = Field(
         "INFO", description="COSMOS_LOG_LEVEL for training (the recipe entry defaults to DEBUG)"
     )
@@ -251,7 +267,10 @@ def parse_spec(text: str, *, base: Path, source: str = "run.toml") -> RunSpec:
         _reject_secrets(data)
     except ValueError as exc:
         raise SpecError(f"{source}: {exc}") from None
-    _resolve_paths(data, base)
+    try:
+        _resolve_paths(data, base)
+    except (ValueError, RuntimeError, OSError) as exc:  # a NUL byte, ~unknown_user, a loop of links
+        raise SpecError(f"{source}: a path cannot be used: {exc}") from None
     try:
         return RunSpec.model_validate(data)
     except ValidationError as exc:
@@ -261,9 +280,13 @@ def parse_spec(text: str, *, base: Path, source: str = "run.toml") -> RunSpec:
 def load_spec(path: Path) -> RunSpec:
     """Read a run spec file. Raises ``SpecError`` with one line naming the file and the problem."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read the run spec: {exc.strerror or exc}") from None
+        raw = read_input(path, limit=MAX_SPEC_BYTES, what="run spec")
+    except InputError as exc:
+        raise SpecError(f"{path}: cannot read the run spec: {exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SpecError(f"{path}: not UTF-8 text: a run spec is a TOML file (a1x-tui init writes one)") from None
     return parse_spec(text, base=path.resolve().parent, source=str(path))
 
 

@@ -45,11 +45,19 @@ class _BadReport(Exception):
     pass
 
 
+_MAX_REPORT_BYTES = 64 << 20  # a --check report quotes at most a few lines per finding
+
+
 def _finding_from_report(path: Path, finding_id: str) -> Finding:
+    from diagnostics.inputs import InputError, read_input
+
     try:
-        report = Report.model_validate_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise _BadReport(f"{path}: not a readable a1x-tui JSON report: {str(exc).splitlines()[0]}") from None
+        report = Report.model_validate_json(read_input(path, limit=_MAX_REPORT_BYTES, what="report"))
+    except InputError as exc:
+        raise _BadReport(f"{path}: not a readable a1x-tui JSON report: {exc}") from None
+    except ValueError as exc:
+        first = (str(exc).splitlines() or ["invalid JSON"])[0]
+        raise _BadReport(f"{path}: not a readable a1x-tui JSON report: {first}") from None
     for finding in report.findings:
         if finding.id == finding_id:
             return finding

@@ -21,6 +21,8 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    if value > 65536:
+        raise argparse.ArgumentTypeError(f"{value} is more than any machine has (at most 65536)")
     return value
 
 

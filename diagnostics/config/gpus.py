@@ -36,33 +36,59 @@ class Placement:
     oversized_replica: bool  # one replica needs more GPUs than a node has
 
 
+def _whole(value: Any) -> int:
+    """A count as the model reads it (``2``, ``2.0``, ``"2"``); 1 for anything else."""
+    if isinstance(value, int):
+        return int(value)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 1
+    return int(number) if number.is_integer() else 1
+
+
+def _place(workers: int, used: int, count: int, gpus: int, per_node: int) -> tuple[int, int]:
+    """``count`` replicas of ``gpus`` GPUs placed one after the other, in O(1) whatever ``count`` is.
+
+    One by one: a replica larger than a node spans whole nodes of its own (utility.py:640-696);
+    one that does not fit in what is left of the node opens a new one. Returns (workers, GPUs used
+    on the last node)."""
+    if count <= 0:
+        return workers, used
+    if gpus > per_node:
+        span = -(-gpus // per_node)
+        return workers + span * count - (0 if used else 1), per_node
+    if gpus <= 0:
+        return workers, used
+    room = (per_node - used) // gpus  # replicas that still fit on the current node
+    if count <= room:
+        return workers, used + count * gpus
+    full, rest = divmod(count - room, per_node // gpus)
+    return (workers + full + 1, rest * gpus) if rest else (workers + full, (per_node // gpus) * gpus)
+
+
 def plan(data: dict[str, Any], gpus_per_node: int) -> Placement:
-    """Where the launcher would put every replica on nodes of ``gpus_per_node`` GPUs."""
+    """Where the launcher would put every replica on nodes of ``gpus_per_node`` GPUs (>= 1)."""
+    if gpus_per_node < 1:
+        raise ValueError(f"{gpus_per_node} GPUs per node: must be at least 1")
     policy = data.get("policy", {}).get("parallelism", {})
     rollout = data.get("rollout", {}).get("parallelism", {})
-    n_policy = int(policy.get("n_init_replicas", 1))
-    n_rollout = int(rollout.get("n_init_replicas", 1))
+    n_policy = _whole(policy.get("n_init_replicas", 1))
+    n_rollout = _whole(rollout.get("n_init_replicas", 1))
     policy_gpus, rollout_gpus = replica_gpus(policy), replica_gpus(rollout)
     mode = data.get("mode", "disaggregated")
     train_policy = data.get("train", {}).get("train_policy", {})
     if mode == "colocated" or (isinstance(train_policy, dict) and train_policy.get("type") == "sft"):
         n_rollout = 0  # no rollout processes are placed (launch_all.py:546-549, 569-577)
-    replicas = [policy_gpus] * n_policy
     if mode == "colocated_separated":
         needed = max(n_policy * policy_gpus, n_rollout * rollout_gpus)  # rollouts share policy GPUs
+        groups = [(n_policy, policy_gpus)]
     else:
-        replicas += [rollout_gpus] * n_rollout
         needed = n_policy * policy_gpus + n_rollout * rollout_gpus
+        groups = [(n_policy, policy_gpus), (n_rollout, rollout_gpus)]
     workers, used = 1, 0
-    for gpus in replicas:
-        if gpus > gpus_per_node:  # spans whole nodes of its own (utility.py:640-696)
-            workers += (gpus + gpus_per_node - 1) // gpus_per_node - (0 if used else 1)
-            used = gpus_per_node
-            continue
-        if used + gpus > gpus_per_node:
-            workers += 1
-            used = 0
-        used += gpus
+    for count, gpus in groups:
+        workers, used = _place(workers, used, count, gpus, gpus_per_node)
     return Placement(
         policy_replicas=n_policy,
         policy_gpus=policy_gpus,

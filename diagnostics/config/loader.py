@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from tomlkit.exceptions import ParseError, TOMLKitError
 
 from diagnostics.config._locate import KeyLocation, first_duplicate, header_before, scan_keys
+from diagnostics.config.bounds import OutOfRange, out_of_range
 from diagnostics.config.schema import (
     NEWER_THAN_747,
     SHIPPED_BUT_IGNORED,
@@ -31,8 +32,12 @@ from diagnostics.config.schema import (
     effective_policy_type,
 )
 from diagnostics.findings import Evidence
+from diagnostics.inputs import InputError, read_input
 
 _TOP_LEVEL_SCALARS = ("redis", "eth_ips", "mode")
+# The recipe's TOMLs are a few KB; a file far larger is not one, and parsing it costs its size many
+# times over in memory and seconds (50 MB: 82 s, 2.9 GB RSS). Refused before it is read.
+MAX_TOML_BYTES = 1 << 20
 
 
 class ConfigError(Exception):
@@ -46,12 +51,14 @@ class ConfigError(Exception):
         toml_path: str | None = None,
         line: int | None = None,
         unreadable: bool = False,
+        line_text: str | None = None,
     ) -> None:
         self.file = file
         self.problem = problem
         self.toml_path = toml_path
         self.line = line
         self.unreadable = unreadable  # the file could not be read at all (not: read but invalid)
+        self.line_text = line_text  # the text of ``line`` (the file is never read again to quote it)
         where = " ".join(p for p in (toml_path, f"(line {line})" if line else None) if p)
         super().__init__(f"{file}: {where}: {problem}" if where else f"{file}: {problem}")
 
@@ -83,6 +90,7 @@ class LoadedConfig:
     model: RecipeConfig
     unknown_keys: list[UnknownKey] = field(default_factory=list)
     locations: dict[tuple[str, ...], KeyLocation] = field(default_factory=dict, repr=False)
+    out_of_range: list[OutOfRange] = field(default_factory=list)  # checked before any rule computes
 
     @property
     def sha256(self) -> str:
@@ -256,8 +264,24 @@ def _dotted_loc(data: dict[str, Any], loc: tuple[int | str, ...]) -> str:
     return ".".join(parts)
 
 
+def _line_text(text: str, line: int | None) -> str | None:
+    if line is None or line < 1:
+        return None
+    lines = text.split("\n", line)
+    return lines[line - 1].rstrip("\r") if line <= len(lines) else None
+
+
 def parse_config(text: str, path: Path) -> LoadedConfig:
     """Load from text already read (``path`` is only used in messages and evidence)."""
+    try:
+        return _parse_config(text, path)
+    except ConfigError as exc:
+        if exc.line_text is None:
+            exc.line_text = _line_text(text, exc.line)
+        raise
+
+
+def _parse_config(text: str, path: Path) -> LoadedConfig:
     file = str(path)
     try:
         document = tomlkit.parse(text)
@@ -294,16 +318,18 @@ def parse_config(text: str, path: Path) -> LoadedConfig:
     unknown_paths: list[tuple[str, ...]] = []
     _find_unknown(data, RecipeConfig, (), policy_type, unknown_paths)
     unknown = [_describe_unknown(p, policy_type, locations) for p in unknown_paths]
-    return LoadedConfig(path=path, text=text, data=data, model=model, unknown_keys=unknown, locations=locations)
+    loaded = LoadedConfig(path=path, text=text, data=data, model=model, unknown_keys=unknown, locations=locations)
+    loaded.out_of_range = out_of_range(data, loaded.get)
+    return loaded
 
 
 def load_config(path: Path) -> LoadedConfig:
     """Read and load a recipe TOML; ``ConfigError`` names the file, TOML path and line."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(str(path), f"cannot read: {exc.strerror or exc}", unreadable=True) from None
+        raw = read_input(path, limit=MAX_TOML_BYTES, what="recipe TOML")
+    except InputError as exc:
+        raise ConfigError(str(path), str(exc), unreadable=True) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -37,10 +37,7 @@ def _load_failure(path: Path, error: ConfigError) -> Report:
             summary=f"LINT UNKNOWN: {error}",
             notes=[str(error)],
         )
-    text = error.problem
-    if error.line is not None:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        text = lines[error.line - 1] if error.line <= len(lines) else text
+    text = error.line_text if error.line_text is not None else error.problem
     finding = Finding(
         id="invalid_value",
         severity=Severity.CRITICAL,

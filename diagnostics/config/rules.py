@@ -20,6 +20,7 @@ from diagnostics.config.schema import GRPO_MARKER_KEYS, effective_policy_type
 from diagnostics.findings import CheckResult, CheckState, Evidence, Finding, Fix, Severity
 
 COMPUTE_CHOICES = ("local", "cluster")
+MAX_MACHINE = 1 << 16  # --gpus / --nodes: far above any machine, so the arithmetic stays small
 PREFETCH = "custom.alpamayo.prefetch"
 PREFETCH_LOG_LEVELS = ("off", "error", "warn", "warning", "info", "debug", "trace")  # R:X/prefetch/server.py
 RECIPE_BACKEND = "reasoning_vla_vllm_rollout"  # registered by the entry scripts (R §8.1)
@@ -146,11 +147,29 @@ def _logger(cfg: LoadedConfig) -> list[str]:
     return [str(x).lower() for x in cfg.get("logging.logger")]
 
 
+# What the arithmetic of the GPU, batch and prefetch rules reads: with one of these out of range
+# (bounds.py) the computation is skipped and invalid_value names the key.
+_SIZING = (
+    "policy.parallelism.",
+    "rollout.parallelism.",
+    "train.train_batch_per_replica",
+    "train.train_policy.mini_batch",
+)
+
+
+def _out_of_range(cfg: LoadedConfig, *prefixes: str) -> Skipped | None:
+    """Skipped when a value the rule computes with is outside its range (``invalid_value`` reports it)."""
+    for bad in cfg.out_of_range:
+        if bad.path.startswith(prefixes):
+            return Skipped(f"{bad.path} = {bad.value} is out of range (see invalid_value)")
+    return None
+
+
 def _policy_replicas_per_node(cfg: LoadedConfig, ctx: LintContext) -> int | None:
     """Policy replicas sharing one node: the base of the prefetch sizing rule (R §9.1)."""
     n_policy = cfg.get("policy.parallelism.n_init_replicas")
     if ctx.gpus_per_node is not None:
-        per_replica = gpus.replica_gpus(cfg.raw("policy.parallelism", {}))
+        per_replica = max(1, gpus.replica_gpus(cfg.raw("policy.parallelism", {})))
         return max(1, min(n_policy, ctx.gpus_per_node // per_replica)) if per_replica <= ctx.gpus_per_node else 1
     if ctx.nodes is not None:
         return max(1, -(-n_policy // ctx.nodes))
@@ -204,6 +223,9 @@ def insufficient_gpus(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
     """C §2.2-2.4, §15; R §8.3, §14 #2: replicas × GPUs against the node."""
     if ctx.gpus_per_node is None:
         return Skipped("GPUs per node unknown: pass --gpus N to check the GPU arithmetic")
+    skipped = _out_of_range(cfg, *_SIZING)
+    if skipped is not None:
+        return skipped
     b = _Builder(cfg, "insufficient_gpus")
     nodes = ctx.nodes or 1
     p = gpus.plan(cfg.data, ctx.gpus_per_node)
@@ -277,6 +299,10 @@ def _mini_batch(cfg: LoadedConfig) -> int:
 
 def batch_not_divisible(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
     """C §8.7 #2 (runtime assert ``policy/worker/base.py:101-109``), R §8.7."""
+    skipped = _out_of_range(cfg, "train.train_batch_per_replica", "policy.parallelism.dp_shard_size",
+                            "train.train_policy.mini_batch")
+    if skipped is not None:
+        return skipped
     b = _Builder(cfg, "batch_not_divisible")
     batch = cfg.get("train.train_batch_per_replica")
     dp = cfg.get("policy.parallelism.dp_shard_size")
@@ -295,12 +321,25 @@ def batch_not_divisible(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
         "train.train_policy.mini_batch",
     )
     if batch % dp == 0:
-        m = max(m for m in range(1, mini + 1) if (batch // dp) % m == 0)
+        m = _largest_divisor_up_to(batch // dp, mini)
         b.fix("train.train_policy.mini_batch", m, f"{batch} / ({dp} x {m}) = {batch // (dp * m)} mini-batches per rank")
     else:
         unit = dp * mini
         b.fix("train.train_batch_per_replica", max(unit, batch // unit * unit), f"a multiple of {dp} x {mini}")
     return b.build()
+
+
+def _largest_divisor_up_to(n: int, limit: int) -> int:
+    """The largest divisor of ``n`` (>= 1) that is at most ``limit``: O(sqrt n) whatever ``limit`` is."""
+    best = 1
+    i = 1
+    while i * i <= n:
+        if n % i == 0:
+            for d in (i, n // i):
+                if best < d <= limit:
+                    best = d
+        i += 1
+    return best
 
 
 def _respell(b: _Builder, wrong: str, right: str, value: Any, reader: str) -> None:
@@ -326,7 +365,8 @@ def prefetch_misconfig(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
     respelled = {f.path: f.proposed for f in b.fixes if f.proposed is not None}
     capacity = respelled.get(f"{PREFETCH}.capacity", cfg.get(f"{PREFETCH}.capacity"))  # after the respelling
     batch = cfg.get("train.train_batch_per_replica")
-    per_node = _policy_replicas_per_node(cfg, ctx)
+    sizing = _out_of_range(cfg, "policy.parallelism.", "train.train_batch_per_replica", f"{PREFETCH}.capacity")
+    per_node = _policy_replicas_per_node(cfg, ctx) if sizing is None else None
     wanted = batch * per_node if per_node else None
     b.data = {"capacity": capacity, "train_batch_per_replica": batch, "policy_replicas_per_node": per_node}
     if not isinstance(capacity, int):
@@ -699,19 +739,10 @@ def invalid_value(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
             "async_tp_enabled = true requires compile = true, which the recipe forbids.", "train.async_tp_enabled"
         )
         b.fix("train.async_tp_enabled", False, "the recipe's value")
-    for role in ("policy", "rollout"):
-        for key in ("tp_size", "cp_size", "pp_size", "ep_size"):
-            value = cfg.get(f"{role}.parallelism.{key}")
-            if value <= 0:
-                b.problem(f"{role}.parallelism.{key} = {value}: must be greater than 0.", f"{role}.parallelism.{key}")
-                b.fix(f"{role}.parallelism.{key}", 1, "the recipe's value")
-        dp = cfg.get(f"{role}.parallelism.dp_shard_size")
-        if dp == 0 or dp < -1:
-            b.problem(
-                f"{role}.parallelism.dp_shard_size = {dp}: must be > 0 (or -1 to infer).",
-                f"{role}.parallelism.dp_shard_size",
-            )
-            b.fix(f"{role}.parallelism.dp_shard_size", 1, "a valid size")
+    for bad in cfg.out_of_range:  # parallel sizes <= 0 (C §8.5), absurd sizes, integers beyond 64 bits
+        b.problem(bad.message, bad.path)
+        if bad.bound is not None:
+            b.fix(bad.path, bad.bound.fix, bad.bound.why)
     _reward_checks(cfg, b)
     if cfg.get("custom.alpamayo.idx_rng_enable") and cfg.get("custom.alpamayo.idx_rng_seed") is None:
         b.problem(
@@ -820,6 +851,9 @@ def make_context(
 ) -> LintContext:
     if compute is not None and compute not in COMPUTE_CHOICES:
         raise ValueError(f"compute must be one of {', '.join(COMPUTE_CHOICES)}, got {compute!r}")
+    for name, value in (("gpus_per_node", gpus_per_node), ("nodes", nodes)):
+        if value is not None and not 1 <= value <= MAX_MACHINE:
+            raise ValueError(f"{name} must be between 1 and {MAX_MACHINE}, got {value}")
     return LintContext(
         gpus_per_node=gpus_per_node, nodes=nodes, compute=compute, env=dict(os.environ if env is None else env)
     )

@@ -35,9 +35,9 @@ class ClusterSpec(BaseModel):
     method: Literal["cosmos-dispatch", "sbatch"] = Field("sbatch", description="how the job is submitted")
     partition: str | None = Field(None, description="Slurm partition (dispatch_job.py has its own default)")
     account: str | None = Field(None, description="Slurm account (dispatch_job.py has its own default)")
-    nodes: int | None = Field(None, ge=1, description="expected node count; checked against the plan")
-    max_nodes: int | None = Field(None, ge=1, description="nodes the partition can give; the plan must fit")
-    gpus_per_node: int = Field(8, ge=1, description="GPUs on every node")
+    nodes: int | None = Field(None, ge=1, le=100_000, description="expected node count; checked against the plan")
+    max_nodes: int | None = Field(None, ge=1, le=100_000, description="nodes the partition can give; the plan must fit")
+    gpus_per_node: int = Field(8, ge=1, le=1024, description="GPUs on every node")
     request_gpus: bool = Field(True, description="ask Slurm for the GPUs (--gres=gpu:N); off on GPU-less test clusters")
     time: str | None = Field(None, description="wall time, sbatch --time format (e.g. 04:00:00, 2-00:00:00)")
     job_name: str = Field("a1x_rl", description="Slurm job name (dispatch_job.py: run dir <job-name>_<timestamp>)")
@@ -54,9 +54,11 @@ class ClusterSpec(BaseModel):
     copycode: bool = Field(False, description="cosmos-dispatch --copycode (head only)")
     dry_run: bool = Field(False, description="cosmos-dispatch --dry-run: print the script, submit nothing (head only)")
     # both (None: the tool's default; cosmos-dispatch at 747d1bd has none of these)
-    retries: int | None = Field(None, ge=0, description="failure requeues per part (Cosmos default 3)")
+    retries: int | None = Field(None, ge=0, le=1000, description="failure requeues per part (Cosmos default 3)")
     autoresume: bool | None = Field(None, description="requeue into a new part on the pre-timeout signal (default on)")
-    pre_timeout_signal_s: int | None = Field(None, ge=0, description="seconds before the time limit to send SIGUSR1")
+    pre_timeout_signal_s: int | None = Field(
+        None, ge=0, le=86_400, description="seconds before the time limit to send SIGUSR1"
+    )
     extra_sbatch_args: list[str] = Field(default_factory=list, description="more #SBATCH options, e.g. --qos=high")
     # sbatch only
     controller_port: int = Field(8082, ge=1, le=65535, description="sbatch: controller port on the first node")
