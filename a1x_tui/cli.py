@@ -70,11 +70,30 @@ def _command_parser(name: str) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Dispatch; only the chosen command's module is imported."""
+    """Dispatch; only the chosen command's module is imported.
+
+    For every command, a stdout whose reader went away (``| head -1``) ends the output quietly and the
+    command keeps its own exit code (``a1x_tui._stdout``)."""
+    from a1x_tui import _stdout
+
     args_list = list(sys.argv[1:] if argv is None else argv)
     # a1x-tui uses no pydantic plugin: without this, the first model class reads the entry points of
     # every installed distribution (a GPU node's venv holds hundreds), which --check pays at start-up.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    real = sys.stdout
+    guard = _stdout.install(real)
+    sys.stdout = guard  # a TextIO in all but name (the rest is delegated)
+    try:
+        return _dispatch(args_list)
+    except BrokenPipeError:  # written around the guard (os.write): same rule, status unknown
+        guard.reader_gone()
+        return 1
+    finally:
+        guard.flush()  # here, not in Python's exit flush, where a closed pipe would print a traceback
+        sys.stdout = real
+
+
+def _dispatch(args_list: list[str]) -> int:
     if "--check" in args_list:
         args = _check_parser().parse_args(args_list)
         return int(_load("check").run(args))

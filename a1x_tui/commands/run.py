@@ -57,7 +57,7 @@ def follow(run_dir: Path, *, print_line: bool = True) -> int:
     layout = RunLayout(run_dir)
     _detach_on_signals()
     try:
-        status = print_stream(SupervisorClient(layout.socket_path).subscribe(), _safe_print)
+        status = print_stream(SupervisorClient(layout.socket_path).subscribe(), _print_event)
     except _Detach:
         _safe_print(f"detached; the run goes on: a1x-tui status {run_dir}")
         return 0
@@ -73,6 +73,14 @@ def follow(run_dir: Path, *, print_line: bool = True) -> int:
         return 1
     _safe_print(f"run {status}: a1x-tui status {run_dir}")
     return 0 if status == "succeeded" else 1
+
+
+def _print_event(text: str) -> None:
+    from a1x_tui._stdout import stdout_closed
+
+    _safe_print(text)
+    if stdout_closed():  # nobody reads the events any more (`| head`): detach, as on Ctrl-C
+        raise _Detach
 
 
 def _safe_print(text: str) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 import textwrap
@@ -157,6 +156,7 @@ class _Printer:
 
 
 def _follow(follower: RunFollower, printer: _Printer, stop: threading.Event) -> None:
+    from a1x_tui._stdout import stdout_closed
     from diagnostics.live import (
         FileAppeared,
         FindingRaised,
@@ -173,7 +173,7 @@ def _follow(follower: RunFollower, printer: _Printer, stop: threading.Event) -> 
     sub = follower.subscribe(kinds)
     follower.start()
     try:
-        while not stop.is_set():
+        while not stop.is_set() and not stdout_closed():  # like tail -f, watch ends when its reader does
             message = sub.get(timeout=0.2)
             if message is not None:
                 printer.message(message)
@@ -218,11 +218,6 @@ def run(args: argparse.Namespace) -> int:
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         _follow(follower, printer, stop)
-    except BrokenPipeError:  # the reader went away: stop quietly
-        devnull = os.open(os.devnull, os.O_WRONLY)  # Python's exit flush must not fail on the broken pipe
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-        return follower.status().exit_code
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
