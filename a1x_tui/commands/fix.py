@@ -108,11 +108,15 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         values = _values(args.set, finding)
+        written = False
         if args.apply:
             result = apply_fix(
                 args.toml, args.finding, expected_sha256=loaded.sha256, values=values, finding=given, context=context
             )
-            diff, after, backup = result.diff, result.after, str(result.backup)
+            diff, after, written = result.diff, result.after, result.written
+            backup = str(result.backup) if result.backup is not None else None
+            for path in result.cleaned:
+                print(f"removed {path}: left by an interrupted fix --apply", file=sys.stderr)
         else:
             plan = plan_fix(loaded, args.finding, values=values, finding=given, context=context)
             diff, after, backup = plan.diff, plan.after, None
@@ -124,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
             json.dumps(
                 {
                     "finding": args.finding,
-                    "applied": args.apply,
+                    "applied": written,
                     "backup": backup,
                     "diff": diff,
                     "after": json.loads(after.model_dump_json()),
@@ -134,7 +138,10 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         sys.stdout.write(diff)
-    if args.apply:
+    if not diff:
+        print(f"nothing to change: {args.toml} already has what the fix for {args.finding} sets; not written",
+              file=sys.stderr)
+    elif args.apply:
         print(f"wrote {args.toml} (backup: {backup}); lint now: {after.summary}", file=sys.stderr)
     else:
         print(

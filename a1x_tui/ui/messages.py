@@ -174,6 +174,7 @@ class FixApplied(Message):
     backup: Path | None
     summary: str
     error: str | None = None
+    written: bool = True  # False: the file already said what the fix sets
 
 
 @dataclass

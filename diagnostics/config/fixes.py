@@ -3,17 +3,21 @@
 ``plan_fix`` turns a finding's fixes into edits, checks the edited text (it must load, the
 finding must be gone, no new critical finding may appear) and shows it as a unified diff.
 ``apply_fix`` writes that text next to the original and renames it over (same permissions),
-after keeping a timestamped backup, and only if the file is still the one that was read.
+after keeping a timestamped backup, and only if the file is still the one that was read; with
+nothing to change it writes nothing (no backup), and it first removes what an interrupted earlier
+write left (``leftovers``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import fcntl
 import hashlib
 import os
+import re
 import shutil
 import stat
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -43,13 +47,20 @@ class FixPlan:
     diff: str
     after: Report  # the lint report of the edited text
 
+    @property
+    def changed(self) -> bool:
+        """False when the file already says what the fix sets (nothing to write)."""
+        return bool(self.diff)
+
 
 @dataclass(frozen=True, slots=True)
 class FixResult:
     path: Path
-    backup: Path
+    backup: Path | None  # None: nothing was written
     diff: str
     after: Report
+    written: bool = True
+    cleaned: tuple[Path, ...] = ()  # what an interrupted earlier write had left, removed now
 
 
 def parse_value(text: str) -> Any:
@@ -139,42 +150,125 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _backup_path(target: Path, now: datetime) -> Path:
-    stem = f"{target.name}.{now:%Y%m%d-%H%M%S}"
-    candidate = target.with_name(f"{stem}.bak")
-    n = 1
-    while candidate.exists():
-        candidate = target.with_name(f"{stem}-{n}.bak")
-        n += 1
-    return candidate
+def _temp_name(target: Path, stamp: str) -> Path:
+    return target.with_name(f".{target.name}.{stamp}.tmp")
 
 
-def write_atomically(target: Path, text: str, *, expected_sha256: str, now: datetime | None = None) -> Path:
-    """Replace ``target`` with ``text`` if it still hashes to ``expected_sha256``; return the backup."""
-    mode = stat.S_IMODE(target.stat().st_mode)
-    if _sha256(target) != expected_sha256:
-        raise FixRefused(f"{target}: changed since it was read; run the fix again")
-    backup = _backup_path(target, now or datetime.now())
-    shutil.copy2(target, backup)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    tmp = Path(tmp_name)
+def _backup_name(target: Path, stamp: str) -> Path:
+    return target.with_name(f"{target.name}.{stamp}.bak")
+
+
+def leftovers(target: Path) -> list[Path]:
+    """What an interrupted ``fix --apply`` left beside ``target``, and removes it.
+
+    A write leaves ``.NAME.STAMP.tmp`` until its rename, and makes ``NAME.STAMP.bak`` just before
+    the rename (docs/config.md "How fix --apply writes"). So a temporary file still there means its
+    rename never happened: it and the backup of the same stamp are unused. A temporary file whose
+    writer is still at work is locked (``flock``) and left alone. Returns the paths removed."""
+    removed: list[Path] = []
+    prefix, suffix = f".{target.name}.", ".tmp"
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        if _sha256(target) != expected_sha256:  # last look before the rename
-            raise FixRefused(f"{target}: changed while the fix was being written; run the fix again")
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(target.parent, os.O_RDONLY)
+        names = [n for n in os.listdir(target.parent) if n.startswith(prefix) and n.endswith(suffix)]
+    except OSError:
+        return removed
+    for name in names:
+        stamp = name[len(prefix) : -len(suffix)]
+        if not _STAMP.fullmatch(stamp):
+            continue
+        temp = target.parent / name
+        try:
+            fd = os.open(temp, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue  # a fix writing it right now
+        try:
+            for path in (_backup_name(target, stamp), temp):  # the backup first: a second kill leaves the temp
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                    removed.append(path)
+        finally:
+            os.close(fd)
+    return removed
+
+
+_STAMP = re.compile(r"\d{8}-\d{6}(-\d+)?")
+
+
+def _fsync_dir(folder: Path) -> None:
+    dir_fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def _new_temp(target: Path, now: datetime) -> tuple[int, str]:
+    """A locked temporary file whose stamp no backup uses yet: (fd, stamp)."""
+    base = f"{now:%Y%m%d-%H%M%S}"
+    n = 0
+    while True:
+        stamp = base if n == 0 else f"{base}-{n}"
+        n += 1
+        if _backup_name(target, stamp).exists():
+            continue
+        try:
+            fd = os.open(_temp_name(target, stamp), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:
+            continue
+        fcntl.flock(fd, fcntl.LOCK_EX)  # held until the rename is done: leftovers() leaves it alone
+        return fd, stamp
+
+
+def _make_backup(target: Path, backup: Path) -> None:
+    """``backup`` holds the original bytes: a second name for the same file (nothing is copied, so
+    it is complete at once), or a copy where the file system has no hard links."""
+    try:
+        os.link(target, backup, follow_symlinks=False)
+    except FileExistsError:
+        raise FixRefused(f"{backup}: appeared while the fix was being written; run the fix again") from None
+    except OSError:
+        shutil.copy2(target, backup)
+        with open(backup, "rb") as handle:
+            os.fsync(handle.fileno())
+
+
+def write_atomically(target: Path, text: str, *, expected_sha256: str, now: datetime | None = None) -> Path:
+    """Replace ``target`` with ``text`` if it still hashes to ``expected_sha256``; return the backup.
+
+    Order, so that a kill at any point leaves the old or the new file, and nothing unused that the
+    next write does not remove (``leftovers``): the new text goes to ``.NAME.STAMP.tmp`` (fsync), then
+    the backup ``NAME.STAMP.bak`` is made, then the temporary file is renamed over the target."""
+    mode = stat.S_IMODE(target.stat().st_mode)
+    leftovers(target)
+    if _sha256(target) != expected_sha256:
+        raise FixRefused(f"{target}: changed since it was read; run the fix again")
+    fd, stamp = _new_temp(target, now or datetime.now())
+    tmp, backup = _temp_name(target, stamp), _backup_name(target, stamp)
+    made_backup = False
+    try:
+        try:
+            data = memoryview(text.encode("utf-8"))
+            while data:
+                data = data[os.write(fd, data) :]
+            os.fchmod(fd, mode)
+            os.fsync(fd)
+            _make_backup(target, backup)
+            made_backup = True
+            if _sha256(target) != expected_sha256:  # last look before the rename
+                raise FixRefused(f"{target}: changed while the fix was being written; run the fix again")
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            if made_backup:
+                backup.unlink(missing_ok=True)
+            raise
+    finally:
+        os.close(fd)
+    _fsync_dir(target.parent)
     return backup
 
 
@@ -202,7 +296,10 @@ def apply_fix(
         raise FixRefused(f"{path}: changed since it was read; run the fix again")
     plan = plan_fix(loaded, finding_id, values=values, finding=finding, context=context)
     target = path.resolve()
+    cleaned = tuple(leftovers(target))
+    if not plan.changed:  # nothing to write, so no backup either
+        return FixResult(path=path, backup=None, diff="", after=plan.after, written=False, cleaned=cleaned)
     backup = write_atomically(target, plan.new_text, expected_sha256=plan.original_sha256, now=now)
     if _sha256(target) != hashlib.sha256(plan.new_text.encode("utf-8")).hexdigest():
         raise FixRefused(f"{path}: the written file does not match the fix; the original is in {backup}")
-    return FixResult(path=path, backup=backup, diff=plan.diff, after=plan.after)
+    return FixResult(path=path, backup=backup, diff=plan.diff, after=plan.after, cleaned=cleaned)

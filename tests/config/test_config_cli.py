@@ -160,3 +160,31 @@ def test_fix_bad_inputs_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str
     path = _write(tmp_path, text_of(MOTION))
     assert main(["fix", str(path), "--finding", "x", "--report", str(tmp_path / "none.json")]) == 2
     assert "not a readable a1x-tui JSON report" in capsys.readouterr().err
+
+
+def test_fix_apply_with_nothing_to_change_writes_nothing_and_keeps_no_backup(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, variant(MOTION))
+    finding = {"id": "rollout_buffer_growth", "severity": "warning", "title": "t", "explanation": "e",
+               "evidence": [{"file": "controller.log", "line": 3, "text": "Stat: ..."}],
+               "fixes": [{"path": "rollout.batch_size", "current": 2, "proposed": 1, "why": "slower rollouts"}]}
+    report = {"kind": "check", "target": "logs", "status": "warning", "exit_code": 1, "summary": "s",
+              "findings": [finding]}
+    saved = _write(tmp_path, json.dumps(report), "report.json")
+    args = ["fix", str(path), "--finding", "rollout_buffer_growth", "--report", str(saved), "--apply"]
+    assert main(args) == 0
+    first = capsys.readouterr()
+    assert "+batch_size = 1\n" in first.out and "wrote" in first.err
+    after_first = sorted(p.name for p in tmp_path.iterdir())
+    text = path.read_text()
+    assert main(args) == 0  # the same fix again: the file already says it
+    second = capsys.readouterr()
+    assert second.out == ""
+    assert second.err.strip() == (
+        f"nothing to change: {path} already has what the fix for rollout_buffer_growth sets; not written"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == after_first  # no second .bak
+    assert path.read_text() == text
+    assert main([*args, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["applied"] is False

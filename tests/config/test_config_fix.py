@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import stat
 from datetime import datetime
@@ -18,7 +19,7 @@ from test_config_rules import FAILING
 
 from diagnostics.config import FixRefused, apply_fix, load_config, make_context, plan_fix
 from diagnostics.config.edit import _pruned, intended
-from diagnostics.config.fixes import write_atomically
+from diagnostics.config.fixes import leftovers, write_atomically
 from diagnostics.findings import Finding, Fix, Severity
 
 QUIET = make_context(gpus_per_node=8, env={})
@@ -190,3 +191,56 @@ def test_misspelled_capacity_is_renamed_and_resized_on_one_line() -> None:
         ("custom.alpamayo.prefetch.capacty", None),
         ("custom.alpamayo.prefetch.capacity", 48),
     ]
+
+
+# Each step of write_atomically, and the call a kill -9 is simulated at (os._exit in a forked child).
+_KILL_POINTS = [
+    ("writing the temporary file", "fsync", 1),
+    ("before the backup", "link", 1),
+    ("before the rename", "replace", 1),
+    ("after the rename", "fsync", 2),
+]
+
+
+@pytest.mark.parametrize(("where", "call", "nth"), _KILL_POINTS, ids=[w for w, _, _ in _KILL_POINTS])
+def test_a_kill_at_any_step_leaves_old_or_new_and_the_next_run_leaves_nothing_unused(
+    tmp_path: Path, where: str, call: str, nth: int
+) -> None:
+    original = text_of(MOTION)
+    path = _file(tmp_path, original)
+    fixed = original.replace("['console', 'wandb']", "['console']")
+    pid = os.fork()
+    if pid == 0:  # the child dies on the nth call of os.<call>, as under kill -9: no cleanup runs
+        real = getattr(os, call)
+        seen = [0]
+
+        def dying(*args: object, **kwargs: object) -> object:
+            seen[0] += 1
+            if seen[0] == nth:
+                os._exit(9)
+            return real(*args, **kwargs)
+
+        setattr(os, call, dying)
+        try:
+            apply_fix(path, "wandb_key_missing", context=QUIET)
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 9, f"the child was not killed {where}"
+    assert path.read_text(encoding="utf-8") in (original, fixed)
+    load_config(path)  # parseable either way
+    renamed = path.read_text(encoding="utf-8") == fixed
+
+    # the next run: the fix if it is still needed (else nothing to change), and no debris
+    result = apply_fix(path, "wandb_key_missing", context=QUIET) if not renamed else None
+    if renamed:
+        with pytest.raises(FixRefused, match="nothing to fix"):
+            apply_fix(path, "wandb_key_missing", context=QUIET)
+        leftovers(path)  # what a later fix --apply of another finding does first
+    assert path.read_text(encoding="utf-8") == fixed
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert not [n for n in names if n.endswith(".tmp")], names
+    backups = [tmp_path / n for n in names if n.endswith(".bak")]
+    assert len(backups) == 1 and backups[0].read_text(encoding="utf-8") == original  # the one that was used
+    if result is not None:
+        assert backups[0] == result.backup

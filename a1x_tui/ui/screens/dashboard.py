@@ -384,13 +384,18 @@ class DashboardScreen(Screen[None]):
         except (FixRefused, OSError) as exc:
             self.post_message(FixApplied(shown.key, plan.toml, None, "", str(exc).splitlines()[0]))
             return
-        self.post_message(FixApplied(shown.key, plan.toml, result.backup, result.after.summary))
+        self.post_message(
+            FixApplied(shown.key, plan.toml, result.backup, result.after.summary, written=result.written)
+        )
 
     def on_fix_applied(self, message: FixApplied) -> None:
         panel = self.query_one(FindingsPanel)
         panel.plans.pop(message.key, None)
         if message.error:
             self.notify(message.error, title="fix not applied", severity="error", timeout=10)
+            return
+        if not message.written:
+            self.notify(f"{message.toml.name} already has it: nothing written", title="nothing to change", timeout=10)
             return
         hint = " Press t to restart the train stage with it." if self.target.controllable else ""
         self.notify(
