@@ -123,6 +123,10 @@ def run(args: argparse.Namespace) -> int:
     except (FixRefused, ValueError) as exc:
         print(str(exc).splitlines()[0], file=sys.stderr)
         return 1
+    from diagnostics.report import redact, redact_report
+
+    # shown, not applied: a key written in the TOML near the change is masked as lint masks it
+    diff, after = redact(diff), redact_report(after)
     if args.format == "json":
         print(
             json.dumps(

@@ -31,8 +31,10 @@ def run(args: argparse.Namespace) -> int:
     except (SpecError, StageError) as exc:
         print(str(exc), file=sys.stderr)
         return 3
-    report = preflight(
-        spec, stages=stages, target=str(args.spec), skip_verified=lambda stage: outputs_present(spec, stage)
+    from diagnostics.report import redact_report
+
+    report = redact_report(
+        preflight(spec, stages=stages, target=str(args.spec), skip_verified=lambda stage: outputs_present(spec, stage))
     )
     if args.format == "json":
         print(report.model_dump_json(indent=2))

@@ -41,10 +41,13 @@ def run(args: argparse.Namespace) -> int:
             f"no supervisor answers on {layout.socket_path}: this is state.json as last written "
             f"({state.get('updated_at')})"
         )
+    from diagnostics.report import redact
+
+    # state.json is scrubbed of the run's secret values when written; the shapes of secrets are masked here
     if args.json:
-        print(json.dumps(state, indent=2))
+        print(redact(json.dumps(state, indent=2)))
     else:
-        print(render_state(state, note=note))
+        print(redact(render_state(state, note=note)))
     if args.follow and state.get("live"):
         from a1x_tui.commands.run import follow
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from a1x_tui.ui.timestamps import line_level, line_time
+from diagnostics.report import env_secrets, redact
 
 PER_FILE = 20_000
 MERGED = 60_000
@@ -36,10 +37,15 @@ class LogLine:
 def make_lines(
     source: str, label: str, first_lineno: int | None, texts: Iterable[str], last_ts: float, seq: int
 ) -> tuple[list[LogLine], float, int]:
-    """``LogLine`` objects for consecutive lines; a line without a stamp takes the one before it."""
+    """``LogLine`` objects for consecutive lines; a line without a stamp takes the one before it.
+
+    Every displayed line passes the report's ``redact``: a token a log holds is masked here as in
+    ``--check`` (by this process's secret values and by the shapes secrets have)."""
     out: list[LogLine] = []
     ts = last_ts
-    for i, text in enumerate(texts):
+    secrets = env_secrets()
+    for i, raw in enumerate(texts):
+        text = redact(raw, secrets)
         stamp = line_time(text)
         if stamp is not None:
             ts = stamp

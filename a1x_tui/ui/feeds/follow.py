@@ -143,7 +143,10 @@ class FollowFeed:
             MetricsUpdated,
             RunSwitched,
         )
+        from diagnostics.report import env_secrets, redact, redact_finding, redact_outcome
 
+        # What a screen shows is masked as --check masks its report (log lines: in the log store).
+        secrets = env_secrets()
         chunks: list[LineChunk] = []
         findings_changed = False
         out: list[Message] = []
@@ -175,21 +178,22 @@ class FollowFeed:
                 findings_changed = True
                 out.append(FollowedRunChanged(m.run_name, m.previous))
             elif isinstance(m, FindingRaised | FindingUpdated):
-                self.open[m.key] = m.finding
+                self.open[m.key] = redact_finding(m.finding, secrets)
                 self.resolved.pop(m.key, None)
                 findings_changed = True
             elif isinstance(m, FindingResolved):
-                last = self.open.pop(m.key, None) or m.finding
+                last = self.open.pop(m.key, None) or (redact_finding(m.finding, secrets) if m.finding else None)
                 if last is not None:
                     self.resolved[m.key] = last
                 findings_changed = True
             elif isinstance(m, MetricsUpdated):
-                out.append(MetricsChanged(dict(m.summary), m.outcome))
+                outcome = redact_outcome(m.outcome, secrets) if m.outcome is not None else None
+                out.append(MetricsChanged(dict(m.summary), outcome))
                 out.append(SeriesChanged(self._series(m.summary)))
             elif isinstance(m, HistoryComplete):
                 out.append(HistoryRead(m.files, m.lines, m.seconds))
             elif isinstance(m, FollowError):
-                out.append(FollowProblem(m.message))
+                out.append(FollowProblem(redact(m.message, secrets)))
         flush_chunks()
         if findings_changed:
             out.append(FindingsChanged(dict(self.open), dict(self.resolved)))
