@@ -32,7 +32,7 @@ from supervisor.cosmos_logs import expected_ranks
 from supervisor.executor import Executor, LocalExecutor, ProcessHandle, StageProcess, StopReport, become_subreaper
 from supervisor.gpu_helper import GpuAgentHelper
 from supervisor.hf_errors import scan_hf_problem
-from supervisor.layout import RunLayout
+from supervisor.layout import RunLayout, make_private
 from supervisor.pids import PidsFile, ReplicaLabeler
 from supervisor.pipeline import build_stages, select_stages
 from supervisor.protocol import encode, unix_address
@@ -196,6 +196,7 @@ class Supervisor:
     # -- main ------------------------------------------------------------------------------------------
     def serve(self) -> int:
         """Run the plan to its end; 0 when the run succeeded, 1 otherwise."""
+        make_private(self.layout.run_dir)  # RunDirError: refused before anything is written
         lock = RunLock(self.layout.lock_path)
         if not lock.acquire():
             owner = read_pid(self.layout.pid_path)

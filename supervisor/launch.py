@@ -17,7 +17,7 @@ from typing import Any
 
 from supervisor.daemon import AlreadySupervised, Plan, RunLock, Supervisor, lock_is_held
 from supervisor.executor import Executor, LocalExecutor, ProcessHandle, StopReport
-from supervisor.layout import RunLayout
+from supervisor.layout import RunDirError, RunLayout, make_private
 from supervisor.protocol import NoSupervisor, SupervisorClient
 from supervisor.spec import RunSpec, dump_spec
 from supervisor.state import atomic_write_text, load_state, now_iso
@@ -39,8 +39,10 @@ def new_run_dir(spec: RunSpec, root: Path | None = None) -> Path:
 
 
 def prepare_run_dir(spec: RunSpec, run_dir: Path) -> RunLayout:
-    """Write ``run.toml`` (absolute paths, no secrets) into ``run_dir``."""
+    """Write ``run.toml`` (absolute paths, no secrets) into ``run_dir``, made 0700 if it existed
+    with a wider mode (``RunDirError`` when that is not possible)."""
     run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    make_private(run_dir)
     layout = RunLayout(run_dir.resolve())
     layout.stages_dir.mkdir(exist_ok=True)
     atomic_write_text(layout.spec_path, dump_spec(spec))
@@ -90,7 +92,7 @@ def _become_daemon(layout: RunLayout, plan: Plan) -> None:
         print(f"{now_iso()} supervisor pid {os.getpid()} starting for {layout.run_dir}", flush=True)
         code = Supervisor(layout.run_dir, plan, subreaper=True).serve()
         print(f"{now_iso()} supervisor pid {os.getpid()} done (exit {code})", flush=True)
-    except AlreadySupervised as exc:
+    except (AlreadySupervised, RunDirError) as exc:
         print(f"{now_iso()} {exc}", flush=True)
     except BaseException:
         traceback.print_exc()

@@ -21,10 +21,32 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from supervisor.spec import RunSpec
+
+
+class RunDirError(Exception):
+    """A run directory that cannot be made private; ``str()`` is the one line to show."""
+
+
+def make_private(run_dir: Path) -> None:
+    """Give the run directory mode 0700, as docs/supervisor.md says: it holds the run's commands,
+    logs and socket. A directory of another user that others can read is refused."""
+    st = run_dir.stat()
+    mode = stat.S_IMODE(st.st_mode)
+    if not mode & 0o077 and mode & 0o700 == 0o700:
+        return
+    try:
+        os.chmod(run_dir, 0o700)
+    except OSError as exc:
+        raise RunDirError(
+            f"{run_dir}: mode {mode:04o}, readable by others, and it cannot be made 0700 ({exc.strerror or exc}): "
+            "a run directory must be private; use one of your own"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)

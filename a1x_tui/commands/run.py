@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     from supervisor.console import format_event
     from supervisor.daemon import AlreadySupervised, Plan, Supervisor, lock_is_held
     from supervisor.launch import new_run_dir, prepare_run_dir, start_daemon, wait_until_ready
-    from supervisor.layout import RunLayout
+    from supervisor.layout import RunDirError, RunLayout
     from supervisor.pipeline import select_stages, stage_names
     from supervisor.preflight import outputs_present, preflight, render_text
     from supervisor.spec import SpecError, load_spec
@@ -130,7 +130,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"{spec_path}: paths.workspace {spec.paths.workspace} does not exist (runs go under it)", file=sys.stderr)
         return 2
     run_dir = existing.run_dir if existing is not None else new_run_dir(spec)
-    layout = prepare_run_dir(spec, run_dir)
+    try:
+        layout = prepare_run_dir(spec, run_dir)
+    except RunDirError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
     plan = Plan(
         from_stage=args.from_stage,
         only=args.only,
@@ -145,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
             return Supervisor(
                 layout.run_dir, plan, subreaper=True, on_event=lambda e: _safe_print(format_event(e))
             ).serve()
-        except AlreadySupervised as exc:
+        except (AlreadySupervised, RunDirError) as exc:
             print(str(exc), file=sys.stderr)
             return 2
 

@@ -172,3 +172,14 @@ def test_check_with_config_does_not_judge_this_shells_wandb_key(tmp_path: Path) 
     ids = {f["id"] for f in json.loads(p.stdout)["findings"]}
     assert "wandb_key_missing" not in ids
     assert "placeholder_path" in ids  # the config findings themselves are still there
+
+
+def test_a_config_that_cannot_be_read_is_a_note_of_the_report_itself(tmp_path: Path) -> None:
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
+    note = f"--config not used: {binary}: not UTF-8 text: is this a TOML file?"
+    text = a1x("--example", "healthy", "--config", str(binary))
+    assert f"note: {note}" in text.stdout.splitlines()
+    for target in (str(EXAMPLES / "healthy"), str(tmp_path / "no-such-run")):  # an UNKNOWN report too
+        report = json.loads(a1x(target, "--config", str(binary), "--format", "json").stdout)
+        assert note in report["notes"]

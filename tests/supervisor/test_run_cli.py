@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 from supervisor_helpers import HF_SECRET, World, fake_processes, wait_gone
 
 MOTION_ENTRY = "recipes/alpamayo1_x_rl/models/reasoning_vla/alpamayo_cosmos_rl_post_training_entry.py"
@@ -358,3 +359,35 @@ def test_a_new_run_gets_a_private_folder_under_the_workspace(world: World) -> No
     refused = world.cli("run", "--spec", str(missing), "--skip-preflight")
     assert refused.returncode == 2 and "does not exist" in refused.stderr
     assert not (world.root / "nope").exists()
+
+
+def test_an_existing_run_dir_readable_by_others_is_made_private(world: World) -> None:
+    world.run_dir.mkdir(mode=0o755)
+    world.run_dir.chmod(0o755)  # what mkdir -p under a umask of 022 leaves
+    spec = world.write_spec()
+    done = world.cli("run", "--spec", str(spec), "--run-dir", str(world.run_dir), "--only", "configure",
+                     "--skip-preflight")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert stat.S_IMODE(world.run_dir.stat().st_mode) == 0o700
+
+
+def test_a_run_dir_that_cannot_be_made_private_is_refused(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    from supervisor.daemon import Plan, Supervisor
+    from supervisor.layout import RunDirError, make_private
+
+    world.run_dir.mkdir()
+    world.run_dir.chmod(0o755)
+
+    def refuse(path: object, mode: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "chmod", refuse)  # as for a directory of another user
+    with pytest.raises(RunDirError) as info:
+        make_private(world.run_dir)
+    assert str(info.value) == (
+        f"{world.run_dir}: mode 0755, readable by others, and it cannot be made 0700 (Operation not permitted): "
+        "a run directory must be private; use one of your own"
+    )
+    with pytest.raises(RunDirError):
+        Supervisor(world.run_dir, Plan(), install_signals=False).serve()
+    assert sorted(p.name for p in world.run_dir.iterdir()) == []  # refused before anything was written
