@@ -535,7 +535,7 @@ class RunFollower:
                     if diag is not None:
                         self._feed(diag, source, out.first_lineno, out.lines)
             elif isinstance(out, Reset):
-                messages.append(FileReset(source=source, reason=out.reason))
+                messages.append(FileReset(source=source, reason=out.reason, cut=out.cut))
                 if diag is not None:
                     diag.end_file(source)
                 followed.partial_shown = None

@@ -16,7 +16,9 @@ The rules, per check of the path:
   becomes a line, then the new file is followed from byte 0.
 * Same file, size below our offset, or its first bytes changed (copytruncate, then more writes
   than we had read): truncated, restart at 0. Lines written between our last read and the
-  truncation are gone from the file and cannot be recovered; everything after it is read.
+  truncation are gone from the file and cannot be recovered; everything after it is read. A
+  partial line held at that moment is dropped (``Reset.cut``): its end is among what is gone, and
+  emitting its first half as a line would report a line nobody wrote.
 * Same file, grown: read the new bytes (at most ``budget`` per check, so one busy file cannot
   starve the others), cut them into lines.
 
@@ -79,9 +81,13 @@ class Lines:
 
 @dataclass(frozen=True, slots=True)
 class Reset:
-    """The file started over (``truncated``/``replaced``/``deleted``); later lines count from 1."""
+    """The file started over (``truncated``/``replaced``/``deleted``); later lines count from 1.
+
+    ``cut``: a truncation cut the partial line the tail held; it was dropped, never emitted as a line
+    (its end was written, then truncated away before it was read)."""
 
     reason: str
+    cut: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,9 +287,9 @@ class FileTail:
         return self._handle.read(0, len(self._head)) != self._head
 
     def _truncated(self, out: list[TailOutput]) -> None:
-        self._emit_live(out, *self._live.flush())
+        cut = self._live.holding  # the first part of a line whose end the truncation took: dropped
         self._abandon_backfill(out)
-        out.append(Reset("truncated"))
+        out.append(Reset("truncated", cut=cut))
         self._head = b""
         self._live = LineAssembler(0, max_line=self.max_line, skip_nul=True)
         self._live_count = 0

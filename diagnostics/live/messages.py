@@ -66,10 +66,12 @@ class FileReset:
 
     ``reason``: ``truncated`` (copytruncate or an in-place rewrite), ``replaced`` (renamed away or
     deleted, and a new file took its name), ``deleted`` (gone; followed again if re-created).
+    ``cut``: the truncation cut a partial line, which was dropped (never delivered as a line).
     """
 
     source: Source
     reason: str
+    cut: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

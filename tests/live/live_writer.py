@@ -8,7 +8,9 @@ in append mode (as Python's logging does). Every ``--op-every`` lines of a file,
 generation is at least ``--min-life`` seconds old, the next operation in turn is applied to it:
 
 * ``rotate``: close, rename to ``<name>.1``, open a new file under the name;
-* ``truncate``: truncate in place to 0 bytes (copytruncate without the copy), keep writing;
+* ``truncate``: truncate in place to 0 bytes (copytruncate without the copy), keep writing; with
+  ``--cut``, the line just before the truncation is written in two halves ``--cut-pause`` seconds
+  apart, so that a follower holds its first half as a partial line when the truncation comes;
 * ``delete``: close, unlink, re-create after a short gap.
 
 The manifest (JSON) records per file the number of lines, the last seq, and for each truncation
@@ -37,6 +39,8 @@ def main() -> None:
     p.add_argument("--min-life", type=float, default=0.3)
     p.add_argument("--first-seq", type=int, default=0)
     p.add_argument("--batch", type=int, default=50, help="lines written per file per turn")
+    p.add_argument("--cut", action="store_true", help="split the line before each truncation in two writes")
+    p.add_argument("--cut-pause", type=float, default=0.03)
     args = p.parse_args()
 
     names = [f"policy_{i}.log" for i in range(args.files)]
@@ -67,7 +71,8 @@ def main() -> None:
             record = manifest[names[i]]
             record["lines"] = int(record["lines"]) + n  # type: ignore[call-overload]
             record["last_seq"] = seq[i] - 1
-            if since_op[i] >= args.op_every and time.monotonic() - born[i] >= args.min_life:
+            more = seq[i] - args.first_seq < per_file  # a truncation after the last line would take it
+            if more and since_op[i] >= args.op_every and time.monotonic() - born[i] >= args.min_life:
                 op = OPS[op_index[i] % len(OPS)]
                 op_index[i] += 1
                 since_op[i] = 0
@@ -79,6 +84,17 @@ def main() -> None:
                     os.replace(paths[i], paths[i] + ".1")
                     handles[i] = open(paths[i], "a")  # noqa: SIM115
                 elif op == "truncate":
+                    if args.cut and seq[i] - args.first_seq < per_file - 1:
+                        text = f"{names[i]} {seq[i]:09d} {padding}\n"
+                        handles[i].write(text[: len(text) // 2])
+                        handles[i].flush()
+                        time.sleep(args.cut_pause)  # the follower reads the first half meanwhile
+                        handles[i].write(text[len(text) // 2 :])
+                        handles[i].flush()
+                        seq[i] += 1
+                        written += 1
+                        record["lines"] = int(record["lines"]) + 1  # type: ignore[call-overload]
+                        record["last_seq"] = seq[i] - 1
                     truncations = record["truncations"]
                     assert isinstance(truncations, list)
                     truncations.append(seq[i] - 1)

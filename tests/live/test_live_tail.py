@@ -119,12 +119,26 @@ def test_deletion_then_recreation() -> None:
 
 def test_truncation_to_a_smaller_size_restarts_at_zero() -> None:
     fs = FakeFs()
-    fs.write(P, b"first line\nsecond line\nheld")
+    fs.write(P, b"first line\nsecond line\n")
     tail = FileTail(P, fs, from_end=False)
     assert lines_of(poll(tail)) == ["first line", "second line"]
     fs.truncate(P)
     fs.write(P, b"after\n")
-    assert poll(tail) == [Lines(3, ["held"], 23, diag=True), Reset("truncated"), Lines(1, ["after"], 0, diag=True)]
+    assert poll(tail) == [Reset("truncated"), Lines(1, ["after"], 0, diag=True)]
+
+
+def test_a_partial_line_cut_by_a_truncation_is_never_emitted_as_a_line() -> None:
+    fs = FakeFs()
+    fs.write(P, b"2025 INFO one\n2025 INFO first-half")
+    tail = FileTail(P, fs, from_end=False)
+    assert lines_of(poll(tail)) == ["2025 INFO one"]
+    assert tail.partial() == "2025 INFO first-half"
+    fs.write(P, b" second-half\n")  # the writer finishes the line...
+    fs.truncate(P)  # ...and it is truncated away before the tail reads the end
+    fs.write(P, b"2025 INFO after\n")
+    out = poll(tail)
+    assert out == [Reset("truncated", cut=True), Lines(1, ["2025 INFO after"], 0, diag=True)]
+    assert "2025 INFO first-half" not in lines_of(out)  # the half line was never written as a line
 
 
 def test_truncation_hidden_by_later_writes_is_seen_from_the_first_bytes() -> None:

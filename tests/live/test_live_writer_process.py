@@ -7,6 +7,8 @@ written after the follower's last read and before the truncation are gone from t
 anyone could read them. So, per file:
 
 * delivered lines are in write order, none twice, and numbered 1, 2, 3.. within each generation;
+* every delivered line is one the writer wrote whole, also when a truncation came while the
+  follower held the first half of a line (``live_writer --cut``);
 * every line written after the last truncation, and every line of a window that ends in a
   rotation or deletion, is delivered;
 * the only missing lines are, in the window before a truncation, a run of the last lines written
@@ -31,6 +33,7 @@ from diagnostics.live import FileReset, HistoryComplete, LinesAppended, Message,
 RUN = "logs_20250101-000000"
 WRITER = Path(__file__).with_name("live_writer.py")
 HISTORY = 10
+PADDING = "x" * 60  # live_writer's
 
 
 def _start(tmp_path: Path, files: int, poll: bool) -> tuple[Path, RunFollower, object]:
@@ -92,8 +95,11 @@ def _check(messages: list[Message], manifest: Path) -> int:
                 assert m.first_lineno is not None and m.first_lineno == expect_lineno, (name, m.first_lineno)
                 expect_lineno = m.first_lineno + len(m.lines)
                 for text in m.lines:
-                    file, seq, _ = text.split(" ")
+                    file, seq, padding = text.split(" ")
                     assert file == name
+                    # each delivered line is one the writer wrote whole: never the first half of a line
+                    # that a truncation cut (live_writer --cut splits the line before each truncation)
+                    assert padding == PADDING, f"{name}: a line that was never written: {text!r}"
                     seqs.append(int(seq))
         assert seqs == sorted(set(seqs)), f"{name}: out of order or duplicated"
         written = set(range(HISTORY, record["last_seq"] + 1))
@@ -146,7 +152,9 @@ def test_no_line_lost_duplicated_or_reordered_under_rotation_truncation_deletion
         _wait_history(sub)
         manifest = tmp_path / "manifest.json"
         op_every = str(lines // 5 // 7)
-        writer = _run_writer(folder, manifest, "--lines", str(lines), "--rate", str(rate), "--op-every", op_every)
+        writer = _run_writer(
+            folder, manifest, "--lines", str(lines), "--rate", str(rate), "--op-every", op_every, "--cut"
+        )
         messages = _collect(sub, manifest, writer, timeout=60)
         lost = _check(messages, manifest)
         print(f"lines lost to copytruncate (allowed): {lost} of {lines}")
