@@ -19,8 +19,9 @@ from supervisor.daemon import AlreadySupervised, Plan, RunLock, Supervisor, lock
 from supervisor.executor import Executor, LocalExecutor, ProcessHandle, StopReport
 from supervisor.layout import RunDirError, RunLayout, make_private
 from supervisor.protocol import NoSupervisor, SupervisorClient
+from supervisor.secrets import Scrubber
 from supervisor.spec import RunSpec, dump_spec
-from supervisor.state import atomic_write_text, load_state, now_iso
+from supervisor.state import EventLog, atomic_write_text, load_state, now_iso
 
 
 def new_run_dir(spec: RunSpec, root: Path | None = None) -> Path:
@@ -170,40 +171,78 @@ def offline_status(layout: RunLayout) -> dict[str, Any] | None:
     return data
 
 
-def stop_orphans(layout: RunLayout, grace_s: float) -> list[tuple[str, StopReport, str]] | None:
-    """Stop the processes ``state.json`` records while no supervisor owns the run, and say so in
-    the state: (stage, report, what was stopped, in words). None when a supervisor holds the run's
-    lock (it must be asked instead)."""
+# A stage in one of these states was running under a supervisor; with none left, `stop` ends it.
+_ACTIVE_STAGE = frozenset({"checking", "running", "retrying", "orphaned"})
+LOCK_WAIT_S = 10.0  # a supervisor that is exiting (killed, or done) releases its lock within this
+
+
+def acquire_run_lock(layout: RunLayout, wait_s: float = LOCK_WAIT_S) -> RunLock | None:
+    """The run's lock, retried for ``wait_s``: a supervisor dying in the middle of a ``stop`` closes
+    its socket before the kernel has released its lock. None when it is still held."""
     lock = RunLock(layout.lock_path)
-    if not lock.acquire():
+    deadline = time.monotonic() + wait_s
+    while not lock.acquire():
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.05)
+    return lock
+
+
+def stop_orphans(
+    layout: RunLayout, grace_s: float, *, lock_wait_s: float = LOCK_WAIT_S
+) -> list[tuple[str, StopReport, str]] | None:
+    """Stop the processes ``state.json`` records while no supervisor owns the run, and say so in
+    the state: every stage that was running ends ``stopped`` (``orphaned`` while a process survives
+    SIGKILL), the run ``stopped``. Returns (stage, report, what was stopped, in words). None when a
+    supervisor still holds the run's lock after ``lock_wait_s`` (it must be asked instead)."""
+    lock = acquire_run_lock(layout, lock_wait_s)
+    if lock is None:
         return None
     try:
         state = load_state(layout.state_path)
         if state is None:
             return []
         reports = []
+        changed: list[tuple[str, str]] = []
+        now = now_iso()
         for st in state.stages:
-            if not st.process:
-                continue
-            handle = ProcessHandle.from_json(st.process)
-            executor = executor_for(handle)
-            if executor.alive(handle):
-                report = executor.stop_handle(handle, grace_s)  # a Slurm job: scancel
-                if handle.job_id:
-                    what = f"Slurm job {handle.job_id} cancelled"
-                else:
-                    what = f"{len(report.terminated)} process(es) of pid group {handle.pid} stopped"
-                reports.append((st.name, report, what))
-                if not report.survivors:
-                    st.reason = f"orphaned: {what} by `a1x-tui stop`"
+            survivors: list[int] = []
+            if st.process:
+                handle = ProcessHandle.from_json(st.process)
+                executor = executor_for(handle)
+                if executor.alive(handle):
+                    report = executor.stop_handle(handle, grace_s)  # a Slurm job: scancel
+                    if handle.job_id:
+                        what = f"Slurm job {handle.job_id} cancelled"
+                    else:
+                        what = f"{len(report.terminated)} process(es) of pid group {handle.pid} stopped"
+                    reports.append((st.name, report, what))
+                    survivors = report.survivors
+                    st.reason = f"stopped by `a1x-tui stop` (its supervisor was gone): {what}"
+                elif st.status in _ACTIVE_STAGE:
+                    st.reason = "stopped by `a1x-tui stop`: its supervisor was gone, and so was its process"
+                if not survivors:
                     st.process = None
-            else:
-                st.process = None
-        if state.status not in ("succeeded", "failed", "stopped"):
+            elif st.status in _ACTIVE_STAGE:
+                st.reason = "stopped by `a1x-tui stop`: its supervisor was gone"
+            if survivors:
+                st.status = "orphaned"
+                st.reason = f"orphaned: {survivors} still alive after SIGKILL"
+            elif st.status in _ACTIVE_STAGE:
+                st.status = "stopped"
+                st.ended_at = st.ended_at or now
+                changed.append((st.name, st.reason))
+        run_stopped = state.status not in ("succeeded", "failed", "stopped")
+        if run_stopped:
             state.status = "stopped"
             state.message = "stopped by `a1x-tui stop` (no supervisor was running)"
-        state.updated_at = now_iso()
+        state.updated_at = now
         atomic_write_text(layout.state_path, state.model_dump_json(indent=2) + "\n")
+        events = EventLog(layout.events_path, Scrubber.from_environment())
+        for name, reason in changed:
+            events.emit("stage_stopped", reason, stage=name)
+        if run_stopped:
+            events.emit("run_stopped", state.message)
         return reports
     finally:
         lock.release()

@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from supervisor.daemon import read_pid
-    from supervisor.launch import offline_status, stop_orphans
+    from supervisor.launch import offline_status, pid_alive, stop_orphans
     from supervisor.layout import RunLayout
     from supervisor.protocol import NoSupervisor, SupervisorClient
     from supervisor.spec import SpecError, load_spec
@@ -34,15 +34,22 @@ def run(args: argparse.Namespace) -> int:
         grace = 30.0
     try:
         reply = SupervisorClient(layout.socket_path).request({"op": "stop"}, timeout=grace + 60.0)
-    except NoSupervisor:
-        reports = stop_orphans(layout, grace)
+    except NoSupervisor:  # none answers, or it went away in the middle of this stop
+        reports = stop_orphans(layout, grace)  # waits a while for a dying supervisor's lock
         if reports is None:
             pid = read_pid(layout.pid_path)
-            print(
-                f"{layout.run_dir}: a supervisor (pid {pid}) holds the run but does not answer; "
-                f"`kill {pid}` and run `a1x-tui stop` again",
-                file=sys.stderr,
-            )
+            if pid is not None and pid_alive(pid):
+                print(
+                    f"{layout.run_dir}: a supervisor (pid {pid}) holds the run but does not answer; "
+                    f"`kill {pid}` and run `a1x-tui stop` again",
+                    file=sys.stderr,
+                )
+            else:  # never name a pid that is gone
+                print(
+                    f"{layout.run_dir}: the run's lock ({layout.lock_path}) is still held, but no supervisor "
+                    "recorded for the run is alive; run `a1x-tui stop` again in a moment",
+                    file=sys.stderr,
+                )
             return 1
         if not reports:
             print(f"{layout.run_dir}: no supervisor and no recorded process running: nothing to stop")

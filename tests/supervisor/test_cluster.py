@@ -398,7 +398,9 @@ def test_stop_without_a_supervisor_cancels_the_job_it_recorded(world: World, mon
     assert done.returncode == 0, done.stdout + done.stderr
     squeue = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T"], capture_output=True, text=True)
     assert squeue.stdout.strip() in ("", "CANCELLED")
-    assert world.stage("train")["reason"] == f"orphaned: Slurm job {job_id} cancelled by `a1x-tui stop`"
+    train = world.stage("train")
+    assert train["status"] == "stopped" and train["process"] is None
+    assert train["reason"] == f"stopped by `a1x-tui stop` (its supervisor was gone): Slurm job {job_id} cancelled"
 
 
 def test_a_submission_that_fails_fails_the_stage_with_its_last_line(

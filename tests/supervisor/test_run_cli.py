@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import random
 import signal
 import stat
 import time
@@ -391,3 +393,55 @@ def test_a_run_dir_that_cannot_be_made_private_is_refused(world: World, monkeypa
     with pytest.raises(RunDirError):
         Supervisor(world.run_dir, Plan(), install_signals=False).serve()
     assert sorted(p.name for p in world.run_dir.iterdir()) == []  # refused before anything was written
+
+
+# Where the daemon dies during `stop`: drawn once from a seeded generator, so a failure can be re-run.
+# The stage ignores SIGTERM, so the daemon's stop spans its grace period (1 s) and then SIGKILL.
+_KILL_AFTER_S = [round(random.Random(17 + i).uniform(0.0, 1.6), 2) for i in range(3)]
+
+
+@pytest.mark.parametrize("kill_after", _KILL_AFTER_S, ids=[f"kill-after-{d}s" for d in _KILL_AFTER_S])
+def test_a_daemon_killed_during_stop_leaves_a_stopped_run_on_disk(world: World, kill_after: float) -> None:
+    pids = _start_detached(world, "ignore_term")
+    daemon = world.daemon_pid()
+    assert daemon is not None
+    stop = world.popen("stop", str(world.run_dir))
+    time.sleep(kill_after)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(daemon, signal.SIGKILL)
+    out, _ = stop.communicate(timeout=60)
+    assert stop.returncode == 0, out
+    assert f"pid {daemon}" not in out and "kill " not in out, out  # never a dead pid to kill
+    assert all(wait_gone(pid, 5) for pid in pids) and fake_processes(world.root) == []
+
+    # state.json and status: a stopped run, no stage left running
+    assert wait_gone(daemon)
+    state = world.state()
+    assert state["status"] == "stopped", state["message"]
+    active = {s["name"]: s["status"] for s in state["stages"] if s["status"] in ("running", "checking", "retrying")}
+    assert active == {}
+    train = world.stage("train")
+    assert train["status"] == "stopped" and train["process"] is None, train
+    status = world.cli("status", str(world.run_dir))
+    assert "STOPPED" in status.stdout.upper() and "still running" not in status.stdout, status.stdout
+    assert "stage train" not in status.stdout or "running" not in status.stdout.split("stage train", 1)[1][:40]
+    again = world.cli("stop", str(world.run_dir))  # and a second stop has nothing left to do
+    assert again.returncode == 0 and "nothing to stop" in again.stdout, again.stdout + again.stderr
+
+
+def test_stop_without_a_daemon_marks_the_stage_it_ends_stopped(world: World) -> None:
+    pids = _start_detached(world, "ignore_term")
+    daemon = world.daemon_pid()
+    assert daemon is not None
+    os.kill(daemon, signal.SIGKILL)
+    assert wait_gone(daemon)
+    done = world.cli("stop", str(world.run_dir))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "stage train: 1 process(es) of pid group" in done.stdout
+    assert all(wait_gone(pid, 5) for pid in pids)
+    train = world.stage("train")
+    assert train["status"] == "stopped" and train["process"] is None and train["ended_at"]
+    assert train["reason"].startswith("stopped by `a1x-tui stop` (its supervisor was gone)")
+    events = [json.loads(x) for x in (world.run_dir / "events.jsonl").read_text().splitlines()]
+    assert [e["kind"] for e in events[-2:]] == ["stage_stopped", "run_stopped"]
+    assert json.loads(world.cli("status", str(world.run_dir), "--json").stdout)["status"] == "stopped"
