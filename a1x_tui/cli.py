@@ -81,7 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # every installed distribution (a GPU node's venv holds hundreds), which --check pays at start-up.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     real = sys.stdout
-    guard = _stdout.install(real)
+    nowhere = open(os.devnull, "w", encoding="utf-8") if real is None else None  # noqa: SIM115 - closed below
+    guard = _stdout.install(nowhere or real)
+    if nowhere is not None:  # started with stdout closed (>&-): as if its reader had gone at once
+        _stdout.closed.set()
     sys.stdout = guard  # a TextIO in all but name (the rest is delegated)
     try:
         return _dispatch(args_list)
@@ -91,6 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         guard.flush()  # here, not in Python's exit flush, where a closed pipe would print a traceback
         sys.stdout = real
+        if nowhere is not None:
+            nowhere.close()
 
 
 def _dispatch(args_list: list[str]) -> int:

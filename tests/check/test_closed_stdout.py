@@ -52,3 +52,12 @@ def test_a_closed_stdout_keeps_the_exit_code_and_prints_no_traceback(args: tuple
         assert closed.returncode == 2  # the sick run's findings are critical
         return
     assert closed.returncode == _run(*args, closed=False).returncode
+
+
+def test_a_stdout_closed_from_the_start_keeps_the_exit_code() -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        ["sh", "-c", f'exec "{sys.executable}" -m a1x_tui --check "{SICK}" >&-'],
+        capture_output=True, env=env, timeout=120,
+    )
+    assert done.returncode == 2 and b"Traceback" not in done.stderr, done.stderr
