@@ -154,10 +154,18 @@ def dispatch_argv(
     if spec.mounts:
         argv += ["--mount-dirs", ",".join(spec.mounts)]
     extra = sbatch_extra_items(spec.extra_sbatch_args)
+    ours: list[str] = []
     if rev is CosmosRev.PINNED and spec.request_gpus and not any(i.startswith("--gres ") for i in extra):
         # 747d1bd's only GPU request is its --extra-sbatch-args default ["--gres=gpu:8"], which any
         # value we pass replaces (HEAD's template writes --gres=gpu:<ngpu-per-node> itself).
-        extra.insert(0, f"--gres gpu:{spec.gpus_per_node}")
+        ours.append(f"--gres gpu:{spec.gpus_per_node}")
+    # 747d1bd's template writes --mem=0 before the extra lines, HEAD's writes no --mem (cosmos-rl.md
+    # §11.2): ours come first, so the user's own extra_sbatch_args still win (the last --mem counts).
+    if rev is CosmosRev.HEAD or spec.memory != "0":
+        ours.append(f"--mem {spec.memory}")
+    if spec.cpus_per_task is not None:
+        ours.append(f"--cpus-per-task {spec.cpus_per_task}")
+    extra = ours + extra
     # Before --cosmos-container, which always follows: an option ends the nargs="*" list, so the
     # launcher positional is never taken for an sbatch argument.
     argv += _extra_args_argv(extra)

@@ -123,6 +123,11 @@ def _header(spec: ClusterSpec, plan: NodePlan, job: SbatchJob) -> list[str]:
     lines.append("#SBATCH --ntasks-per-node=1")
     if spec.request_gpus:
         lines.append(f"#SBATCH --gres=gpu:{plan.gpus_per_node}")
+    # Cosmos-RL's 747d1bd template asks for all of each node's memory (cosmos-rl.md §11.2); without
+    # it a cluster's small default memory per node gets the job killed by the host's OOM killer.
+    lines.append(f"#SBATCH --mem={spec.memory}")
+    if spec.cpus_per_task is not None:
+        lines.append(f"#SBATCH --cpus-per-task={spec.cpus_per_task}")
     if spec.time is not None:
         lines.append(f"#SBATCH --time={spec.time}")
     if spec.partition is not None:

@@ -19,6 +19,8 @@ from supervisor.slurm.plan import CosmosRev, Packing
 
 # sbatch --time formats: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S (sbatch(1)).
 _SLURM_TIME = re.compile(r"^(\d+-)?\d+(:\d{1,2}){0,2}$|^UNLIMITED$|^INFINITE$", re.IGNORECASE)
+# sbatch --mem: a number with an optional unit; 0 = all of each node's memory (cosmos-rl.md §11.2).
+_SLURM_MEM = re.compile(r"^\d+[KMGT]?$", re.IGNORECASE)
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SECRET_WORDS = ("TOKEN", "API_KEY", "APIKEY", "PASSWORD", "SECRET")
 
@@ -40,6 +42,10 @@ class ClusterSpec(BaseModel):
     gpus_per_node: int = Field(8, ge=1, le=1024, description="GPUs on every node")
     request_gpus: bool = Field(True, description="ask Slurm for the GPUs (--gres=gpu:N); off on GPU-less test clusters")
     time: str | None = Field(None, description="wall time, sbatch --time format (e.g. 04:00:00, 2-00:00:00)")
+    memory: str = Field(
+        "0", description="memory per node, sbatch --mem (0 = all of it, as Cosmos-RL's 747d1bd template asks)"
+    )
+    cpus_per_task: int | None = Field(None, ge=1, description="CPUs per node (one task per node): --cpus-per-task")
     job_name: str = Field("a1x_rl", description="Slurm job name (dispatch_job.py: run dir <job-name>_<timestamp>)")
     output_root: Path | None = Field(None, description="cosmos-dispatch: --output-root-path (run dirs go under it)")
     cosmos_rev: CosmosRev = Field(CosmosRev.PINNED, description="the Cosmos-RL on the cluster: 747d1bd or head")
@@ -75,6 +81,13 @@ class ClusterSpec(BaseModel):
     def _time_format(cls, value: str | None) -> str | None:
         if value is not None and not _SLURM_TIME.match(value):
             raise ValueError(f"{value!r} is not a Slurm time (e.g. 04:00:00, 90, 2-00:00:00)")
+        return value
+
+    @field_validator("memory")
+    @classmethod
+    def _memory_format(cls, value: str) -> str:
+        if not _SLURM_MEM.match(value):
+            raise ValueError(f"{value!r} is not an sbatch --mem value (e.g. 0, 512G, 480000M)")
         return value
 
     @field_validator("job_name")

@@ -111,7 +111,8 @@ def test_head_gets_its_own_flags_and_no_duplicate_gres() -> None:
     assert (ns.retries, ns.autoresume, ns.pre_timeout_signal) == (1, False, 600)
     assert ns.mount_dirs == "/lustre:/lustre,/scratch:/scratch"
     assert ns.copycode and ns.dry_run
-    assert ns.extra_sbatch_args == []  # HEAD's template writes --gres=gpu:<ngpu-per-node> itself
+    # HEAD's template writes --gres=gpu:<ngpu-per-node> itself, but no --mem (747d1bd's writes --mem=0).
+    assert ns.extra_sbatch_args == ["--mem 0"]
     assert ns.slurm_job_time is None and ns.duration == 4  # no time given: dispatch_job.py's 4 h
 
 
@@ -139,10 +140,23 @@ def test_several_extra_sbatch_args_survive_argparse_as_values() -> None:
 
 
 def test_a_lone_flag_rides_in_the_equals_form_and_a_flag_among_others_is_refused() -> None:
-    _, ns = parse(spec(cosmos_rev=CosmosRev.HEAD, extra_sbatch_args=["--exclusive"]), launcher=ENTRY)
+    _, ns = parse(spec(request_gpus=False, extra_sbatch_args=["--exclusive"]), launcher=ENTRY)
     assert ns.extra_sbatch_args == ["--exclusive"]
     with pytest.raises(SlurmSpecError, match="--exclusive has no value"):
         parse(spec(extra_sbatch_args=["--exclusive"]), launcher=ENTRY)  # 747d1bd also carries --gres
+    with pytest.raises(SlurmSpecError, match="--exclusive has no value"):
+        parse(spec(cosmos_rev=CosmosRev.HEAD, extra_sbatch_args=["--exclusive"]), launcher=ENTRY)  # and --mem
+
+
+def test_memory_and_cpus_are_asked_for_as_each_template_needs() -> None:
+    # 747d1bd's template already has --mem=0: only another value is passed, after it (the last one counts).
+    _, ns = parse(spec(), launcher=ENTRY)
+    assert ns.extra_sbatch_args == ["--gres gpu:8"]
+    _, ns = parse(spec(memory="480G", cpus_per_task=96), launcher=ENTRY)
+    assert ns.extra_sbatch_args == ["--gres gpu:8", "--mem 480G", "--cpus-per-task 96"]
+    # The user's own extra_sbatch_args come last, so they still decide.
+    _, ns = parse(spec(cosmos_rev=CosmosRev.HEAD, extra_sbatch_args=["--mem=100G"]), launcher=ENTRY)
+    assert ns.extra_sbatch_args == ["--mem 0", "--mem 100G"]
 
 
 def test_defaults_that_point_at_nvidias_cluster_are_refused() -> None:

@@ -84,6 +84,7 @@ def test_the_80_node_header_asks_for_what_the_plan_needs() -> None:
         "#SBATCH --nodes=80",
         "#SBATCH --ntasks-per-node=1",
         "#SBATCH --gres=gpu:8",
+        "#SBATCH --mem=0",
         "#SBATCH --time=04:00:00",
         "#SBATCH --partition=gpu",
         "#SBATCH --account=alpamayo",
@@ -100,6 +101,15 @@ def test_the_80_node_header_asks_for_what_the_plan_needs() -> None:
         "#   nodes 0-63 (policy): policy_0 .. policy_63; logs policy_0 .. policy_63",
         "#   nodes 64-79 (rollout): rollout_0 .. rollout_127; logs rollout_0 .. rollout_15",
     ]
+
+
+def test_memory_cpus_and_time_are_asked_for_in_the_header() -> None:
+    lines = render(recipe(), SPEC.model_copy(update={"memory": "480G", "cpus_per_task": 96, "time": "2-00:00:00"}))
+    header = block(lines, "#!/bin/bash")
+    assert "#SBATCH --mem=480G" in header and "#SBATCH --cpus-per-task=96" in header
+    assert "#SBATCH --time=2-00:00:00" in header
+    with pytest.raises(ValueError, match="not an sbatch --mem value"):
+        ClusterSpec(memory="lots")
 
 
 def test_the_80_node_steps_are_a_controller_and_one_srun_per_node_set() -> None:
