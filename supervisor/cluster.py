@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from diagnostics.findings import Finding
 from supervisor.layout import RunLayout
@@ -23,9 +23,66 @@ from supervisor.secrets import read_secret
 from supervisor.spec import RunSpec
 from supervisor.stage import Command, StageError
 
+if TYPE_CHECKING:
+    from supervisor.slurm.container import NeededPath
+    from supervisor.slurm.spec import ClusterSpec
+
 
 def _finding_json(finding: Finding) -> dict[str, Any]:
     return finding.model_dump(mode="json")
+
+
+def _as_path(value: Any) -> Path | None:
+    """A TOML path value; a Hub id (``org/name``) is not a path (it is read through the HF cache)."""
+    if not isinstance(value, str) or not value:
+        return None
+    if value.startswith(("/", "./", "../", "~")):
+        return Path(value).expanduser() if value.startswith("~") else Path(value)
+    return None
+
+
+def dispatch_needed_paths(
+    cluster: ClusterSpec,
+    *,
+    entry: Path,
+    model: Any,
+    output_dir: Any,
+    grader: Any,
+    data_var: str,
+    data_dir: Any,
+    environ: Mapping[str, str],
+) -> list[NeededPath]:
+    """The host paths a cosmos-dispatch job's processes open in their containers (docs/slurm.md):
+    each must be mounted at the same path (``supervisor.slurm.container``)."""
+    from supervisor.slurm.container import NeededPath, hf_hub_cache, model_link_targets
+    from supervisor.slurm.plan import CosmosRev
+
+    def local(value: Any) -> Path | None:
+        return Path(value).expanduser() if isinstance(value, (str, Path)) and str(value) else None
+
+    needed = [NeededPath("the entry script", entry, is_file=True)]
+    model_path = _as_path(model)
+    if model_path is not None:
+        key = "policy.model_name_or_path"
+        needed.append(NeededPath(f"{key} (the converted model)", model_path, key))
+        needed += [
+            NeededPath("the converted model's weights (links into the Hugging Face cache)", target)
+            for target in model_link_targets(model_path)
+        ]
+    out = local(output_dir)
+    if cluster.cosmos_rev is CosmosRev.PINNED and out is not None:
+        needed.append(NeededPath("train.output_dir (checkpoints)", out, "train.output_dir"))
+    elif cluster.cosmos_rev is CosmosRev.HEAD and cluster.output_root is not None:
+        # HEAD's dispatch_job.py sets train.output_dir under output_root (cosmos-rl.md §11.1).
+        needed.append(NeededPath("output_root (train.output_dir goes under it)", cluster.output_root))
+    grader_path = local(grader)
+    if grader_path is not None:
+        key = "custom.alpamayo.reasoning_grading_model_path"
+        needed.append(NeededPath(f"{key} (the grader)", grader_path, key))
+    if isinstance(data_dir, (str, Path)) and str(data_dir):
+        needed.append(NeededPath(f"{data_var} (the PAI data)", Path(data_dir)))
+    needed.append(NeededPath("the Hugging Face cache (HF_HOME; the VLM's processor files)", hf_hub_cache(environ)))
+    return needed
 
 
 def cluster_train_command(
@@ -41,7 +98,7 @@ def cluster_train_command(
     """The submission command of the train stage. Raises ``StageError`` (with ``findings``) when
     the job must not be submitted: the plan fails, a critical finding stands, a variable is missing."""
     from diagnostics.config.loader import ConfigError, load_config
-    from supervisor.slurm.plan import ConfigSource
+    from supervisor.slurm.plan import ConfigSource, toml_get
     from supervisor.slurm.sbatch import SbatchJob
     from supervisor.slurm.spec import SlurmSpecError
     from supervisor.slurm.submit import SubmissionRefused, prepare_dispatch, prepare_sbatch
@@ -60,7 +117,9 @@ def cluster_train_command(
     # secrets it is given (only their presence is used here; values are never kept).
     submitting = {**base, **env}
     submitting.update({name: "set" for name in secrets if read_secret(name, base)})
-    entry = str(record["entry_arg"])
+    # The job runs the entry from elsewhere (Cosmos-RL's template changes into the cosmos_rl package
+    # folder, cosmos-rl.md §11.1-§11.2): always its absolute path, the Alpamayo 1 copy included.
+    entry = str(record.get("entry_script") or record["entry_arg"])
     try:
         if cluster.method == "sbatch":
             job = SbatchJob(
@@ -80,6 +139,17 @@ def cluster_train_command(
                 n_rollout=spec.replicas.rollout,
             )
         else:
+            data_var = "ALPAMAYO_PAI_LOCAL_DIR" if spec.reward_mode == "motion" else "ALPAMAYO_PAI_REASONING_LOCAL_DIR"
+            needed = dispatch_needed_paths(
+                cluster,
+                entry=Path(entry),
+                model=toml_get(config.data, "policy.model_name_or_path"),
+                output_dir=toml_get(config.data, "train.output_dir"),
+                grader=toml_get(config.data, "custom.alpamayo.reasoning_grading_model_path"),
+                data_var=data_var,
+                data_dir=submitting.get(data_var),
+                environ=submitting,
+            )
             submission = prepare_dispatch(
                 cluster,
                 config.data,
@@ -88,6 +158,8 @@ def cluster_train_command(
                 source=source,
                 n_policy=spec.replicas.policy,
                 n_rollout=spec.replicas.rollout,
+                needed=needed,
+                environ=submitting,
             )
     except SubmissionRefused as exc:
         raise StageError(str(exc), findings=[_finding_json(f) for f in exc.findings]) from None

@@ -171,11 +171,13 @@ def preflight(
     disk_free: Callable[[Path], int] | None = None,
     which: Callable[[str], str | None] | None = None,
     skip_verified: Callable[[str], bool] | None = None,
+    run_dir: Path | None = None,
 ) -> Report:
     """Check the machine for the ``stages`` a run will execute.
 
     ``skip_verified(stage)`` says whether a stage's outputs already verify (its disk needs then
-    do not count). The other callables exist for tests.
+    do not count). ``run_dir`` is the run directory when it is known (a new run's goes under
+    ``<workspace>/runs``). The other callables exist for tests.
     """
     env = os.environ if environ is None else environ
     find = which or (lambda name: shutil.which(name, path=env.get("PATH")))
@@ -192,6 +194,7 @@ def preflight(
     _check_grader(spec, stages, todo, checks)
     _check_env_vars(spec, stages, todo, checks, env)
     _check_wandb(spec, todo, checks, env)
+    _check_container_paths(spec, todo, checks, env, run_dir)
 
     status = overall_status(checks.findings)
     worst = ", ".join(f.id for f in checks.findings) or "none"
@@ -454,6 +457,41 @@ def _check_wandb(spec: RunSpec, todo: Sequence[str], checks: _Checks, env: Mappi
         evidence=["WANDB_API_KEY is not set and ~/.netrc has no api.wandb.ai entry"],
         action="export WANDB_API_KEY (or `wandb login`), or set [wandb] enabled = false in the run spec",
     )
+
+
+def _check_container_paths(
+    spec: RunSpec, todo: Sequence[str], checks: _Checks, env: Mapping[str, str], run_dir: Path | None
+) -> None:
+    """cosmos-dispatch: every path the job opens must be visible in its containers (docs/slurm.md)."""
+    from configs import render
+    from supervisor.cluster import dispatch_needed_paths
+    from supervisor.slurm.container import describe, job_mounts, unmounted
+
+    cid = "container_path_unmounted"
+    cluster = spec.cluster
+    if cluster is None or not spec.on_slurm or cluster.method != "cosmos-dispatch" or "train" not in todo:
+        checks.other(cid, CheckState.SKIPPED, "only a cosmos-dispatch train stage runs in containers")
+        return
+    entry = spec.paths.workspace / render.entry_script(spec.reward_mode)
+    if spec.alpamayo_version == "1":  # the configure stage writes a copy into <run>/config (R §8.1)
+        entry = (run_dir or spec.paths.workspace / "runs" / "<run>") / "config" / entry.name
+    data_var = "ALPAMAYO_PAI_LOCAL_DIR" if spec.reward_mode == "motion" else "ALPAMAYO_PAI_REASONING_LOCAL_DIR"
+    needed = dispatch_needed_paths(
+        cluster,
+        entry=entry,
+        model=str(spec.paths.model_dir),
+        output_dir=str(spec.paths.output_dir),
+        grader=str(spec.paths.grader_dir) if spec.reward_mode == "joint" else None,
+        data_var=data_var,
+        data_dir=spec.data_dir,
+        environ=env,
+    )
+    missing = unmounted(needed, job_mounts(cluster, environ=env))
+    if not missing:
+        checks.ok(cid, f"{len(needed)} path(s) of the job are mounted in its containers at the same path")
+        return
+    explanation, lines, action, data = describe(cluster, missing)
+    checks.finding(cid, explanation, evidence=lines, action=action, **data)
 
 
 def outputs_present(spec: RunSpec, stage: str) -> bool:

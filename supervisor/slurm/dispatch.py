@@ -128,6 +128,13 @@ def dispatch_argv(
             )
     if launcher.startswith("-"):
         raise SlurmSpecError(f"launcher {launcher!r} must be a module or script path, not an option")
+    if launcher.endswith(".py") and not Path(launcher).is_absolute():
+        # Both templates change into the installed cosmos_rl package's folder before `python <launcher>`
+        # (cosmos-rl.md §11.1, §11.2): a relative script is "can't open file" there.
+        raise SlurmSpecError(
+            f"launcher {launcher!r} is relative: the job template runs it from the cosmos_rl package folder, "
+            "so give its absolute path"
+        )
     for mount in spec.mounts:
         if not re.fullmatch(r"[^\s,:]+(:[^\s,:]+){0,2}", mount):
             raise SlurmSpecError(f"mounts: {mount!r} is not SRC[:DST[:FLAGS]] without commas or spaces")

@@ -9,12 +9,15 @@ Warnings (an undersized prefetch cache) are returned with the submission, not bl
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from diagnostics.findings import Finding, Severity
+from diagnostics.catalog import entry
+from diagnostics.findings import Evidence, Finding, Severity
+from supervisor.slurm.container import NeededPath, describe, job_mounts, unmounted
 from supervisor.slurm.dispatch import dispatch_argv
 from supervisor.slurm.plan import ConfigSource, NodePlan, PlanError, cluster_findings, plan_nodes, toml_get
 from supervisor.slurm.sbatch import SbatchJob, missing_env, write_sbatch
@@ -95,6 +98,30 @@ def prepare_sbatch(
     return Submission(("sbatch", "--parsable", str(script)), plan, findings, script)
 
 
+def container_finding(
+    spec: ClusterSpec, needed: Sequence[NeededPath], *, environ: Mapping[str, str], source: ConfigSource
+) -> Finding | None:
+    """``container_path_unmounted`` when a path the job opens is not visible in its containers."""
+    missing = unmounted(needed, job_mounts(spec, environ=environ))
+    if not missing:
+        return None
+    explanation, lines, action, data = describe(spec, missing)
+    cat = entry("container_path_unmounted")
+    evidence = []
+    for m, line in zip(missing, lines, strict=True):
+        at = source.evidence(m.needed.key, line) if m.needed.key else None  # the TOML line of the key
+        evidence.append(Evidence(file=source.file, line=at.line if at is not None else None, text=line))
+    return Finding(
+        id=cat.id,
+        severity=cat.severity,
+        title=cat.title,
+        explanation=explanation,
+        evidence=evidence,
+        action=action,
+        data=data,
+    )
+
+
 def prepare_dispatch(
     spec: ClusterSpec,
     data: Mapping[str, Any],
@@ -105,11 +132,23 @@ def prepare_dispatch(
     source: ConfigSource | None = None,
     n_policy: int | None = None,
     n_rollout: int | None = None,
+    needed: Sequence[NeededPath] = (),
+    environ: Mapping[str, str] | None = None,
 ) -> Submission:
-    """Plan and check as dispatch_job.py will place the job; argv = ``python dispatch_job.py ...``."""
+    """Plan and check as dispatch_job.py will place the job; argv = ``python dispatch_job.py ...``.
+
+    ``needed`` are the host paths the job's processes open: each must be visible in the containers
+    (``supervisor.slurm.container``), else nothing is submitted."""
     if spec.method != "cosmos-dispatch":
         raise SlurmSpecError("prepare_dispatch needs method = 'cosmos-dispatch'")
     src = source or ConfigSource(str(config_path))
     plan, findings = _plan_and_check(spec, data, src, n_policy, n_rollout)
     command = dispatch_argv(spec, plan, config_path=config_path, launcher=launcher, launcher_args=list(launcher_args))
+    unseen = container_finding(spec, needed, environ=os.environ if environ is None else environ, source=src)
+    if unseen is not None:
+        raise SubmissionRefused(
+            f"{src.file}: not submitted: {unseen.id}: {len(unseen.evidence)} path(s) the job needs are not mounted "
+            f"in its container ({unseen.evidence[0].text})",
+            [*findings, unseen],
+        )
     return Submission(command.argv, plan, findings)

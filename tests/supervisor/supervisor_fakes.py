@@ -412,6 +412,14 @@ def _hang_with_child() -> None:
     child.wait()
 
 
+def _script_opens(script: str) -> bool:
+    """``python SCRIPT`` from this process's folder, as launch_controller.sh / launch_replica.sh run it."""
+    if not script.endswith(".py") or Path(script).is_file():
+        return True
+    print(f"python: can't open file {os.path.abspath(script)!r}: [Errno 2] No such file or directory", file=sys.stderr)
+    return False
+
+
 def controller() -> int:
     """``launch_controller.sh --port P --config C --script ENTRY`` (cosmos-rl.md §2.8)."""
     p = argparse.ArgumentParser(prog="launch_controller.sh")
@@ -420,6 +428,8 @@ def controller() -> int:
     p.add_argument("--script", required=True)
     args = p.parse_args()
     record("controller")
+    if not _script_opens(args.script):
+        return 2
     _say(f"[Controller] Using script: {args.script}")
     steps = setting("steps", 4)
     for s in range(1, steps + 1):
@@ -444,6 +454,8 @@ def cosmos_rl_worker() -> int:
     p.add_argument("script")
     args = p.parse_args()
     record("cosmos-rl")
+    if not _script_opens(args.script):
+        return 2
     _say(f"Controller will be launched on another node. This node will connect to {args.url} for control.")
     _say("POLICY Replica started at global rank 0, with replica name: 3f9c-fake", rank=True)
     if mode("train") == "hang":

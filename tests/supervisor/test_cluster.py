@@ -332,7 +332,16 @@ print("Submitted batch job 99")
 """
 
 
-def _dispatch_cluster(world: World, script: Path) -> str:
+def _dispatch_edits(world: World) -> tuple[Edit, ...]:
+    return (
+        Edit("train.train_policy.data_dispatch_as_rank_in_mesh", True),
+        Edit("policy.model_name_or_path", str(world.root / "model")),
+    )
+
+
+def _dispatch_cluster(world: World, script: Path, *, mounted: bool = True) -> str:
+    # The containers see the test's whole folder at its own path (HEAD's --mount-dirs, cosmos-rl.md §11.1).
+    mounts = f'mounts = ["{world.root}:{world.root}"]' if mounted else ""
     return f"""
 [cluster]
 method = "cosmos-dispatch"
@@ -343,6 +352,7 @@ output_root = "{world.root / "jobs"}"
 dispatch_script = "{script}"
 python = "{sys.executable}"
 cosmos_rev = "head"
+{mounts}
 """
 
 
@@ -352,7 +362,7 @@ def test_a_cosmos_dispatch_job_is_linked_into_the_run(world: World, monkeypatch:
     script = world.root / "dispatch_job.py"
     script.write_text(f"PREFIX = {PREFIX!r}\n{DISPATCH}")
     cluster = _dispatch_cluster(world, script)
-    _cluster_world(world, monkeypatch, Edit("train.train_policy.data_dispatch_as_rank_in_mesh", True), cluster=cluster)
+    _cluster_world(world, monkeypatch, *_dispatch_edits(world), cluster=cluster)
     calls: list[list[str]] = []
 
     def runner(argv: Any) -> CommandResult:
@@ -369,11 +379,89 @@ def test_a_cosmos_dispatch_job_is_linked_into_the_run(world: World, monkeypatch:
     train = world.stage("train")
     assert train["reason"].startswith("step 2/2; checkpoint step_2 complete")
     argv = train["commands"][0]["argv"]
-    assert argv[:2] == [sys.executable, str(script)] and argv[-1].endswith("alpamayo_cosmos_rl_post_training_entry.py")
+    # The template starts the launcher from the cosmos_rl package folder: the entry goes by its absolute path.
+    entry = world.ws / "recipes/alpamayo1_x_rl/models/reasoning_vla/alpamayo_cosmos_rl_post_training_entry.py"
+    assert argv[:2] == [sys.executable, str(script)] and argv[-1] == str(entry)
+    assert argv[argv.index("--mount-dirs") + 1] == f"{world.root}:{world.root}"
     link = world.run_dir / "slurm"
     assert link.is_symlink() and link.resolve() == world.root / "jobs" / "a1x_rl_20250101000000" / "slurm"
     assert (train["slurm"]["state"], train["slurm"]["run"]) == ("COMPLETED", "part_0/run_0")
     assert discover(world.run_dir).run_name == "part_0/run_0"
+
+
+def test_a_cosmos_dispatch_job_whose_paths_its_containers_cannot_see_is_not_submitted(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = world.root / "dispatch_job.py"
+    script.write_text("raise SystemExit('must not run')\n")
+    cluster = _dispatch_cluster(world, script, mounted=False)
+    _cluster_world(world, monkeypatch, *_dispatch_edits(world), cluster=cluster)
+    assert _supervisor(world).serve() == 1
+    train = world.stage("train")
+    assert train["status"] == "failed" and train["commands"] == []
+    assert "not submitted: container_path_unmounted: 5 path(s) the job needs are not mounted" in train["reason"]
+    finding = next(f for f in train["failure"]["findings"] if f["id"] == "container_path_unmounted")
+    lines = [e["text"] for e in finding["evidence"]]
+    entry = world.ws / "recipes/alpamayo1_x_rl/models/reasoning_vla/alpamayo_cosmos_rl_post_training_entry.py"
+    assert lines == [
+        f"the entry script: {entry} is not mounted in the container",
+        f"policy.model_name_or_path (the converted model): {world.root / 'model'} is not mounted in the container",
+        # HEAD's dispatch_job.py puts train.output_dir under output_root (cosmos-rl.md §11.1)
+        f"output_root (train.output_dir goes under it): {world.root / 'jobs'} is not mounted in the container",
+        f"ALPAMAYO_PAI_LOCAL_DIR (the PAI data): {world.root / 'pai'} is not mounted in the container",
+        f"the Hugging Face cache (HF_HOME; the VLM's processor files): {world.root / 'hfhome' / 'hub'} is not "
+        "mounted in the container",
+    ]
+    assert f'mounts = ["/lustre:/lustre/", "{world.ws}' in finding["action"]
+
+
+# A dispatch_job.py of our own that submits a real job shaped like Cosmos-RL's template where it matters
+# here (cosmos-rl.md §11.1): every step starts in the cosmos_rl package's folder and runs the launcher
+# by the path it was given, and the layout is HEAD's <output-root>/<job-name>_<ts>/slurm/part_0/run_0.
+REAL_DISPATCH = """
+import subprocess, sys, time
+from pathlib import Path
+argv = sys.argv[1:]
+def opt(flag):
+    return argv[argv.index(flag) + 1]
+out = Path(opt("--output-root-path")) / (opt("--job-name") + time.strftime("_%Y%m%d%H%M%S"))
+slurm = out / "slurm"
+run = slurm / "part_0" / "run_0"
+run.mkdir(parents=True)
+(slurm / "latest_run").symlink_to(run)
+launcher, config = argv[-1], opt("--config-path")
+steps = {
+    "controller": f"./cosmos_rl/launcher/launch_controller.sh --port 8082 --config {config} --script {launcher}",
+    "policy_0": f"cosmos-rl --config {config} --num-workers 1 --worker-idx 0 --url localhost:8082 {launcher}",
+}
+lines = ["#!/bin/bash", f"#SBATCH --job-name={opt('--job-name')}", f"#SBATCH --output={slurm}/slurm_%j.log"]
+lines.append(f"cd {PACKAGE}")
+for name, cmd in steps.items():
+    lines.append(f"srun --overlap -o {run}/{name}.out -e {run}/{name}.err bash -c '{cmd}' &")
+    lines.append(f"pid_{name}=$!")
+lines.append("rc=0; wait $pid_controller || rc=1; wait $pid_policy_0 || rc=1; exit $rc")
+script = slurm / "sbatch_script.sh"
+script.write_text("\\n".join(lines) + "\\n")
+print(f"Output directory: {out}", flush=True)
+sys.exit(subprocess.run(["sbatch", str(script)]).returncode)
+"""
+
+
+@real_slurm
+def test_a_cosmos_dispatch_job_runs_its_entry_by_absolute_path_from_the_package_folder(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = world.root / "dispatch_job.py"
+    script.write_text(f"PACKAGE = {str(world.root / 'stubs')!r}\n{REAL_DISPATCH}")
+    _cluster_world(world, monkeypatch, *_dispatch_edits(world), cluster=_dispatch_cluster(world, script))
+    assert _supervisor(world).serve() == 0, world.stage("train")["reason"]
+    train = world.stage("train")
+    assert train["reason"].startswith("step 4/4; checkpoint step_4 complete")
+    assert train["slurm"]["state"] == "COMPLETED"
+    entry = world.ws / "recipes/alpamayo1_x_rl/models/reasoning_vla/alpamayo_cosmos_rl_post_training_entry.py"
+    run = world.run_dir / "slurm" / "part_0" / "run_0"
+    assert f"[Controller] Using script: {entry}" in (run / "controller.err").read_text()
+    assert "can't open file" not in (run / "controller.err").read_text() + (run / "policy_0.err").read_text()
 
 
 @real_slurm
@@ -409,7 +497,7 @@ def test_a_submission_that_fails_fails_the_stage_with_its_last_line(
     script = world.root / "dispatch_job.py"
     script.write_text("import sys\nsys.exit('sbatch: error: Batch job submission failed: Invalid account')\n")
     cluster = _dispatch_cluster(world, script)
-    _cluster_world(world, monkeypatch, Edit("train.train_policy.data_dispatch_as_rank_in_mesh", True), cluster=cluster)
+    _cluster_world(world, monkeypatch, *_dispatch_edits(world), cluster=cluster)
     assert _supervisor(world).serve() == 1
     train = world.stage("train")
     assert train["status"] == "failed" and train["exit_code"] == 1

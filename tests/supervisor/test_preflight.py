@@ -136,3 +136,46 @@ def test_run_refuses_to_start_when_preflight_is_critical(world: World) -> None:
     assert "hf_token_missing" in done.stdout and "--skip-preflight" in done.stderr
     assert not (world.run_dir / "state.json").exists()  # nothing started, nothing downloaded
     assert not Path(world.root / "calls.jsonl").exists()
+
+
+DISPATCH = """
+[cluster]
+method = "cosmos-dispatch"
+partition = "batch"
+account = "acct"
+container = "/lustre/images/cosmos.sqsh"
+output_root = "/lustre/jobs"
+repo_root = "/lustre/cosmos-rl"
+"""
+
+
+def test_a_cosmos_dispatch_run_names_each_path_its_containers_cannot_see(world: World) -> None:
+    spec = _spec(world, compute="cluster", alpamayo_version="1", cluster=DISPATCH)
+    env = {"HF_TOKEN": "hf_abcdefgh", "HF_HOME": str(world.root / "hfhome"), "HOME": str(world.root)}
+    report = _run(world, spec, stages=["train"], binaries={"python", "scontrol"}, env=env)
+    finding = next(f for f in report.findings if f.id == "container_path_unmounted")
+    assert report.exit_code == 2 and finding.severity.value == "critical"
+    r = world.root
+    assert [e.text for e in finding.evidence] == [
+        # Alpamayo 1: the configure stage's copy of the entry in the new run's config/ (under <workspace>/runs)
+        f"the entry script: {world.ws}/runs/<run>/config/alpamayo_cosmos_rl_post_training_entry.py is not mounted "
+        "in the container",
+        f"policy.model_name_or_path (the converted model): {r / 'model'} is not mounted in the container",
+        f"train.output_dir (checkpoints): {r / 'outputs'} is not mounted in the container",
+        f"ALPAMAYO_PAI_LOCAL_DIR (the PAI data): {r / 'pai'} is not mounted in the container",
+        f"the Hugging Face cache (HF_HOME; the VLM's processor files): {r / 'hfhome' / 'hub'} is not mounted in "
+        "the container",
+    ]
+    assert finding.action is not None and finding.action.startswith("move them under /lustre")
+    # HEAD takes a mounts list, which replaces its default /lustre (output_root is there): with both, it passes.
+    head = DISPATCH + f'cosmos_rev = "head"\nmounts = ["{r}:{r}"]\n'
+    half = _run(world, _spec(world, compute="cluster", cluster=head), stages=["train"], env=env)
+    lost = next(f for f in half.findings if f.id == "container_path_unmounted")
+    assert [e.text for e in lost.evidence] == [
+        "output_root (train.output_dir goes under it): /lustre/jobs is not mounted in the container"
+    ]
+    assert lost.action == f'set [cluster] mounts = ["{r}:{r}", "/lustre/jobs:/lustre/jobs"] (it replaces the default)'
+    head = head.replace(f'mounts = ["{r}:{r}"]', f'mounts = ["/lustre:/lustre", "{r}:{r}"]')
+    fine = _run(world, _spec(world, compute="cluster", cluster=head), stages=["train"], env=env)
+    assert "container_path_unmounted" not in _ids(fine)
+    assert {c.id: c.state.value for c in fine.checks}["container_path_unmounted"] == "ok"

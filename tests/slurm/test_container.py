@@ -1,0 +1,131 @@
+"""cosmos-dispatch: what the job's containers see (Cosmos-RL's templates, cosmos-rl.md §11.1 and §11.2).
+
+Every path the job opens must be visible inside the container at the same path; at 747d1bd only
+``/lustre`` is mounted that way, at HEAD the ``mounts`` list (default ``/lustre:/lustre/``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from slurm_helpers import recipe
+
+from diagnostics.findings import Severity
+from supervisor.slurm import ClusterSpec, CosmosRev, NodePlan, Packing, SlurmSpecError, dispatch_argv, plan_nodes
+from supervisor.slurm.container import NeededPath, describe, job_mounts, unmounted
+from supervisor.slurm.plan import ConfigSource
+from supervisor.slurm.submit import SubmissionRefused, prepare_dispatch
+
+HOME = {"HOME": "/home/ana"}
+
+
+def spec(**kw: object) -> ClusterSpec:
+    base: dict[str, object] = {
+        "method": "cosmos-dispatch",
+        "partition": "gpu",
+        "account": "alpamayo",
+        "container": "/lustre/images/cosmos.sqsh",
+        "output_root": Path("/lustre/runs"),
+        "repo_root": Path("/lustre/cosmos-rl"),
+    }
+    base.update(kw)
+    return ClusterSpec.model_validate(base)
+
+
+def needed(**paths: str) -> list[NeededPath]:
+    return [NeededPath(what, Path(p), is_file=what == "entry") for what, p in paths.items()]
+
+
+def test_at_747d1bd_only_lustre_is_seen_at_its_own_path() -> None:
+    mounts = job_mounts(spec(), environ=HOME)
+    assert [(m.source, m.target) for m in mounts] == [
+        ("/lustre", "/lustre/"),
+        ("/home/ana/.cache/huggingface", "/root/.cache/huggingface"),
+        ("/home/ana/.cache/cosmos_rl/tmp_config", "/opt/tmp_config"),
+        ("/lustre/cosmos-rl", "/opt/cosmos-rl"),
+    ]
+    paths = needed(
+        entry="/lustre/alpamayo-recipes/recipes/alpamayo1_x_rl/models/reasoning_vla/entry.py",
+        model="/home/ana/alpamayo_model_converted_from_hf",
+        hf_cache="/home/ana/.cache/huggingface/hub",
+        data="/lustre/PAI_mini",
+    )
+    missing = unmounted(paths, mounts)
+    # The HF cache is mounted, but at /root/.cache/huggingface: not at the path HF_HOME names.
+    assert [m.needed.what for m in missing] == ["model", "hf_cache"]
+    explanation, lines, action, data = describe(spec(), missing)
+    assert lines == [
+        "model: /home/ana/alpamayo_model_converted_from_hf is not mounted in the container",
+        "hf_cache: /home/ana/.cache/huggingface/hub is not mounted in the container",
+    ]
+    assert "move them under /lustre" in action and 'cosmos_rev = "head"' in action
+    assert "--no-container-mount-home" in explanation and "cosmos-rl.md §11.2" in explanation
+    assert data["mount"] == ["/home/ana/alpamayo_model_converted_from_hf", "/home/ana/.cache/huggingface/hub"]
+
+
+def test_at_head_the_mounts_list_decides_and_the_fix_names_the_folders() -> None:
+    s = spec(cosmos_rev=CosmosRev.HEAD, mounts=["/lustre:/lustre", "/scratch"])
+    paths = needed(entry="/home/ana/recipes/entry.py", model="/scratch/model", out="relative/outputs")
+    missing = unmounted(paths, job_mounts(s, environ=HOME))
+    assert [(m.needed.what, m.why) for m in missing] == [("entry", "not under a mount"), ("out", "relative")]
+    _, lines, action, _ = describe(s, missing)
+    assert lines[1] == "out: relative/outputs is relative (the template starts every step in the cosmos_rl folder)"
+    # a file needs its folder mounted; the list replaces dispatch_job.py's default, so it is given whole
+    assert action == (
+        'set [cluster] mounts = ["/lustre:/lustre", "/scratch", "/home/ana/recipes:/home/ana/recipes"] '
+        "(it replaces the default); give absolute paths"
+    )
+
+
+def test_a_link_out_of_the_mounts_is_followed(tmp_path: Path) -> None:
+    shared, home = tmp_path / "shared", tmp_path / "home"
+    (home / "blobs").mkdir(parents=True)
+    (home / "blobs" / "abc").write_text("w")
+    (shared / "model").mkdir(parents=True)
+    (shared / "model" / "model-00001-of-00001.safetensors").symlink_to(home / "blobs" / "abc")
+    (shared / "link").symlink_to(home)
+    s = spec(cosmos_rev=CosmosRev.HEAD, mounts=[f"{shared}:{shared}"])
+    from supervisor.slurm.container import model_link_targets
+
+    paths = [NeededPath("model", shared / "model"), NeededPath("elsewhere", shared / "link")]
+    paths += [NeededPath("weights", t) for t in model_link_targets(shared / "model")]
+    missing = unmounted(paths, job_mounts(s, environ={"HOME": str(home)}))
+    assert [m.line() for m in missing] == [
+        f"elsewhere: {shared / 'link'} (a link to {home}) is not mounted in the container",
+        f"weights: {home / 'blobs'} is not mounted in the container",
+    ]
+
+
+def test_a_relative_entry_script_is_refused_because_the_template_changes_folder() -> None:
+    s = spec()
+    plan = plan_nodes(recipe("recipe_cluster_80.toml"), gpus_per_node=8, packing=Packing.DISPATCH)
+    assert isinstance(plan, NodePlan)
+    with pytest.raises(SlurmSpecError, match="is relative: the job template runs it from the cosmos_rl package folder"):
+        dispatch_argv(s, plan, config_path=Path("/lustre/cfg.toml"), launcher="recipes/x/entry.py")
+    # a module name is run with python -m there, which is fine
+    cmd = dispatch_argv(s, plan, config_path=Path("/lustre/cfg.toml"), launcher="cosmos_rl.dispatcher.run_web_panel")
+    assert cmd.argv[-1] == "cosmos_rl.dispatcher.run_web_panel"
+
+
+def test_prepare_dispatch_refuses_a_job_whose_paths_its_containers_cannot_see() -> None:
+    data = recipe("recipe_cluster_80.toml")
+    source = ConfigSource("/lustre/cfg.toml")
+    entry = "/lustre/recipes/entry.py"
+    ok = prepare_dispatch(
+        spec(), data, config_path=Path("/lustre/cfg.toml"), launcher=entry, source=source,
+        needed=needed(entry=entry, model="/lustre/model"), environ=HOME,
+    )
+    assert ok.argv[-1] == entry
+    with pytest.raises(SubmissionRefused) as refused:
+        prepare_dispatch(
+            spec(), data, config_path=Path("/lustre/cfg.toml"), launcher=entry, source=source,
+            needed=needed(entry=entry, model="/home/ana/model"), environ=HOME,
+        )
+    assert str(refused.value) == (
+        "/lustre/cfg.toml: not submitted: container_path_unmounted: 1 path(s) the job needs are not mounted in "
+        "its container (model: /home/ana/model is not mounted in the container)"
+    )
+    finding = refused.value.findings[-1]
+    assert finding.id == "container_path_unmounted" and finding.severity is Severity.CRITICAL
+    assert finding.evidence[0].file == "/lustre/cfg.toml"
