@@ -81,11 +81,22 @@ def slurm_line(job: Mapping[str, Any]) -> str:
         text += f" on {job['nodes']}"
     if job.get("restarts"):
         text += f", restart {job['restarts']}"
+    text += resume_text(job)
     if job.get("run"):
         text += f"; logs {job['run']}"
     if job.get("exit_code") is not None:
         text += f"; exit code {job['exit_code']}"
     return text
+
+
+def resume_text(job: Mapping[str, Any]) -> str:
+    """``; part 1 resumed from step 40`` once the job was requeued (docs/slurm.md, "Resuming")."""
+    part, step = job.get("part"), job.get("resumed_from_step")
+    if isinstance(step, int) and step > 0:
+        return f"; part {part} resumed from step {step}"
+    if isinstance(step, int) and (part or job.get("restarts")):
+        return f"; part {part} trains from step 0 (no complete checkpoint to resume from)"
+    return f"; part {part}" if isinstance(part, int) and part > 0 else ""
 
 
 def print_stream(messages: Iterable[Mapping[str, Any]], out: Callable[[str], None]) -> str | None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from supervisor.console import resume_text
 from supervisor.cosmos_logs import expected_ranks
 from supervisor.executor import Executor, LocalExecutor, ProcessHandle, StageProcess, StopReport, become_subreaper
 from supervisor.gpu_helper import GpuAgentHelper
@@ -749,7 +750,7 @@ class Supervisor:
             return
         outcome.slurm = job
         self._set_stage(stage.name, slurm=job)
-        keys = ("state", "reason", "nodes", "restarts", "run")
+        keys = ("state", "reason", "nodes", "restarts", "run", "resumed_from_step")
         if old is not None and all(old.get(k) == job.get(k) for k in keys):
             return
         text = f"Slurm job {job['job_id']} {job['state']}"
@@ -757,6 +758,7 @@ class Supervisor:
             text += f" ({job['reason_text']})"
         elif job.get("nodes") and job["state"] != "PENDING":
             text += f" on {job['nodes']}"
+        text += resume_text(job)
         if job.get("run"):
             text += f"; logs {job['run']}"
         self.events.emit("slurm_job", text, stage=stage.name, **job)

@@ -94,6 +94,7 @@ class SlurmJob:
         self._missing = 0
         self._rc: int | None = None
         self._seen_runs: set[tuple[int, int]] = set()
+        self._noted_resume: tuple[Path | None, int | None] = (None, None)
 
     # -- following the job ------------------------------------------------------------------------------
 
@@ -156,6 +157,10 @@ class SlurmJob:
                 if (part.index, run) not in self._seen_runs:
                     self._seen_runs.add((part.index, run))
                     self._log.note(f"slurm: logs of this start in {part.path / f'run_{run}'}")
+        resume = (layout.latest_run, layout.resumed_from_step)
+        if layout.resumed_from_step and resume != self._noted_resume:
+            self._noted_resume = resume
+            self._log.note(f"slurm: part {layout.current_part} resumed from checkpoint step {layout.resumed_from_step}")
 
     def _rc_from_monitor(self) -> int | None:
         if self.slurm_dir is None:
@@ -184,6 +189,8 @@ class SlurmJob:
             "exit_code": self._rc,
             "restarts": info.restarts if info is not None else None,
             "run": run,
+            "part": layout.current_part if layout is not None else None,
+            "resumed_from_step": layout.resumed_from_step if layout is not None else None,
             "slurm_dir": str(self.slurm_dir) if self.slurm_dir is not None else None,
         }
 

@@ -19,10 +19,19 @@ is also unsafe at 747d1bd (the recipe's pin): launchers that start together race
 The rest mirrors ``cosmos_rl_job_multi_node.sh``: ``slurm_<jobid>.log`` (``--open-mode=append``),
 ``latest_run`` / ``latest_part`` links, ``remaining-retries``, a monitor that ends the job when any
 step fails (a controller that ends itself with 143 under ``COSMOS_SHUTDOWN_ON_NO_POLICY_REPLICAS`` is
-a success), failure retries, a new part on the pre-timeout SIGUSR1 (forwarded to the launchers,
-which pass it to the policy so it checkpoints) and ``ABORT-AUTORESUME``. The monitor's lines use
-Cosmos-RL's wording (``Job failed with status ...``, ``Final exit status: ...``) with the tag
-``[a1x-tui-sbatch]``. ``a1x-tui gpu-agent`` runs on every node as an extra ``--overlap`` step.
+a success), failure retries, a new part on the pre-timeout SIGUSR1 and ``ABORT-AUTORESUME``. The
+monitor's lines use Cosmos-RL's wording (``Job failed with status ...``, ``Final exit status: ...``)
+with the tag ``[a1x-tui-sbatch]``. ``a1x-tui gpu-agent`` runs on every node as an extra ``--overlap``
+step.
+
+Resuming is ours: at 747d1bd nothing in the launcher or the trainer handles SIGUSR1 and the TOML says
+``[train] resume = false`` (cosmos-rl.md §5.3, §11.2), so a requeued part would train from step 0.
+On the pre-timeout signal the steps get SIGTERM there (HEAD: SIGUSR1, on which its policy saves a
+checkpoint, §2.6). Every start after the first looks for the newest complete checkpoint this job
+saved (the policy's ``checkpoint saved successfully at`` lines in the job's own logs; complete =
+``cosmos_config`` and every ``.rank_<r>_complete``) and, if there is one, runs with
+``part_<N>/run_<M>/resume.toml``: the submitted TOML with ``[train] resume = "<checkpoint path>"``,
+which 747d1bd loads as that checkpoint. ``resume-step`` in the run folder records the step (0: none).
 
 The environment contract is the recipe's (alpamayo-recipe.md §3): values from the spec are
 exported in the script; secrets never are: ``pass_env`` names are only checked for presence.
@@ -36,11 +45,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from supervisor.slurm.plan import NodePlan, Packing, RoleName
+from supervisor.slurm.plan import CosmosRev, NodePlan, Packing, RoleName
 from supervisor.slurm.spec import ClusterSpec, SlurmSpecError
 
 SCRIPT_NAME = "sbatch_script.sh"
 PLAN_NAME = "nodeplan.json"
+RESUME_TEMPLATE_NAME = "resume-template.toml"  # the TOML with [train] resume = RESUME_PLACEHOLDER
+RESUME_PLACEHOLDER = "@A1X_RESUME_CHECKPOINT@"
+RESUME_TOML_NAME = "resume.toml"  # part_<N>/run_<M>/resume.toml: that start's TOML when it resumes
+RESUME_STEP_NAME = "resume-step"  # part_<N>/run_<M>/resume-step: the step it resumed from, 0 = none
+# What a checkpoint path may hold to be written into the TOML and substituted by bash unchanged.
+SAFE_PATH_CHARS = r"[[:alnum:]_./+:@%,=-]"
 LOG_TAG = "a1x-tui-sbatch"
 SIGNAL_GRACE_S = 130  # Cosmos-RL's monitor waits this long after SIGUSR1 (srun's grace is ~122 s)
 DEFAULT_RETRIES = 3  # dispatch_job.py --retries default (§11.1)
@@ -71,6 +86,9 @@ class SbatchJob:
     entry_args: tuple[str, ...] = ()
     cosmos_rl: str = "cosmos-rl"  # the launcher command (a command line) inside the venv
     controller: str | None = None  # launch_controller.sh (a command line); None = the venv's cosmos_rl's
+    # Ranks that write a policy checkpoint (tp x cp x pp x dp_shard, cosmos-rl.md §5.3); 0 = every
+    # model_rank_<r>.pth present needs its .rank_<r>_complete marker.
+    checkpoint_ranks: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,10 +234,49 @@ _FUNCTIONS = r"""log() {
 received_signal=""
 on_signal() {
     received_signal=$1
-    log "Signal SIG$1 caught. Forwarding it to the job steps."
+    local forward=$1
+    # The pre-timeout SIGUSR1 goes on as PRE_TIMEOUT_FORWARD: USR1 where the policy saves a checkpoint
+    # on it (HEAD), TERM at 747d1bd, where nothing handles it (cosmos-rl.md §2.6, §11.2).
+    [ "$1" = USR1 ] && forward=$PRE_TIMEOUT_FORWARD
+    log "Signal SIG$1 caught. Forwarding SIG$forward to the job steps."
     for pid in "${STEP_PIDS[@]}"; do
-        kill -s "$1" "$pid" 2>/dev/null || true
+        kill -s "$forward" "$pid" 2>/dev/null || true
     done
+}
+
+# A checkpoint is complete with its cosmos_config and every .rank_<r>_complete marker (cosmos-rl.md §5.3).
+checkpoint_complete() {
+    local dir=$1 r f
+    [ -e "$dir/cosmos_config" ] || return 1
+    if [ "$CKPT_RANKS" -gt 0 ]; then
+        for ((r = 0; r < CKPT_RANKS; r++)); do
+            [ -e "$dir/.rank_${r}_complete" ] || return 1
+        done
+        return 0
+    fi
+    for f in "$dir"/model_rank_*.pth; do
+        [ -e "$f" ] || return 1
+        r=${f##*/model_rank_}
+        [ -e "$dir/.rank_${r%.pth}_complete" ] || return 1
+    done
+}
+
+# "STEP PATH" of the newest complete checkpoint this job saved, from its policy's own lines
+# '[Policy] Step: N, checkpoint saved successfully at PATH.' (written when an async save starts).
+latest_checkpoint() {
+    local step path
+    while read -r step path; do
+        [[ "$path" = /* ]] || path="$PWD/$path"
+        if checkpoint_complete "$path"; then
+            echo "$step $path"
+            return 0
+        fi
+        log "Checkpoint of step $step is not complete, not resuming from it: $path" >&2
+    done < <(grep -h -a -o -E 'Step: [0-9]+, checkpoint saved successfully at [^[:space:]]+' \
+                "$SLURM_RUN_ROOT"/part_*/run_*/*.err "$SLURM_RUN_ROOT"/part_*/run_*/*.out 2>/dev/null \
+             | sed -E 's/^Step: ([0-9]+), checkpoint saved successfully at (.*[^.])[.]?$/\1 \2/' \
+             | sort -k1,1nr -k2,2 -u)
+    return 1
 }
 
 steps_alive() {
@@ -282,6 +339,8 @@ def render_sbatch(spec: ClusterSpec, plan: NodePlan, job: SbatchJob) -> str:
         f"NUM_WORKERS={plan.n_nodes}",
         f"MAX_RETRIES={retries}",
         f"AUTORESUME={autoresume}",
+        f"PRE_TIMEOUT_FORWARD={'USR1' if spec.cosmos_rev is CosmosRev.HEAD else 'TERM'}",
+        f"CKPT_RANKS={job.checkpoint_ranks}",
         "",
     ]
     out += _FUNCTIONS.replace("__TAG__", LOG_TAG).splitlines()
@@ -324,6 +383,23 @@ def render_sbatch(spec: ClusterSpec, plan: NodePlan, job: SbatchJob) -> str:
         'ln -sfn "${part##*/}" "$SLURM_RUN_ROOT/latest_part"',
         'log "Job $SLURM_JOB_ID started on $(hostname) (restart ${SLURM_RESTART_COUNT:-0})"',
         'log "New run dir: $A1X_RUN_LOGS"',
+        "",
+        "# --- resume (cosmos-rl.md §5.3, §8.4): a start after a requeue trains from the newest complete",
+        "# checkpoint of this job. Cosmos-RL 747d1bd does nothing of its own (its TOML says resume = false),",
+        "# so this start's TOML names the checkpoint in [train] resume, which it loads as a path.",
+        "echo 0 > \"$A1X_RUN_LOGS/" + RESUME_STEP_NAME + "\"",
+        'if found=$(latest_checkpoint); then',
+        '    ckpt=${found#* }',
+        f'    if [[ ! "$ckpt" =~ ^{SAFE_PATH_CHARS}+$ ]]; then',
+        '        log "Cannot resume from $ckpt: only letters, digits and _./+:@%,=- can go into the TOML"',
+        "        exit 2",
+        "    fi",
+        f'    template=$(<"$SLURM_RUN_ROOT/{RESUME_TEMPLATE_NAME}") || exit 2',
+        f'    printf \'%s\\n\' "${{template//{RESUME_PLACEHOLDER}/$ckpt}}" > "$A1X_RUN_LOGS/{RESUME_TOML_NAME}"',
+        f'    echo "${{found%% *}}" > "$A1X_RUN_LOGS/{RESUME_STEP_NAME}"',
+        f'    export A1X_CONFIG="$A1X_RUN_LOGS/{RESUME_TOML_NAME}"',
+        '    log "Resuming from checkpoint step ${found%% *}: $ckpt"',
+        "fi",
         "",
         "# --- nodes: worker k runs on the k-th node of the job; the controller on node 0",
         'mapfile -t NODES < <(scontrol show hostnames "$SLURM_JOB_NODELIST")',
@@ -463,12 +539,25 @@ def render_sbatch(spec: ClusterSpec, plan: NodePlan, job: SbatchJob) -> str:
     return "\n".join(out) + "\n"
 
 
+def resume_template(toml_text: str) -> str:
+    """The TOML of a resumed start: ``toml_text`` with ``[train] resume`` set to the placeholder the
+    script replaces with the checkpoint's path (comments and layout kept)."""
+    from diagnostics.config.edit import Edit, EditError, edit_text
+
+    try:
+        return edit_text(toml_text, [Edit("train.resume", RESUME_PLACEHOLDER)])
+    except EditError as exc:
+        raise SlurmSpecError(f"cannot write [train] resume into the TOML of a resumed part: {exc}") from None
+
+
 def write_sbatch(spec: ClusterSpec, plan: NodePlan, job: SbatchJob) -> Path:
-    """Write ``<run>/slurm/sbatch_script.sh`` and ``<run>/slurm/nodeplan.json``; returns the script path."""
+    """Write ``<run>/slurm/sbatch_script.sh``, ``nodeplan.json`` and ``resume-template.toml``; returns the script."""
     text = render_sbatch(spec, plan, job)
+    template = resume_template(job.config_path.read_text(encoding="utf-8"))
     slurm_dir = job.run_dir / "slurm"
     slurm_dir.mkdir(parents=True, exist_ok=True)
     (slurm_dir / PLAN_NAME).write_text(json.dumps(plan.to_json(), indent=1) + "\n", encoding="utf-8")
+    (slurm_dir / RESUME_TEMPLATE_NAME).write_text(template, encoding="utf-8")
     script = slurm_dir / SCRIPT_NAME
     script.write_text(text, encoding="utf-8")
     script.chmod(0o755)

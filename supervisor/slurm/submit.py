@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,18 @@ def _plan_and_check(
     return plan, findings
 
 
+def checkpoint_ranks(data: Mapping[str, Any]) -> int:
+    """Ranks that write a policy checkpoint: tp x cp x pp x dp_shard (cosmos-rl.md §5.3: world size /
+    dp_replicate); 0 when a size is not a plain number (dp_shard_size = -1 is worked out at start)."""
+    ranks = 1
+    for key in ("tp_size", "cp_size", "pp_size", "dp_shard_size"):
+        value = toml_get(data, f"policy.parallelism.{key}", 1)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            return 0
+        ranks *= value
+    return ranks
+
+
 def prepare_sbatch(
     spec: ClusterSpec,
     data: Mapping[str, Any],
@@ -89,6 +101,8 @@ def prepare_sbatch(
                 f"{written}; the controller reads the TOML, so set it there"
             )
     plan, findings = _plan_and_check(spec, data, src, n_policy, n_rollout)
+    if not job.checkpoint_ranks:
+        job = replace(job, checkpoint_ranks=checkpoint_ranks(data))
     missing = missing_env(spec, job, environ)
     if missing:
         raise SubmissionRefused(

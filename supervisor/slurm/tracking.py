@@ -431,6 +431,9 @@ class SlurmLayout:
     latest_run: Path | None = None
     job_logs: tuple[Path, ...] = ()  # slurm_<jobid>.log
     aborted: bool = False  # ABORT-AUTORESUME exists next to slurm/
+    # The step the latest start resumed from (its resume-step file, written by our sbatch script):
+    # 0 = it trains from the beginning, None = not known (Cosmos-RL's own template writes none).
+    resumed_from_step: int | None = None
 
     @property
     def current_part(self) -> int | None:
@@ -479,7 +482,14 @@ def read_layout(slurm_dir: Path) -> SlurmLayout:
     if latest is None and parts and parts[-1].runs:
         latest = parts[-1].path / f"run_{parts[-1].runs[-1]}"
     logs = tuple(sorted(slurm_dir.glob("slurm_*.log"), key=lambda p: _job_number(p.name)))
-    return SlurmLayout(slurm_dir, tuple(parts), latest, logs, (slurm_dir.parent / "ABORT-AUTORESUME").exists())
+    resumed: int | None = None
+    if latest is not None:
+        try:
+            resumed = int((latest / "resume-step").read_text().strip())
+        except (OSError, ValueError):
+            resumed = None
+    aborted = (slurm_dir.parent / "ABORT-AUTORESUME").exists()
+    return SlurmLayout(slurm_dir, tuple(parts), latest, logs, aborted, resumed)
 
 
 def _job_number(name: str) -> int:
@@ -527,7 +537,7 @@ class MonitorLine:
     ts: str
     tag: str
     msg: str
-    kind: str  # started, new_run, retry, no_retries, autoresume, step_failed, final, signal, abort, other
+    kind: str  # started, new_run, resume, resume_skipped, retry, no_retries, autoresume, step_failed, final, ...
     data: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -538,6 +548,8 @@ _MONITOR_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("step_failed", re.compile(r"^(?P<step>[\w-]+) failed with exit code (?P<code>-?\d+)\. Terminating other")),
     ("final", re.compile(r"^Final exit status: (?P<status>-?\d+)")),
     ("new_run", re.compile(r"^New run dir: (?P<path>\S+)")),
+    ("resume", re.compile(r"^Resuming from checkpoint step (?P<step>\d+): (?P<path>\S+)")),
+    ("resume_skipped", re.compile(r"^Checkpoint of step (?P<step>\d+) is not complete, not resuming from it")),
     ("signal", re.compile(r"^Signal (?P<signal>\S+) caught")),
     ("abort", re.compile(r"^Abort file detected")),
     ("started", re.compile(r"^Job (?:(?P<job>\d+) )?started on (?P<host>\S+)")),

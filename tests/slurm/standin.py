@@ -11,9 +11,23 @@ job inherits from sbatch:
   and the launcher exits 1), ``fail_once`` (``fail`` on the first start, ``ok`` after a requeue),
   ``hang`` (replicas never finish: a child process sleeps until the job is cancelled),
   ``until_signal`` (like ``hang`` on the first start; SIGUSR1 ends it cleanly; ``ok`` after).
-- ``A1X_STANDIN_STEPS``: Step lines the controller writes (default 3).
+  ``train`` (a trainer that saves and resumes Cosmos-RL-shaped checkpoints, below).
+- ``A1X_STANDIN_STEPS``: Step lines the controller writes (default 3), or the steps ``train`` trains.
+- ``A1X_STANDIN_STEP_S``: ``train``: seconds per step on the job's first start (later starts run at
+  full speed, so a requeued part finishes well before its own time limit).
 - ``A1X_STANDIN_MARK``: a word on the command line of the 'replica' child (the job's processes
   carry it in their environment too), so a test can look for survivors.
+
+``train``: the launcher plays the policy and appends the controller's ``Step: n/N`` lines to this
+start's ``controller.err``; the controller only waits for it. Checkpoints go where Cosmos-RL
+747d1bd puts them (cosmos-rl.md §5.3): ``<train.output_dir>/<timestamp>/checkpoints/step_N/policy/``
+with ``cosmos_config``, ``model_rank_<r>.pth``, ``extra_info_rank_<r>.pth`` (the step, as JSON here)
+and the ``.rank_<r>_complete`` markers, every ``train.ckpt.save_freq`` steps and at the last one,
+announced by the policy's ``checkpoint saved successfully at`` line. Saves are asynchronous: a
+save's markers are written when the next save starts, so a kill always leaves the newest
+checkpoint without them. ``[train] resume`` as a path (a string) resumes from that checkpoint and
+refuses one that is not complete; every trained step goes to ``<run>/standin-steps.jsonl``.
+SIGTERM (and SIGUSR1, which 747d1bd does not handle) end it at once, as they end the real trainer.
 """
 
 from __future__ import annotations
@@ -68,6 +82,8 @@ def controller(argv: list[str]) -> int:
     mode = _mode()
     _say(_cosmos(f"[Controller] Using script: {_arg(argv, '--script')}"))
     _say(_cosmos(f"Successfully loaded configuration from {_arg(argv, '--config')}"))
+    if mode == "train":
+        return _wait_for_training()
     steps = int(os.environ.get("A1X_STANDIN_STEPS", "3"))
     samples = 0
     for step in range(1, steps + 1):
@@ -111,6 +127,8 @@ def launcher(argv: list[str]) -> int:
         role = slot["name"].split("_")[0].upper()
         _say(_cosmos(f"{role} Replica started at global rank 0, with replica name: {uuid.uuid4()}", rank=0))
         del rank
+    if mode == "train":
+        return train(argv)
     if mode == "fail":
         for line in (
             "Traceback (most recent call last):",
@@ -129,6 +147,91 @@ def launcher(argv: list[str]) -> int:
     time.sleep(0.3)
     for i in range(len(slots)):
         _say(_cosmos(f"Process {i} completed successfully"))
+    return 0
+
+
+def _ranks(config: dict) -> int:
+    par = config.get("policy", {}).get("parallelism", {})
+    ranks = 1
+    for key in ("tp_size", "cp_size", "pp_size", "dp_shard_size"):
+        ranks *= max(int(par.get(key, 1)), 1)
+    return ranks
+
+
+def _complete(ckpt: Path, ranks: int) -> bool:
+    return (ckpt / "cosmos_config").exists() and all((ckpt / f".rank_{r}_complete").exists() for r in range(ranks))
+
+
+def train(argv: list[str]) -> int:
+    """The ``train`` mode of the launcher: see the module docstring."""
+    import tomllib
+
+    config = tomllib.loads(Path(_arg(argv, "--config") or "").read_text())
+    total = int(os.environ.get("A1X_STANDIN_STEPS", "3"))
+    first_start = os.environ.get("SLURM_RESTART_COUNT", "0") in ("", "0")
+    step_s = float(os.environ.get("A1X_STANDIN_STEP_S", "0")) if first_start else 0.0
+    save_freq = int(config["train"]["ckpt"]["save_freq"])
+    ranks = _ranks(config)
+    logs = Path(os.environ["A1X_RUN_LOGS"])
+    part = logs.parent.name
+    run_dir = Path(os.environ["A1X_RUN_DIR"])
+    out = Path(config["train"]["output_dir"]) / datetime.now().strftime("%Y%m%d%H%M%S")
+    start = 0
+    resume = config["train"].get("resume", False)
+    if isinstance(resume, str):
+        ckpt = Path(resume)
+        _say(_cosmos(f"Trying to load checkpoint from {ckpt}...", rank=0))
+        if not _complete(ckpt, ranks):
+            _say(_cosmos(f"Checkpoint complete marker for rank 0 not found at {ckpt}.", level="WARNING", rank=0))
+            return 1
+        start = int(json.loads((ckpt / "extra_info_rank_0.pth").read_text())["step"])
+        _say(_cosmos(f"Cosmos checkpoint found at {resume}. Resuming...", rank=0))
+    else:
+        _say(_cosmos("[Policy] Resume not set. Trying to load from HuggingFace...", rank=0))
+
+    def die(*_: object) -> None:
+        sys.exit(143)
+
+    signal.signal(signal.SIGTERM, die)
+    signal.signal(signal.SIGUSR1, die)
+    in_flight: Path | None = None
+
+    def finish(ckpt: Path | None) -> None:
+        for r in range(ranks):
+            if ckpt is not None:
+                (ckpt / f".rank_{r}_complete").write_text("")
+
+    ledger = run_dir / "standin-steps.jsonl"
+    with open(logs / "controller.err", "a") as controller, open(ledger, "a") as steps:
+        for step in range(start + 1, total + 1):
+            time.sleep(step_s)
+            controller.write(_cosmos(f"Step: {step}/{total}, Reward Mean: -0.2500, Reward Std: 0.1000") + "\n")
+            controller.flush()
+            steps.write(json.dumps({"part": part, "step": step}) + "\n")
+            steps.flush()
+            if step % save_freq and step != total:
+                continue
+            finish(in_flight)  # the previous async save is done now
+            ckpt = out / "checkpoints" / f"step_{step}" / "policy"
+            ckpt.mkdir(parents=True)
+            (ckpt / "cosmos_config").write_text("{}")
+            for r in range(ranks):
+                (ckpt / f"model_rank_{r}.pth").write_text("w")
+                (ckpt / f"extra_info_rank_{r}.pth").write_text(json.dumps({"step": step, "total_steps": total}))
+            _say(_cosmos(f"[Policy] Step: {step}, checkpoint saved successfully at {ckpt}.", rank=0))
+            in_flight = ckpt
+    finish(in_flight)  # the last save is waited for (cosmos-rl.md §5.3: finalize)
+    (logs / "standin-done").write_text("")
+    _say(_cosmos("Process 0 completed successfully"))
+    return 0
+
+
+def _wait_for_training() -> int:
+    logs = Path(os.environ["A1X_RUN_LOGS"])
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGUSR1, lambda *_: sys.exit(143))
+    while not (logs / "standin-done").exists():
+        time.sleep(0.05)
     return 0
 
 

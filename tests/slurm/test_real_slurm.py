@@ -7,9 +7,9 @@ sbatch script, the monitor, the part/run layout and our tracking are the real on
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -18,8 +18,10 @@ from pathlib import Path
 
 import psutil
 import pytest
-from slurm_helpers import DATA, MOTION_ENTRY, STANDIN, recipe, slurm_answers
+import tomlkit
+from slurm_helpers import DATA, MOTION_ENTRY, STANDIN, slurm_answers
 
+from diagnostics.config.edit import Edit, edit_text
 from diagnostics.engine import check
 from supervisor.secrets import Scrubber
 from supervisor.slurm import (
@@ -96,9 +98,17 @@ class Run:
 def submit(tmp_path: Path) -> Iterator[Callable[..., Run]]:
     started: list[Run] = []
 
-    def _submit(mode: str, *, retries: int = 0, gpu_agent: bool = False) -> Run:
+    def _submit(
+        mode: str,
+        *,
+        retries: int = 0,
+        gpu_agent: bool = False,
+        edits: tuple[Edit, ...] = (),
+        env: dict[str, str] | None = None,
+        **cluster: object,
+    ) -> Run:
         cfg = tmp_path / "recipe.toml"
-        shutil.copy(DATA / "recipe_local.toml", cfg)
+        cfg.write_text(edit_text((DATA / "recipe_local.toml").read_text(), list(edits)))
         spec = ClusterSpec(
             method="sbatch",
             job_name=f"a1x_test_{mode}",
@@ -108,6 +118,8 @@ def submit(tmp_path: Path) -> Iterator[Callable[..., Run]]:
             gpu_agent=gpu_agent,
             a1x_tui=f"{sys.executable} -m a1x_tui",
             env={"ALPAMAYO_PAI_LOCAL_DIR": str(tmp_path)},
+            memory="0",
+            **cluster,  # type: ignore[arg-type]
         )
         job = SbatchJob(
             run_dir=tmp_path / "run",
@@ -118,11 +130,11 @@ def submit(tmp_path: Path) -> Iterator[Callable[..., Run]]:
             cosmos_rl=STANDIN_COMMAND,
             controller=STANDIN_COMMAND,
         )
-        submission = prepare_sbatch(spec, recipe(), job, environ=os.environ)
+        submission = prepare_sbatch(spec, tomlkit.parse(cfg.read_text()).unwrap(), job, environ=os.environ)
         mark = f"a1xmark{os.getpid()}x{len(started)}{mode}"
-        env = dict(os.environ, A1X_STANDIN_MODE=mode, A1X_STANDIN_MARK=mark)
+        job_env = dict(os.environ, A1X_STANDIN_MODE=mode, A1X_STANDIN_MARK=mark, **(env or {}))
         log = StageLog(tmp_path / "stage.log", scrubber=Scrubber([]))
-        proc = SlurmExecutor(poll_interval_s=0.2).start(submission.argv, cwd=tmp_path, env=env, log=log)
+        proc = SlurmExecutor(poll_interval_s=0.2).start(submission.argv, cwd=tmp_path, env=job_env, log=log)
         run = Run(tmp_path, proc, mark)
         started.append(run)
         return run
@@ -205,3 +217,64 @@ def test_the_pre_timeout_signal_requeues_into_a_new_part(submit: Callable[..., R
     assert layout.latest_run == run.slurm / "part_1" / "run_0"
     assert (run.slurm / "latest_part").resolve() == run.slurm / "part_1"
     assert any(m.startswith("autoresume:Received signal SIGUSR1") for m in run.monitor())
+
+
+def test_a_job_that_reaches_its_time_limit_resumes_from_its_last_complete_checkpoint(
+    submit: Callable[..., Run], tmp_path: Path
+) -> None:
+    outputs = tmp_path / "outputs"
+    run = submit(
+        "train",
+        retries=1,
+        # The shortest time limit Slurm has, and its SIGUSR1 55 s before it: Slurm sends it at its next
+        # time-limit check after 5 s (up to about 30 s later). The first start cannot train 400 steps by then.
+        time="1",
+        pre_timeout_signal_s=55,
+        edits=(Edit("train.output_dir", str(outputs)), Edit("train.ckpt.save_freq", 5)),
+        env={"A1X_STANDIN_STEPS": "400", "A1X_STANDIN_STEP_S": "0.1"},
+    )
+    run.release_requeued(restarts=1, timeout=75)
+    assert run.job.wait(60) == 0
+    layout = read_layout(run.slurm)
+    assert [(p.index, p.runs) for p in layout.parts] == [(0, (0,)), (1, (0,))]
+    monitor = run.monitor()
+    assert any(m.startswith("autoresume:Received signal SIGUSR1") for m in monitor)
+    # 747d1bd has no SIGUSR1 handler: the steps were ended with SIGTERM, the save in flight left unfinished.
+    assert any(m.startswith("signal:Signal SIGUSR1 caught. Forwarding SIGTERM") for m in monitor)
+
+    steps = [json.loads(line) for line in (tmp_path / "run" / "standin-steps.jsonl").read_text().splitlines()]
+    first = [s["step"] for s in steps if s["part"] == "part_0"]
+    second = [s["step"] for s in steps if s["part"] == "part_1"]
+    assert first == list(range(1, len(first) + 1)) and 10 <= len(first) < 400
+    # Checkpoints of the first start: every 5 steps; the newest has no markers (the kill cut its save short).
+    (stamp,) = [p for p in outputs.iterdir() if (p / "checkpoints" / f"step_{second[0] - 1}").is_dir()]
+    saved = sorted(int(p.name.removeprefix("step_")) for p in (stamp / "checkpoints").iterdir())
+    unfinished = saved[-1]
+    assert not (stamp / "checkpoints" / f"step_{unfinished}" / "policy" / ".rank_0_complete").exists()
+    resumed = saved[-2]
+    assert all((stamp / "checkpoints" / f"step_{n}" / "policy" / ".rank_3_complete").exists() for n in saved[:-1])
+    assert f"resume_skipped:Checkpoint of step {unfinished} is not complete, not resuming from it: " in " ".join(
+        monitor
+    )
+    ckpt = stamp / "checkpoints" / f"step_{resumed}" / "policy"
+    assert f"resume:Resuming from checkpoint step {resumed}: {ckpt}" in monitor
+    # The requeued part trained from the step after the last complete checkpoint to the end: no step up
+    # to that checkpoint was trained twice, only those after it that the kill lost.
+    assert second == list(range(resumed + 1, 401))
+    assert sorted(set(first) & set(second)) == list(range(resumed + 1, first[-1] + 1))
+    toml = (layout.latest_run / "resume.toml").read_text()
+    assert tomlkit.parse(toml)["train"]["resume"] == str(ckpt)  # type: ignore[index]
+    assert (layout.latest_run / "resume-step").read_text().strip() == str(resumed)
+    assert layout.resumed_from_step == resumed
+    # The job's state as `status` and the dashboard show it.
+    job = run.job.to_json()
+    assert (job["part"], job["resumed_from_step"], job["run"]) == (1, resumed, "part_1/run_0")
+    from supervisor.console import slurm_line
+
+    assert f"; part 1 resumed from step {resumed}; logs part_1/run_0" in slurm_line(job)
+    assert f"slurm: part 1 resumed from checkpoint step {resumed}" in (tmp_path / "stage.log").read_text()
+    # What the train stage's verdict reads: the last start reached 400/400 with a complete checkpoint.
+    from supervisor.verify import verify_trained
+
+    verdict = verify_trained(run.slurm, ranks=4)
+    assert verdict.ok and verdict.reason == "step 400/400; checkpoint step_400 complete", verdict.reason

@@ -11,10 +11,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from slurm_helpers import MOTION_ENTRY, recipe, with_values
+from slurm_helpers import DATA, MOTION_ENTRY, recipe, with_values
 
 from supervisor.slurm import (
     ClusterSpec,
+    CosmosRev,
     NodePlan,
     Packing,
     SbatchJob,
@@ -205,6 +206,59 @@ def test_the_monitor_retries_and_autoresume_follow_cosmos_rls_script() -> None:
     assert "AUTORESUME=0" in no_resume and not any(line.startswith("#SBATCH --signal") for line in no_resume)
 
 
+def test_the_pre_timeout_signal_goes_on_as_each_revision_handles_it() -> None:
+    # 747d1bd has no SIGUSR1 handler (cosmos-rl.md §11.2): the steps are ended with SIGTERM; HEAD's
+    # policy saves a checkpoint on SIGUSR1 (§2.6), so it gets SIGUSR1 and time to save.
+    assert "PRE_TIMEOUT_FORWARD=TERM" in render(recipe())
+    head = SPEC.model_copy(update={"cosmos_rev": CosmosRev.HEAD})
+    assert "PRE_TIMEOUT_FORWARD=USR1" in render(recipe(), head)
+
+
+def _latest_checkpoint(script: str, slurm: Path, ranks: int, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run the script's own latest_checkpoint over a layout (its functions only, no Slurm)."""
+    functions = "".join(
+        re.findall(r"^(?:log|checkpoint_complete|latest_checkpoint)\(\) \{\n.*?^\}\n", script, flags=re.M | re.S)
+    )
+    program = f"{functions}\nSLURM_RUN_ROOT={shlex.quote(str(slurm))}\nCKPT_RANKS={ranks}\nlatest_checkpoint\n"
+    return subprocess.run(["bash", "-c", program], capture_output=True, text=True, cwd=cwd, check=False)
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_a_requeued_start_finds_the_newest_complete_checkpoint_of_this_job(tmp_path: Path) -> None:
+    script = "\n".join(render(recipe())) + "\n"
+    slurm = tmp_path / "slurm"
+    out = tmp_path / "outputs" / "20260101000000" / "checkpoints"
+
+    def saved(run: str, step: int, *, markers: int, where: Path = out, logged: str | None = None) -> None:
+        ckpt = where / f"step_{step}" / "policy"
+        ckpt.mkdir(parents=True)
+        (ckpt / "cosmos_config").write_text("{}")
+        for r in range(4):
+            (ckpt / f"model_rank_{r}.pth").write_text("w")
+        for r in range(markers):
+            (ckpt / f".rank_{r}_complete").write_text("")
+        line = f"[rank0]:[cosmos] 2026-01-01 00:00:00,000 - cosmos - INFO - [Policy] Step: {step}, checkpoint saved "
+        (slurm / run).mkdir(parents=True, exist_ok=True)
+        with open(slurm / run / "policy_0.err", "a") as log:
+            log.write(f"{line}successfully at {logged or ckpt}.\n")
+
+    saved("part_0/run_0", 5, markers=4)
+    saved("part_0/run_0", 10, markers=4)
+    saved("part_0/run_1", 15, markers=3)  # one rank had not finished when the job was killed
+    (tmp_path / "other" / "step_99").mkdir(parents=True)  # another run's checkpoint: never named by this job
+    found = _latest_checkpoint(script, slurm, 4, tmp_path)
+    assert found.returncode == 0 and found.stdout == f"10 {out / 'step_10' / 'policy'}\n"
+    assert f"Checkpoint of step 15 is not complete, not resuming from it: {out / 'step_15' / 'policy'}" in found.stderr
+    # Without a known rank count, every model_rank_<r>.pth needs its marker.
+    assert _latest_checkpoint(script, slurm, 0, tmp_path).stdout.startswith("10 ")
+    # A relative train.output_dir is relative to the workspace the script changes into.
+    rel = tmp_path / "ws" / "rel"
+    saved("part_1/run_0", 20, markers=4, where=rel, logged="rel/step_20/policy")
+    assert _latest_checkpoint(script, slurm, 4, tmp_path / "ws").stdout == f"20 {rel / 'step_20' / 'policy'}\n"
+    empty = _latest_checkpoint(script, tmp_path / "nothing", 4, tmp_path)
+    assert empty.returncode == 1 and empty.stdout == ""
+
+
 def test_traps_are_set_before_any_step_starts() -> None:
     lines = render(recipe())
     trap = lines.index('trap "on_signal USR1" USR1')
@@ -265,12 +319,18 @@ def test_prepare_writes_the_script_and_the_plan_and_refuses_criticals(tmp_path: 
         workdir=tmp_path,
         venv=tmp_path / "venv",
     )
+    text = (DATA / "recipe_cluster_80.toml").read_text()
+    (tmp_path / "r.toml").write_text(text)
     spec = ClusterSpec(method="sbatch", env={"ALPAMAYO_PAI_LOCAL_DIR": "/d"}, pass_env=["WANDB_API_KEY"])
     sub = prepare_sbatch(spec, recipe("recipe_cluster_80.toml"), job, environ={"WANDB_API_KEY": "x"})
     assert sub.argv == ("sbatch", "--parsable", str(tmp_path / "run" / "slurm" / "sbatch_script.sh"))
     assert sub.script is not None and sub.script.stat().st_mode & 0o111
     plan = json.loads((tmp_path / "run" / "slurm" / "nodeplan.json").read_text())
     assert len(plan["nodes"]) == 80 and plan["nodes"][79]["replicas"][7]["name"] == "rollout_127"
+    # A resumed start's TOML: this one with [train] resume naming the checkpoint (the rest unchanged).
+    template = (tmp_path / "run" / "slurm" / "resume-template.toml").read_text()
+    assert template == text.replace("resume = false", 'resume = "@A1X_RESUME_CHECKPOINT@"', 1)
+    assert "CKPT_RANKS=8" in sub.script.read_text().splitlines()  # dp_shard_size 8: eight markers per checkpoint
 
     with pytest.raises(SubmissionRefused, match="WANDB_API_KEY not set in this environment"):
         prepare_sbatch(spec, recipe("recipe_cluster_80.toml"), job, environ={})

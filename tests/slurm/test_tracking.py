@@ -201,6 +201,31 @@ def test_layout_follows_parts_runs_and_the_latest_link(tmp_path: Path) -> None:
     assert read_layout(slurm).aborted
 
 
+def test_the_step_a_start_resumed_from_is_read_from_the_latest_run(tmp_path: Path) -> None:
+    slurm = tmp_path / "slurm"
+    write(slurm / "part_0" / "run_0" / "resume-step", "0\n")
+    assert read_layout(slurm).resumed_from_step == 0  # the first start trains from step 0
+    write(slurm / "part_1" / "run_0" / "resume-step", "210\n")
+    assert read_layout(slurm).resumed_from_step == 210
+    write(slurm / "part_2" / "run_0" / "controller.err")  # Cosmos-RL's own template writes no such file
+    assert read_layout(slurm).resumed_from_step is None
+
+
+def test_status_shows_the_part_and_the_step_it_resumed_from() -> None:
+    from supervisor.console import slurm_line
+
+    job = {"job_id": "42", "state": "RUNNING", "nodes": "n1", "restarts": 1, "run": "part_1/run_0", "part": 1}
+    assert slurm_line({**job, "resumed_from_step": 210}) == (
+        "slurm job 42 RUNNING on n1, restart 1; part 1 resumed from step 210; logs part_1/run_0"
+    )
+    assert slurm_line({**job, "resumed_from_step": 0}) == (
+        "slurm job 42 RUNNING on n1, restart 1; part 1 trains from step 0 (no complete checkpoint to resume from); "
+        "logs part_1/run_0"
+    )
+    first = {**job, "restarts": 0, "run": "part_0/run_0", "part": 0, "resumed_from_step": 0}
+    assert slurm_line(first) == "slurm job 42 RUNNING on n1; logs part_0/run_0"
+
+
 def test_role_logs_of_a_run_and_of_the_747d1bd_layout(tmp_path: Path) -> None:
     run = tmp_path / "run_0"
     for name in (
@@ -242,6 +267,8 @@ srun: error: node017: task 16: Exited with exit code 1
 [2026-03-01 11:00:01.000 AM UTC][cosmos-rl-sbatch]: Job failed with status 1. Retries remaining: 2. Requeuing...
 [2026-03-01 11:05:00.000 AM UTC][cosmos-rl-sbatch]: Signal SIGUSR1 caught. Will terminate job and potentially requeue.
 [2026-03-01 11:05:09.000 AM UTC][cosmos-rl-sbatch]: Received signal SIGUSR1, will requeue for autoresume
+[2026-03-01 11:05:30.000 AM UTC][a1x-tui-sbatch]: Checkpoint of step 215 is not complete, not resuming from it: /o/s
+[2026-03-01 11:05:30.100 AM UTC][a1x-tui-sbatch]: Resuming from checkpoint step 210: /o/t/checkpoints/step_210/policy
 [2026-03-01 11:06:00.000 AM UTC][a1x-tui-sbatch]: Job failed with status 137. No retries remaining.
 [2026-03-01 11:06:00.100 AM UTC][a1x-tui-sbatch]: Final exit status: 137
 """
@@ -256,6 +283,8 @@ def test_monitor_lines_of_both_sbatch_scripts() -> None:
         (7, "cosmos-rl-sbatch", "retry", {"status": 1, "left": 2}),
         (8, "cosmos-rl-sbatch", "signal", {"signal": "SIGUSR1"}),
         (9, "cosmos-rl-sbatch", "autoresume", {"signal": "SIGUSR1"}),
-        (10, "a1x-tui-sbatch", "no_retries", {"status": 137}),
-        (11, "a1x-tui-sbatch", "final", {"status": 137}),
+        (10, "a1x-tui-sbatch", "resume_skipped", {"step": 215}),
+        (11, "a1x-tui-sbatch", "resume", {"step": 210, "path": "/o/t/checkpoints/step_210/policy"}),
+        (12, "a1x-tui-sbatch", "no_retries", {"status": 137}),
+        (13, "a1x-tui-sbatch", "final", {"status": 137}),
     ]
