@@ -34,6 +34,17 @@ def test_a_pending_slurm_train_stage_shows_the_job_and_its_reason(tmp_path: Path
     assert rows["train"].reason.startswith("slurm job 4242 PENDING (Resources: waiting for nodes)")
 
 
+def test_a_requeued_slurm_train_stage_shows_its_part_and_the_step_it_resumed_from(tmp_path: Path) -> None:
+    state = sample_state(tmp_path)
+    train = next(st for st in state["stages"] if st["name"] == "train")
+    train["slurm"] = {
+        "job_id": "4242", "state": "RUNNING", "nodes": "n[1-2]", "restarts": 1, "run": "part_1/run_0",
+        "part": 1, "resumed_from_step": 210,
+    }
+    rows = {r.name: r for r in stage_rows(state, FIXED_NOW)}
+    assert rows["train"].reason.startswith("slurm job 4242 RUNNING on n[1-2], restart 1; part 1 resumed from step 210")
+
+
 def test_the_banner_says_read_only_or_the_run_state_and_counts_findings(tmp_path: Path) -> None:
     findings = {"a": finding("vllm_oom", Severity.CRITICAL), "b": finding("grpo_collapse", Severity.WARNING)}
     text = banner_text(
