@@ -97,6 +97,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("binary_missing", C, "A required program is not on PATH", "preflight"),
     _e("recipe_checkout_missing", C, "The alpamayo-recipes checkout is not where the spec says", "preflight"),
     _e("container_path_unmounted", C, "A path the job needs is not mounted in its container", "preflight"),
+    _e("checkpoint_after_time_limit", C, "The job cannot save a checkpoint before its time limit", "preflight"),
 )
 
 CATALOG: dict[str, CatalogEntry] = {e.id: e for e in _ENTRIES}

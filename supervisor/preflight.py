@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from diagnostics.catalog import entry
-from diagnostics.findings import CheckResult, CheckState, Evidence, Finding, Report, overall_status
+from diagnostics.findings import CheckResult, CheckState, Evidence, Finding, Fix, Report, Severity, overall_status
 from supervisor.secrets import hf_token_file, secret_source
 from supervisor.slurm.spec import ClusterSpec
 from supervisor.spec import RunSpec
@@ -122,15 +122,26 @@ class _Checks:
         self.results: dict[str, CheckResult] = {}
         self.notes: list[str] = []
 
-    def finding(self, check_id: str, explanation: str, *, evidence: Sequence[str], action: str, **data: Any) -> None:
+    def finding(
+        self,
+        check_id: str,
+        explanation: str,
+        *,
+        evidence: Sequence[str],
+        action: str,
+        fixes: Sequence[Fix] = (),
+        severity: Severity | None = None,
+        **data: Any,
+    ) -> None:
         cat = entry(check_id)
         self.findings.append(
             Finding(
                 id=check_id,
-                severity=cat.severity,
+                severity=severity or cat.severity,
                 title=cat.title,
                 explanation=explanation,
                 evidence=[Evidence(file=f"preflight:{check_id}", line=None, text=t) for t in evidence],
+                fixes=list(fixes),
                 action=action,
                 data=data,
             )
@@ -195,6 +206,7 @@ def preflight(
     _check_env_vars(spec, stages, todo, checks, env)
     _check_wandb(spec, todo, checks, env)
     _check_container_paths(spec, todo, checks, env, run_dir)
+    _check_wall_time(spec, todo, checks)
 
     status = overall_status(checks.findings)
     worst = ", ".join(f.id for f in checks.findings) or "none"
@@ -492,6 +504,28 @@ def _check_container_paths(
         return
     explanation, lines, action, data = describe(cluster, missing)
     checks.finding(cid, explanation, evidence=lines, action=action, **data)
+
+
+def _check_wall_time(spec: RunSpec, todo: Sequence[str], checks: _Checks) -> None:
+    """A cluster job must save a checkpoint before its time limit (docs/slurm.md "Resuming")."""
+    import tomlkit
+
+    from configs import render
+    from supervisor.configure_stage import template_choices
+    from supervisor.slurm.walltime import wall_time_problems
+
+    cid = "checkpoint_after_time_limit"
+    cluster = spec.cluster
+    if cluster is None or not spec.on_slurm or "train" not in todo:
+        checks.other(cid, CheckState.SKIPPED, "only a cluster job has a time limit")
+        return
+    # The TOML the configure stage will write (rendered from the spec, as it does).
+    data = tomlkit.parse(render.render_toml(template_choices(spec))).unwrap()
+    problems, note = wall_time_problems(cluster, data)
+    for p in problems:
+        checks.finding(cid, p.explanation, evidence=[p.evidence], action=p.action, fixes=p.fixes, **(p.data or {}))
+    if not problems:
+        checks.ok(cid, note)
 
 
 def outputs_present(spec: RunSpec, stage: str) -> bool:

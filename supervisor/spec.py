@@ -327,6 +327,8 @@ CLUSTER_EXAMPLE = """
 # gpus_per_node = 8
 # max_nodes = 80                 # what the partition can give; the node plan must fit
 # time = "04:00:00"
+# memory = "0"                   # sbatch --mem per node: 0 = all of it (Cosmos-RL's template asks for that)
+# step_time_s = 90               # seconds per training step, if known: save_freq is checked against time
 # retries = 3                    # failure requeues per part
 # pass_env = ["WANDB_API_KEY"]   # names only: checked in the submitting environment, never written
 # a1x_tui = "a1x-tui"            # sbatch: a1x-tui as the compute nodes see it (GPU agent on every node)

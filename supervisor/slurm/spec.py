@@ -46,6 +46,9 @@ class ClusterSpec(BaseModel):
         "0", description="memory per node, sbatch --mem (0 = all of it, as Cosmos-RL's 747d1bd template asks)"
     )
     cpus_per_task: int | None = Field(None, ge=1, description="CPUs per node (one task per node): --cpus-per-task")
+    step_time_s: float | None = Field(
+        None, gt=0, description="seconds per training step (e.g. a previous run's); checks save_freq against time"
+    )
     job_name: str = Field("a1x_rl", description="Slurm job name (dispatch_job.py: run dir <job-name>_<timestamp>)")
     output_root: Path | None = Field(None, description="cosmos-dispatch: --output-root-path (run dirs go under it)")
     cosmos_rev: CosmosRev = Field(CosmosRev.PINNED, description="the Cosmos-RL on the cluster: 747d1bd or head")

@@ -22,6 +22,7 @@ from supervisor.slurm.dispatch import dispatch_argv
 from supervisor.slurm.plan import ConfigSource, NodePlan, PlanError, cluster_findings, plan_nodes, toml_get
 from supervisor.slurm.sbatch import SbatchJob, missing_env, write_sbatch
 from supervisor.slurm.spec import ClusterSpec, SlurmSpecError
+from supervisor.slurm.walltime import wall_time_problems
 
 
 class SubmissionRefused(SlurmSpecError):
@@ -56,7 +57,7 @@ def _plan_and_check(
         n_rollout=n_rollout,
         max_nodes=spec.max_nodes,
     )
-    findings = cluster_findings(plan, data, source)
+    findings = cluster_findings(plan, data, source) + wall_time_findings(spec, data, source)
     critical = [f for f in findings if f.severity is Severity.CRITICAL]
     if isinstance(plan, PlanError) or critical:
         first = critical[0] if critical else findings[0]
@@ -110,6 +111,25 @@ def prepare_sbatch(
         )
     script = write_sbatch(spec, plan, job)
     return Submission(("sbatch", "--parsable", str(script)), plan, findings, script)
+
+
+def wall_time_findings(spec: ClusterSpec, data: Mapping[str, Any], source: ConfigSource) -> list[Finding]:
+    """``checkpoint_after_time_limit`` for each way the job cannot checkpoint before its time limit."""
+    cat = entry("checkpoint_after_time_limit")
+    problems, _ = wall_time_problems(spec, data)
+    return [
+        Finding(
+            id=cat.id,
+            severity=cat.severity,
+            title=cat.title,
+            explanation=p.explanation,
+            evidence=[p.evidence_at(source.locate, source.file)],
+            fixes=list(p.fixes),
+            action=p.action,
+            data=dict(p.data or {}),
+        )
+        for p in problems
+    ]
 
 
 def container_finding(

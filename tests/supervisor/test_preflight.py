@@ -179,3 +179,22 @@ def test_a_cosmos_dispatch_run_names_each_path_its_containers_cannot_see(world: 
     fine = _run(world, _spec(world, compute="cluster", cluster=head), stages=["train"], env=env)
     assert "container_path_unmounted" not in _ids(fine)
     assert {c.id: c.state.value for c in fine.checks}["container_path_unmounted"] == "ok"
+
+
+def test_a_cluster_job_that_cannot_checkpoint_before_its_time_limit(world: World) -> None:
+    # The cluster TOML saves every 50 steps; at 60 s a step that is 50 min, but a 30 min job is signalled
+    # 20 min before its end and requeued: no part would ever save a checkpoint.
+    cluster = '\n[cluster]\nmethod = "sbatch"\ntime = "00:30:00"\nstep_time_s = 60\n'
+    report = _run(world, _spec(world, compute="cluster", cluster=cluster), stages=["train"], binaries={"sbatch"})
+    finding = next(f for f in report.findings if f.id == "checkpoint_after_time_limit")
+    assert finding.severity.value == "critical" and report.exit_code == 2
+    assert finding.evidence[0].file == "preflight:checkpoint_after_time_limit"
+    assert finding.action == "set train.ckpt.save_freq = 5 (two checkpoints per part), or raise [cluster] time"
+    assert [(f.path, f.proposed) for f in finding.fixes] == [("train.ckpt.save_freq", 5)]
+    longer = _spec(world, compute="cluster", cluster=cluster.replace("00:30:00", "08:00:00"))
+    fine = _run(world, longer, stages=["train"])
+    assert "checkpoint_after_time_limit" not in _ids(fine)
+    assert {c.id: c.note for c in fine.checks}["checkpoint_after_time_limit"] == (
+        "a part trains 7 h 40 min (08:00:00 minus the 1200 s pre-timeout signal); "
+        "save_freq 50 x 60 s = a checkpoint every 50 min"
+    )
