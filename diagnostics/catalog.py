@@ -56,7 +56,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     # --- failure table rows (alpamayo-recipe.md §14) ---
     _e("hydra_none_string", C, "Hydra turned None into the string 'None'", "logs"),
     _e("gated_repo", C, "Hugging Face refused a gated repository", "logs", "preflight"),
-    _e("hf_rate_limit", W, "Hugging Face rate limit (HTTP 429)", "logs"),
+    _e("hf_rate_limit", W, "Hugging Face rate limit (HTTP 429)", "logs", "preflight"),
     _e("grader_missing", C, "The Lingo-Judge reasoning grader is not on disk", "logs", "config", "preflight"),
     _e("mini_parquet_missing", C, "The curated clip index parquet is missing", "logs", "preflight"),
     _e("missing_env_var", C, "A required environment variable is not set", "logs", "preflight"),
@@ -94,6 +94,8 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("gpus_too_few", C, "Fewer usable GPUs than the replicas need", "preflight"),
     _e("disk_space_low", C, "Not enough free disk for what the stages will write", "preflight"),
     _e("hf_token_missing", C, "No Hugging Face token: gated downloads will fail", "preflight"),
+    _e("hf_token_invalid", C, "The Hub rejects the Hugging Face token (HTTP 401)", "preflight"),
+    _e("hf_cache_missing", C, "HF_HUB_OFFLINE=1, but the files are not in the Hugging Face cache", "preflight"),
     _e("binary_missing", C, "A required program is not on PATH", "preflight"),
     _e("recipe_checkout_missing", C, "The alpamayo-recipes checkout is not where the spec says", "preflight"),
     _e("container_path_unmounted", C, "A path the job needs is not mounted in its container", "preflight"),

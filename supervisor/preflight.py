@@ -13,11 +13,12 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from diagnostics.catalog import entry
 from diagnostics.findings import CheckResult, CheckState, Evidence, Finding, Fix, Report, Severity, overall_status
-from supervisor.secrets import hf_token_file, secret_source
+from supervisor.secrets import hf_token_file, read_secret, secret_source
+from supervisor.slurm.container import hf_hub_cache
 from supervisor.slurm.spec import ClusterSpec
 from supervisor.spec import RunSpec
 from supervisor.verify import (
@@ -27,6 +28,9 @@ from supervisor.verify import (
     verify_download_motion,
     verify_grader,
 )
+
+if TYPE_CHECKING:
+    from supervisor.hub import HubRepo
 
 GB = 1_000_000_000
 MIN_GPU_MEMORY = 80 * GB  # alpamayo-recipe.md §1 / README: 'at least 80 GB of VRAM' each
@@ -164,12 +168,6 @@ def _existing_parent(path: Path) -> Path:
     return Path("/")
 
 
-def _hf_cache(environ: Mapping[str, str]) -> Path:
-    if environ.get("HF_HUB_CACHE"):
-        return Path(environ["HF_HUB_CACHE"]).expanduser()
-    if environ.get("HF_HOME"):
-        return Path(environ["HF_HOME"]).expanduser() / "hub"
-    return Path("~/.cache/huggingface/hub").expanduser()
 
 
 def preflight(
@@ -183,12 +181,14 @@ def preflight(
     which: Callable[[str], str | None] | None = None,
     skip_verified: Callable[[str], bool] | None = None,
     run_dir: Path | None = None,
+    hub: bool = True,
 ) -> Report:
     """Check the machine for the ``stages`` a run will execute.
 
     ``skip_verified(stage)`` says whether a stage's outputs already verify (its disk needs then
     do not count). ``run_dir`` is the run directory when it is known (a new run's goes under
-    ``<workspace>/runs``). The other callables exist for tests.
+    ``<workspace>/runs``). ``hub`` asks the Hugging Face Hub (``HF_ENDPOINT``) about the token and
+    the gated repositories (``supervisor.hub``). The other callables exist for tests.
     """
     env = os.environ if environ is None else environ
     find = which or (lambda name: shutil.which(name, path=env.get("PATH")))
@@ -200,6 +200,7 @@ def preflight(
     _check_gpus(spec, todo, checks, env, gpu_probe)
     _check_disk(spec, todo, checks, env, free_of)
     _check_hf_token(todo, checks, env)
+    _check_hub(spec, todo, checks, env, ask=hub)
     _check_binaries(todo, checks, env, find, cluster=spec.cluster if spec.on_slurm else None)
     _check_recipe(spec, stages, checks)
     _check_grader(spec, stages, todo, checks)
@@ -272,7 +273,7 @@ def _check_disk(
     cid = "disk_space_low"
     needs: list[tuple[Path, int, str]] = []
     if "convert" in todo:
-        needs.append((_hf_cache(env), MODEL_BYTES, "model weights in the Hugging Face cache (convert)"))
+        needs.append((hf_hub_cache(env), MODEL_BYTES, "model weights in the Hugging Face cache (convert)"))
     if "download" in todo:
         if spec.reward_mode == "motion":
             needs.append((spec.paths.pai_dir, MOTION_DATA_BYTES, "motion PAI data (download)"))
@@ -332,6 +333,144 @@ def _check_hf_token(todo: Sequence[str], checks: _Checks, env: Mapping[str, str]
         )
     else:
         checks.ok(cid, f"token from {source}")
+
+
+_HUB_IDS = ("hf_token_invalid", "gated_repo", "hf_rate_limit", "hf_cache_missing")
+
+
+def _check_hub(spec: RunSpec, todo: Sequence[str], checks: _Checks, env: Mapping[str, str], *, ask: bool) -> None:
+    """The token, the gated repositories and the offline cache, through huggingface_hub (``supervisor.hub``)."""
+    users = [s for s in todo if s in ("convert", "download", "train")]
+    if not users:
+        for cid in _HUB_IDS:
+            checks.other(cid, CheckState.SKIPPED, "no stage reads from the Hugging Face Hub")
+        return
+    from supervisor.hub import DEFAULT_ENDPOINT, offline, repos_for
+    from supervisor.spec import DEFAULT_VLM
+
+    repos = repos_for(users, alpamayo_model=spec.alpamayo_model, vlm=DEFAULT_VLM)
+    # The download stage runs with HF_HUB_OFFLINE=0 whatever this shell says; the others inherit it.
+    is_offline = offline(env)
+    online = [r for r in repos if not is_offline or "download" in r.stages]
+    from_cache = [r for r in repos if r not in online]
+    _check_hub_cache(from_cache, checks, env)
+    if not online:
+        for cid in ("hf_token_invalid", "gated_repo", "hf_rate_limit"):
+            checks.other(cid, CheckState.SKIPPED, "HF_HUB_OFFLINE=1: the Hub is not asked")
+        return
+    if not ask:
+        for cid in ("hf_token_invalid", "gated_repo", "hf_rate_limit"):
+            checks.other(cid, CheckState.SKIPPED, "the Hub was not asked")
+        return
+    token = read_secret("HF_TOKEN", env)
+    if token is None:
+        for cid in ("hf_token_invalid", "gated_repo", "hf_rate_limit"):
+            checks.other(cid, CheckState.SKIPPED, "no token to ask the Hub with (hf_token_missing)")
+        return
+    from supervisor.hub import HubClient
+
+    endpoint = env.get("HF_ENDPOINT") or DEFAULT_ENDPOINT
+    client = HubClient(endpoint=endpoint, token=token)
+    source = secret_source("HF_TOKEN", env) or "the environment"
+    limited: list[str] = []
+    who = client.whoami()
+    if who.answer == "unauthorized":
+        checks.finding(
+            "hf_token_invalid",
+            f"The Hub at {endpoint} rejects the token from {source}: stages {', '.join(users)} would fail with "
+            "'Invalid user token' or 'Repository Not Found' (alpamayo-recipe.md §4).",
+            evidence=[f"whoami: {who.detail or 'HTTP 401'} for the token from {source}"],
+            action="`hf auth login --force` with a valid token (or export a valid HF_TOKEN: it takes precedence "
+            "over the token file)",
+        )
+        for cid in ("gated_repo", "hf_rate_limit"):
+            checks.other(cid, CheckState.BLIND, "not asked: the token is rejected")
+        return
+    if who.answer in ("unreachable", "offline", "forbidden"):
+        for cid in ("hf_token_invalid", "gated_repo", "hf_rate_limit"):
+            checks.other(cid, CheckState.BLIND, f"the Hub at {endpoint} did not answer whoami ({who.detail})")
+        checks.notes.append(f"could not ask the Hub at {endpoint} ({who.detail}): token and licences not checked")
+        return
+    if who.answer == "rate_limited":
+        limited.append(f"whoami: {who.detail}")
+        checks.other("hf_token_invalid", CheckState.BLIND, "whoami is rate-limited: the token was not checked")
+    else:
+        who_text = f" ({who.detail})" if who.detail else ""
+        checks.ok("hf_token_invalid", f"the Hub accepts the token from {source}{who_text}")
+    refused: list[str] = []
+    refused_ids: list[str] = []
+    pages: list[str] = []
+    readable: list[str] = []
+    for repo in online:
+        reply = client.can_read(repo)
+        where = f"{repo.repo_id} ({repo.what}, for {', '.join(repo.stages)})"
+        if reply.answer == "ok":
+            readable.append(repo.repo_id)
+        elif reply.answer in ("gated", "not_found", "forbidden"):
+            refused_ids.append(repo.repo_id)
+            if reply.answer == "gated":
+                refused.append(f"{where}: gated, and the licence is not accepted for this token's account")
+                pages.append(repo.page(endpoint))
+            elif reply.answer == "not_found":
+                refused.append(f"{where}: not found, or this token may not read it")
+            else:
+                refused.append(f"{where}: HTTP 403, this token may not read it")
+        elif reply.answer == "rate_limited":
+            limited.append(f"{repo.repo_id}: {reply.detail}")
+        else:
+            checks.notes.append(f"could not ask the Hub at {endpoint} about {repo.repo_id} ({reply.detail})")
+    if refused:
+        action = f"accept the licences at {', '.join(pages)} with the token's account" if pages else ""
+        action += ("; " if action else "") + (
+            "a fine-grained token needs 'read access to contents of all public gated repos'"
+        )
+        checks.finding(
+            "gated_repo",
+            f"The Hub at {endpoint} refuses this token repositories the run downloads: the stage that needs them "
+            "fails (alpamayo-recipe.md §4, §14 row 3).",
+            evidence=refused,
+            action=action,
+            repos=refused_ids,
+        )
+    elif readable:
+        checks.ok("gated_repo", "the token may read " + ", ".join(readable))
+    if limited:
+        checks.finding(
+            "hf_rate_limit",
+            f"The Hub at {endpoint} answered HTTP 429 (rate limit): what it was asked could not be checked.",
+            evidence=limited,
+            action="wait a minute (Retry-After) and run preflight again; requests with a token have higher limits",
+        )
+    else:
+        checks.ok("hf_rate_limit", "no rate limit")
+
+
+def _check_hub_cache(repos: Sequence[HubRepo], checks: _Checks, env: Mapping[str, str]) -> None:
+    cid = "hf_cache_missing"
+    if not repos:
+        checks.other(cid, CheckState.SKIPPED, "HF_HUB_OFFLINE is not set: the stages download what they need")
+        return
+    from supervisor.hub import missing_from_cache
+
+    cache = hf_hub_cache(env)
+    lines = []
+    for repo in repos:
+        missing = missing_from_cache(repo, cache)
+        if missing:
+            shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+            lines.append(f"{repo.repo_id} ({repo.what}, for {', '.join(repo.stages)}): {shown} not in {cache}")
+    if lines:
+        checks.finding(
+            cid,
+            "HF_HUB_OFFLINE=1: the stages read these files from the Hugging Face cache and fail with "
+            "LocalEntryNotFoundError without them (alpamayo-recipe.md §3, §4).",
+            evidence=lines,
+            action="run once without HF_HUB_OFFLINE (or with HF_HUB_OFFLINE=0) to fill the cache, or point HF_HOME "
+            "at a cache that holds them",
+        )
+    else:
+        names = ", ".join(r.repo_id for r in repos)
+        checks.ok(cid, f"HF_HUB_OFFLINE=1: {names} in the cache {cache}; the Hub is not asked about them")
 
 
 def _check_binaries(

@@ -31,6 +31,7 @@ def _run(
     env: dict[str, str] | None = None,
     stages: list[str] | None = None,
 ) -> Report:
+    # The Hub is not asked here: tests/supervisor/test_preflight_hub.py asks a local one.
     return preflight(
         spec,
         stages=stages or stage_names(spec),
@@ -39,6 +40,7 @@ def _run(
         gpu_probe=lambda: gpus,
         disk_free=lambda _p: free,
         which=lambda name: f"/usr/bin/{name}" if name in binaries else None,
+        hub=False,
     )
 
 
