@@ -263,6 +263,7 @@ checkpoint_complete() {
 
 # "STEP PATH" of the newest complete checkpoint this job saved, from its policy's own lines
 # '[Policy] Step: N, checkpoint saved successfully at PATH.' (written when an async save starts).
+# Policy replicas are placed first, so they write into the policy_<t> files of their nodes.
 latest_checkpoint() {
     local step path
     while read -r step path; do
@@ -273,7 +274,7 @@ latest_checkpoint() {
         fi
         log "Checkpoint of step $step is not complete, not resuming from it: $path" >&2
     done < <(grep -h -a -o -E 'Step: [0-9]+, checkpoint saved successfully at [^[:space:]]+' \
-                "$SLURM_RUN_ROOT"/part_*/run_*/*.err "$SLURM_RUN_ROOT"/part_*/run_*/*.out 2>/dev/null \
+                "$SLURM_RUN_ROOT"/part_*/run_*/policy_*.err "$SLURM_RUN_ROOT"/part_*/run_*/policy_*.out 2>/dev/null \
              | sed -E 's/^Step: ([0-9]+), checkpoint saved successfully at (.*[^.])[.]?$/\1 \2/' \
              | sort -k1,1nr -k2,2 -u)
     return 1
