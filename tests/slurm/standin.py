@@ -24,9 +24,10 @@ start's ``controller.err``; the controller only waits for it. Checkpoints go whe
 with ``cosmos_config``, ``model_rank_<r>.pth``, ``extra_info_rank_<r>.pth`` (the step, as JSON here)
 and the ``.rank_<r>_complete`` markers, every ``train.ckpt.save_freq`` steps and at the last one,
 announced by the policy's ``checkpoint saved successfully at`` line. Saves are asynchronous: a
-save's markers are written when the next save starts, so a kill always leaves the newest
-checkpoint without them. ``[train] resume`` as a path (a string) resumes from that checkpoint and
-refuses one that is not complete; every trained step goes to ``<run>/standin-steps.jsonl``.
+save's markers are written once the next save has started, so a kill always leaves the newest
+checkpoint without them (sometimes the two newest). ``[train] resume`` as a path (a string)
+resumes from that checkpoint and refuses one that is not complete; every trained step goes to
+``<run>/standin-steps.jsonl``.
 SIGTERM (and SIGUSR1, which 747d1bd does not handle) end it at once, as they end the real trainer.
 """
 
@@ -211,7 +212,6 @@ def train(argv: list[str]) -> int:
             steps.flush()
             if step % save_freq and step != total:
                 continue
-            finish(in_flight)  # the previous async save is done now
             ckpt = out / "checkpoints" / f"step_{step}" / "policy"
             ckpt.mkdir(parents=True)
             (ckpt / "cosmos_config").write_text("{}")
@@ -219,6 +219,7 @@ def train(argv: list[str]) -> int:
                 (ckpt / f"model_rank_{r}.pth").write_text("w")
                 (ckpt / f"extra_info_rank_{r}.pth").write_text(json.dumps({"step": step, "total_steps": total}))
             _say(_cosmos(f"[Policy] Step: {step}, checkpoint saved successfully at {ckpt}.", rank=0))
+            finish(in_flight)  # the previous async save is done once this one has started
             in_flight = ckpt
     finish(in_flight)  # the last save is waited for (cosmos-rl.md §5.3: finalize)
     (logs / "standin-done").write_text("")

@@ -246,17 +246,16 @@ def test_a_job_that_reaches_its_time_limit_resumes_from_its_last_complete_checkp
     first = [s["step"] for s in steps if s["part"] == "part_0"]
     second = [s["step"] for s in steps if s["part"] == "part_1"]
     assert first == list(range(1, len(first) + 1)) and 10 <= len(first) < 400
-    # Checkpoints of the first start: every 5 steps; the newest has no markers (the kill cut its save short).
+    # Checkpoints of the first start, every 5 steps: the kill cut the newest save short (no markers).
     (stamp,) = [p for p in outputs.iterdir() if (p / "checkpoints" / f"step_{second[0] - 1}").is_dir()]
-    saved = sorted(int(p.name.removeprefix("step_")) for p in (stamp / "checkpoints").iterdir())
-    unfinished = saved[-1]
-    assert not (stamp / "checkpoints" / f"step_{unfinished}" / "policy" / ".rank_0_complete").exists()
-    resumed = saved[-2]
-    assert all((stamp / "checkpoints" / f"step_{n}" / "policy" / ".rank_3_complete").exists() for n in saved[:-1])
-    assert f"resume_skipped:Checkpoint of step {unfinished} is not complete, not resuming from it: " in " ".join(
-        monitor
-    )
-    ckpt = stamp / "checkpoints" / f"step_{resumed}" / "policy"
+    folders = {int(p.name.removeprefix("step_")): p / "policy" for p in (stamp / "checkpoints").iterdir()}
+    complete = sorted(n for n, f in folders.items() if all((f / f".rank_{r}_complete").exists() for r in range(4)))
+    unfinished = sorted(set(folders) - set(complete))
+    resumed = complete[-1]
+    assert unfinished and min(unfinished) > resumed and complete == list(range(5, resumed + 1, 5))
+    for n in unfinished:
+        assert f"resume_skipped:Checkpoint of step {n} is not complete, not resuming from it: {folders[n]}" in monitor
+    ckpt = folders[resumed]
     assert f"resume:Resuming from checkpoint step {resumed}: {ckpt}" in monitor
     # The requeued part trained from the step after the last complete checkpoint to the end: no step up
     # to that checkpoint was trained twice, only those after it that the kill lost.
