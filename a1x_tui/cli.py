@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
 
 from a1x_tui import __version__
 
@@ -32,12 +33,24 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+USAGE_EXIT = 3  # a bad command line is "unknown" to the monitoring-plugin exit codes (0-3), never critical
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, but a usage error exits 3 (argparse's own 2 reads as CRITICAL): the usage
+    line and one line naming the problem, on stderr."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(USAGE_EXIT, f"{self.prog}: error: {message}\n")
+
+
 def _load(module: str) -> ModuleType:
     return importlib.import_module(f"a1x_tui.commands.{module}")
 
 
 def _check_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="a1x-tui --check",
         description="Diagnose a Cosmos-RL run from its logs. stdout: the report only; "
         "stderr: diagnostics. Exit: 0 ok, 1 warning, 2 critical, 3 unknown.",
@@ -50,8 +63,9 @@ def _check_parser() -> argparse.ArgumentParser:
 
 def _main_parser() -> argparse.ArgumentParser:
     commands = "\n".join(f"  {name:<10} {help_text}" for name, (_, help_text) in COMMANDS.items())
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="a1x-tui",
+        usage="%(prog)s [-h] [--version] [--check PATH] | %(prog)s COMMAND [OPTIONS]",
         description="Drive, watch and diagnose Alpamayo RL post-training (Cosmos-RL + GRPO). "
         "Run with no arguments for the interactive app; `a1x-tui --check PATH` for a headless report.",
         epilog=f"commands:\n{commands}\n\n`a1x-tui COMMAND --help` for a command's options.",
@@ -64,7 +78,7 @@ def _main_parser() -> argparse.ArgumentParser:
 
 def _command_parser(name: str) -> argparse.ArgumentParser:
     module, help_text = COMMANDS[name]
-    p = argparse.ArgumentParser(prog=f"a1x-tui {name}", description=help_text)
+    p = _Parser(prog=f"a1x-tui {name}", description=help_text)
     _load(module).add_arguments(p)
     return p
 
@@ -106,8 +120,11 @@ def _dispatch(args_list: list[str]) -> int:
         return int(_load("app").run_app())
     name = args_list[0]
     if name not in COMMANDS:
-        _main_parser().parse_args(args_list)  # prints help/version, or the usage error
-        return 2
+        parser = _main_parser()
+        if not name.startswith("-"):  # a word that is no command: name it, and the commands there are
+            parser.error(f"unknown command {name!r} (commands: {', '.join(COMMANDS)}; or --check PATH)")
+        parser.parse_args(args_list)  # prints help/version, or the usage error
+        return USAGE_EXIT
     args = _command_parser(name).parse_args(args_list[1:])
     return int(_load(COMMANDS[name][0]).run(args))
 

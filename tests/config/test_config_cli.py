@@ -82,7 +82,7 @@ def test_lint_never_prints_a_secret_quoted_from_the_toml(
 def test_lint_rejects_bad_numbers(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(["lint", "x.toml", "--gpus", "0"])
-    assert info.value.code == 2
+    assert info.value.code == 3  # a usage error is unknown (3), never critical
     assert "must be at least 1" in capsys.readouterr().err
 
 
