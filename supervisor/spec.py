@@ -257,12 +257,38 @@ def _first_error(exc: ValidationError) -> str:
     return f"{loc}: {msg}" if loc else msg
 
 
+EXPECTED = "--spec expects the run spec `a1x-tui init --out FILE` writes"
+# Top-level tables of a Cosmos-RL training TOML (docs/reference/cosmos-rl.md): the file a run spec is
+# most easily mixed up with.
+_TRAINING_TABLES = ("train", "policy", "rollout")
+
+
+def _not_a_spec(data: dict[str, Any]) -> str | None:
+    """What the TOML is, when it is not a run spec (None when it may be one)."""
+    keys = [str(k) for k in data]
+    if not keys:
+        return f"empty (no TOML key), not a run spec; {EXPECTED}"
+    if any(k in RunSpec.model_fields for k in keys):
+        return None
+    tables = [k for k in _TRAINING_TABLES if isinstance(data.get(k), dict)]
+    if len(tables) >= 2:
+        found = ", ".join(f"[{k}]" for k in tables)
+        return f"a Cosmos-RL training TOML ({found}), not a run spec; {EXPECTED}"
+    shown = ", ".join(keys[:4]) + (", ..." if len(keys) > 4 else "")
+    return f"not a run spec (no run-spec key; it holds {shown}); {EXPECTED}"
+
+
 def parse_spec(text: str, *, base: Path, source: str = "run.toml") -> RunSpec:
     """Parse spec text; relative paths are taken relative to ``base``. Raises ``SpecError``."""
+    if "\x00" in text:
+        raise SpecError(f"{source}: a binary file, not a run spec; {EXPECTED}")
     try:
         data = tomlkit.parse(text).unwrap()
     except Exception as exc:  # tomlkit raises several parse error types
-        raise SpecError(f"{source}: not valid TOML: {exc}") from None
+        raise SpecError(f"{source}: not valid TOML ({str(exc).splitlines()[0]}); {EXPECTED}") from None
+    what = _not_a_spec(data)
+    if what is not None:
+        raise SpecError(f"{source}: {what}")
     try:
         _reject_secrets(data)
     except ValueError as exc:
@@ -279,14 +305,19 @@ def parse_spec(text: str, *, base: Path, source: str = "run.toml") -> RunSpec:
 
 def load_spec(path: Path) -> RunSpec:
     """Read a run spec file. Raises ``SpecError`` with one line naming the file and the problem."""
+    if path.is_dir():
+        raise SpecError(f"{path}: a folder, not a run spec; {EXPECTED}")
     try:
         raw = read_input(path, limit=MAX_SPEC_BYTES, what="run spec")
     except InputError as exc:
         raise SpecError(f"{path}: cannot read the run spec: {exc}") from None
+    if b"\x00" in raw:
+        raise SpecError(f"{path}: a binary file, not a run spec; {EXPECTED}")
     try:
         text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise SpecError(f"{path}: not UTF-8 text: a run spec is a TOML file (a1x-tui init writes one)") from None
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SpecError(f"{path}: not UTF-8 text (line {line}), so not a run spec; {EXPECTED}") from None
     return parse_spec(text, base=path.resolve().parent, source=str(path))
 
 

@@ -11,6 +11,8 @@ from supervisor.hf_errors import repo_from_url, scan_hf_problem
 from supervisor.secrets import Scrubber, child_environment, read_secret
 from supervisor.spec import SpecError, dump_spec, load_spec, parse_spec
 
+REPO = Path(__file__).resolve().parents[2]
+
 
 def test_init_writes_a_commented_spec_that_loads(world: World) -> None:
     out = world.root / "spec.toml"
@@ -92,3 +94,32 @@ def test_hf_problems_are_classified() -> None:
     assert repo_from_url("https://huggingface.co/api/models/nvidia/Cosmos-Reason2-8B/revision/main") == (
         "nvidia/Cosmos-Reason2-8B"
     )
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b"\x7fELF\x02\x01\x01\x00\x00\x00", "a binary file, not a run spec"),
+        (b'alpamayo_version = "1.5"\n# caf\xe9\n', "not UTF-8 text (line 2), so not a run spec"),
+        (
+            (REPO / "configs" / "templates" / "local_motion.toml").read_bytes(),
+            "a Cosmos-RL training TOML ([train], [policy], [rollout]), not a run spec",
+        ),
+        (b"", "empty (no TOML key), not a run spec"),
+        (b"[model]\nname = 1\n", "not a run spec (no run-spec key; it holds model)"),
+        (b"hello world\n", "not valid TOML (Invalid key"),
+    ],
+)
+def test_a_file_that_is_not_a_run_spec_says_what_it_is_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, says: str
+) -> None:
+    from a1x_tui.cli import main
+
+    path = tmp_path / "given.toml"
+    path.write_bytes(content)
+    for command in ("preflight", "run"):
+        code = main([command, "--spec", str(path)])
+        err = capsys.readouterr().err.strip()
+        assert code in (2, 3) and "\n" not in err and "Traceback" not in err
+        assert err.startswith(f"{path}: {says}")
+        assert err.endswith("; --spec expects the run spec `a1x-tui init --out FILE` writes")
