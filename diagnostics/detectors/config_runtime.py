@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from diagnostics.detectors._base import DetectorContext, Verdict, detector, fix, make_finding, verdict_of
+from diagnostics.detectors._config import clip_text
 from diagnostics.events import Role, SignalKind
 
 _DIMS = re.compile(r"tp\((?P<tp>\d+)\).*WORLD_SIZE\((?P<world>\d+)\)")
@@ -67,7 +68,7 @@ def batch_not_divisible(ctx: DetectorContext) -> Verdict:
         make_finding(
             "batch_not_divisible",
             "A policy replica asserted that train_batch_per_replica is not divisible by its batch split and stopped: "
-            f"{first.text.split(' - ')[-1].strip()[:200]}",
+            f"{clip_text(first.text.split(' - ')[-1].strip(), 200)}",
             [first],
             fixes=fixes,
             data={"batch": batch, "dp_shard_size": shard, "mini_batch": mini},

@@ -11,6 +11,7 @@ import re
 from collections import Counter
 
 from diagnostics.detectors._base import DetectorContext, Verdict, detector, fix, make_finding, ts_of, verdict_of
+from diagnostics.detectors._config import clip_text
 from diagnostics.detectors._probes import Hit, oom_kind
 from diagnostics.events import CheckpointPhase, Role, SignalKind, Stat, Traceback
 from diagnostics.findings import Fix
@@ -145,7 +146,8 @@ def config_load_failed(ctx: DetectorContext) -> Verdict:
     error = str(first.fields.get("error") or "").strip() or first.event.text.strip()
     finding = make_finding(
         "config_load_failed",
-        f"Cosmos-RL rejected the configuration: {error[:300]}. The controller wraps every start-up error (validation, "
+        f"Cosmos-RL rejected the configuration: {clip_text(error, 300)}. The controller wraps every start-up error "
+        "(validation, "
         "dataset, tokenizer, Redis) in this message; the part after the path is the real cause.",
         [first, *hits[1:2], exited],
         action="Fix the TOML value or the resource the error names, then run `a1x-tui lint CONFIG` before relaunching.",
@@ -234,7 +236,7 @@ def rollout_generation_failed(ctx: DetectorContext) -> Verdict:
     explanation = f"Rollout generation failed {total or counted} time(s)"
     explanation += f" in {', '.join(replicas)}" if replicas else ""
     if hits:
-        explanation += f" ({str(hits[0].fields.get('error') or hits[0].event.text).strip()[:200]})"
+        explanation += f" ({clip_text(str(hits[0].fields.get('error') or hits[0].event.text).strip(), 200)})"
     explanation += ". Each failure discards a whole batch of completions."
     if old_shape:
         explanation += (

@@ -30,6 +30,7 @@ from diagnostics.detectors._base import (
     ts_of,
     verdict_of,
 )
+from diagnostics.detectors._config import clip_text
 from diagnostics.detectors._probes import Hit
 from diagnostics.detectors._store import FileFacts
 from diagnostics.detectors.outcome import REPLICA_ROLES, TAIL_LINES, after_end, handled
@@ -125,7 +126,8 @@ def collect_deaths(ctx: DetectorContext) -> dict[str, Death]:
         if facts.last_line - error.last_line > TAIL_LINES:
             error = tb
         exc = f"{error.exc_type}: {error.exc_message}" if error.exc_type else (error.lines[-1] if error.lines else None)
-        add(facts.source.path, facts.source.replica, error, f"it raised {exc[:160].rstrip('.')}" if exc else None)
+        cause = f"it raised {clip_text(exc, 160).rstrip('.')}" if exc else None
+        add(facts.source.path, facts.source.replica, error, cause)
     for hit in ctx.hits("child_failed"):
         if after_end(ctx, _when(ctx, hit.event)):
             continue

@@ -34,6 +34,7 @@ from diagnostics.detectors._base import (
     ts_of,
     verdict_of,
 )
+from diagnostics.detectors._config import clip_text
 from diagnostics.detectors._errors import BENIGN, ErrorGroup, benign_reason, exception_text, signature
 from diagnostics.detectors._probes import Hit
 from diagnostics.detectors._store import FileFacts
@@ -177,7 +178,7 @@ def _traceback_crash(ctx: DetectorContext, facts: FileFacts) -> Crash | None:
     error = facts.last_error if facts.last_error is not None and not handled(facts.last_error) else tb
     if facts.last_line - error.last_line > TAIL_LINES:
         error = tb
-    return Crash(facts.source.replica, facts.source.path, exception_text(error)[:240], user_frames(error),
+    return Crash(facts.source.replica, facts.source.path, clip_text(exception_text(error), 240), user_frames(error),
                  [error], _when(ctx, error))
 
 
@@ -204,7 +205,8 @@ def collect_crashes(ctx: DetectorContext) -> list[Crash]:
             continue
         crash = crashes.get(path)
         if crash is None:
-            crash = crashes[path] = Crash(sig.source.replica, path, sig.text.strip()[:240], ts=_when(ctx, sig))
+            text = clip_text(sig.text.strip(), 240)
+            crash = crashes[path] = Crash(sig.source.replica, path, text, ts=_when(ctx, sig))
         crash.items.append(sig)
     launcher: list[Signal] = []
     for sig in ctx.signals(SignalKind.PROCESS_EXITED_EARLY) + ctx.signals(SignalKind.TERMINATED_ALL):
@@ -546,7 +548,7 @@ def unexplained_error(c: Conclusion) -> Verdict:
     parts = []
     for g in shown:
         where = ", ".join(g.processes[:4]) + (f" and {len(g.processes) - 4} more" if len(g.processes) > 4 else "")
-        parts.append(f"{_group_text(g)[:200].rstrip('.')} — {g.count}x in {where}")
+        parts.append(f"{clip_text(_group_text(g), 200).rstrip('.')} — {g.count}x in {where}")
     more = f" ({len(groups) - len(shown)} more kinds)" if len(groups) > len(shown) else ""
     total = sum(g.count for g in groups)
     text = (f"{total} error line(s) of {len(groups)} kind(s){more} that no check explains: " + "; ".join(parts)

@@ -13,6 +13,7 @@ size, ``data_dispatch_as_rank_in_mesh``, misspelled keys) are the linter's (``a1
 from __future__ import annotations
 
 from diagnostics.detectors._base import DetectorContext, Verdict, detector, fix, make_finding, verdict_of
+from diagnostics.detectors._config import clip_text
 from diagnostics.events import Prefetch, Role, Traceback
 from diagnostics.findings import Fix, Severity
 
@@ -95,7 +96,7 @@ def prefetch_misconfig(ctx: DetectorContext) -> Verdict:
     if fatal or errors or len(warnings) >= MIN_WARNINGS or len(stale) >= MIN_STALE:
         parts = []
         if fatal:
-            parts.append(f"a process stopped on a prefetch error ({fatal[0].event.text.strip()[:160]})")
+            parts.append(f"a process stopped on a prefetch error ({clip_text(fatal[0].event.text.strip(), 160)})")
         if errors:
             names = sorted({e.event for e in errors})
             parts.append(f"the prefetch client/server logged errors: {', '.join(names)}")

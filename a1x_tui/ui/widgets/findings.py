@@ -19,6 +19,7 @@ from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from a1x_tui.ui.messages import FixPlanned
+from diagnostics.detectors._config import clip_text
 from diagnostics.findings import Evidence, Finding, Severity
 
 
@@ -77,7 +78,7 @@ def evidence_prompt(ev: Evidence) -> Text:
     if m:
         text.append(f"{m.group(1)} {m.group(2)} ", style="dim")
         line = line[m.end() :]
-    text.append(line if len(line) <= EVIDENCE_CHARS else line[: EVIDENCE_CHARS - 1] + "…")
+    text.append(clip_text(line, EVIDENCE_CHARS))
     return text
 
 
