@@ -16,7 +16,8 @@ import socket
 import tempfile
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -214,32 +215,61 @@ class EventLog:
                 sub.put(None)
 
 
-class FindingsLog:
-    """``findings.jsonl``: each diagnostics finding when it is first raised, and when it clears."""
+@dataclass(frozen=True, slots=True)
+class FindingChanges:
+    """What one ``FindingsLog.observe`` recorded: (key, finding) pairs."""
 
-    def __init__(self, path: Path, scrubber: Scrubber) -> None:
+    raised: list[tuple[str, dict[str, Any]]]
+    updated: list[tuple[str, dict[str, Any]]]
+    cleared: list[tuple[str, dict[str, Any]]]
+
+
+class FindingsLog:
+    """``findings.jsonl``: each diagnostics finding when it is raised, when its content changes and
+    when it clears.
+
+    Findings are keyed as the live follower keys them (``diagnostics.live.finding_key``: the id, or
+    ``id@replica``), so a finding whose evidence moves on is the same finding, updated, exactly as
+    ``a1x-tui watch`` reports it (docs/live.md). An update is written when the severity changed at
+    once, else at most every ``update_every_s`` (a growing buffer changes at every evaluation), and
+    ``flush`` writes the last content of each open finding that was held back."""
+
+    def __init__(self, path: Path, scrubber: Scrubber, *, update_every_s: float = 60.0) -> None:
         self.path = path
         self._scrubber = scrubber
-        self.active: dict[str, dict[str, Any]] = {}
-
-    @staticmethod
-    def key(finding: dict[str, Any]) -> str:
-        ev = (finding.get("evidence") or [{}])[0]
-        return f"{finding.get('id')}|{ev.get('file')}|{ev.get('line')}"
+        self.update_every_s = update_every_s
+        self.active: dict[str, dict[str, Any]] = {}  # the open findings, as last seen
+        self._written: dict[str, tuple[dict[str, Any], float]] = {}  # as last written, and when
 
     def observe(
-        self, findings: list[dict[str, Any]], *, stage: str
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """Record a report's findings; returns (newly raised, cleared)."""
-        current = {self.key(f): f for f in findings}
-        raised = [f for k, f in current.items() if k not in self.active]
-        cleared = [f for k, f in self.active.items() if k not in current]
-        for finding in raised:
-            self._write({"ts": now_iso(), "stage": stage, "change": "raised", "finding": finding})
-        for finding in cleared:
-            self._write({"ts": now_iso(), "stage": stage, "change": "cleared", "id": finding.get("id")})
-        self.active = current
-        return raised, cleared
+        self, findings: Mapping[str, dict[str, Any]], *, stage: str, now: float, flush: bool = False
+    ) -> FindingChanges:
+        """Record the open findings now (by key); returns what was raised, updated and cleared."""
+        changes = FindingChanges([], [], [])
+        for key, finding in findings.items():
+            written = self._written.get(key)
+            if written is None:
+                changes.raised.append((key, finding))
+                self._write({"ts": now_iso(), "stage": stage, "change": "raised", "key": key, "finding": finding})
+            elif written[0] != finding and (
+                flush
+                or finding.get("severity") != written[0].get("severity")
+                or now - written[1] >= self.update_every_s
+            ):
+                changes.updated.append((key, finding))
+                self._write({"ts": now_iso(), "stage": stage, "change": "updated", "key": key, "finding": finding})
+            else:
+                continue
+            self._written[key] = (finding, now)
+        for key, finding in self.active.items():
+            if key not in findings:
+                changes.cleared.append((key, finding))
+                self._written.pop(key, None)
+                self._write(
+                    {"ts": now_iso(), "stage": stage, "change": "cleared", "key": key, "id": finding.get("id")}
+                )
+        self.active = dict(findings)
+        return changes
 
     def record(self, findings: list[dict[str, Any]], *, stage: str) -> None:
         """Record findings raised outside the live diagnostics (a refused Slurm submission, its

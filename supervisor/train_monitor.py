@@ -198,6 +198,7 @@ class TrainMonitor:
         self._take_live()
         follower.stop()
         self._sub = None
+        self._record(flush=True)  # the last content of the findings still open
 
     # -- logs --------------------------------------------------------------------------------------
     def _read_logs(self) -> None:
@@ -348,18 +349,29 @@ class TrainMonitor:
                 elif self._errors_noted == MAX_ERROR_NOTES + 1:
                     self._emit("note", "live diagnostics: further errors of the follower are not recorded")
 
-    def _record(self) -> None:
-        """``findings.jsonl`` and the events: what was raised and what cleared since the last change."""
-        raised, cleared = self._findings.observe(list(self._live_open.values()), stage="train")
-        for finding in raised:
+    def _record(self, *, flush: bool = False) -> None:
+        """``findings.jsonl`` and the events: what was raised, updated and cleared since the last change,
+        keyed as the follower keys them (``finding_raised`` once; ``finding_updated`` as FindingsLog
+        lets through; ``finding_cleared`` only on the follower's ``FindingResolved``)."""
+        changes = self._findings.observe(self._live_open, stage="train", now=self._clock(), flush=flush)
+        for key, finding in changes.raised:
             self._emit(
                 "finding_raised",
                 describe_finding(finding),
                 finding_id=finding.get("id"),
+                key=key,
                 severity=finding.get("severity"),
             )
-        for finding in cleared:
-            self._emit("finding_cleared", f"{finding.get('id')} no longer holds", finding_id=finding.get("id"))
+        for key, finding in changes.updated:
+            self._emit(
+                "finding_updated",
+                describe_finding(finding),
+                finding_id=finding.get("id"),
+                key=key,
+                severity=finding.get("severity"),
+            )
+        for key, finding in changes.cleared:
+            self._emit("finding_cleared", f"{key} no longer holds", finding_id=finding.get("id"), key=key)
 
     # -- decisions -------------------------------------------------------------------------------------
     def _decide(self) -> TrainVerdict | None:

@@ -229,3 +229,23 @@ def test_supervisor_stops_training_when_diagnostics_see_a_dead_replica(
     assert fed and all(p.startswith("logs_") for p in fed)  # this attempt's logs_<ts> only
     findings = (world.run_dir / "findings.jsonl").read_text()
     assert '"replica_died"' in findings
+
+
+def test_a_finding_whose_evidence_moves_on_is_one_finding_updated_not_raised_again(tmp_path: Path) -> None:
+    log = FindingsLog(tmp_path / "findings.jsonl", Scrubber([]), update_every_s=60.0)
+
+    def growth(line: int, severity: str = "warning") -> dict[str, Any]:
+        return {"id": "rollout_buffer_growth", "severity": severity, "evidence": [{"file": "c.log", "line": line}]}
+
+    first = log.observe({"rollout_buffer_growth": growth(80)}, stage="train", now=0.0)
+    assert [k for k, _ in first.raised] == ["rollout_buffer_growth"]
+    for second in range(1, 60):  # new evidence at every evaluation: nothing new to say yet
+        changes = log.observe({"rollout_buffer_growth": growth(80 + second)}, stage="train", now=float(second))
+        assert changes == type(changes)([], [], [])
+    assert [k for k, _ in log.observe({"rollout_buffer_growth": growth(200)}, stage="train", now=60.0).updated] == [
+        "rollout_buffer_growth"
+    ]
+    worse = log.observe({"rollout_buffer_growth": growth(201, "critical")}, stage="train", now=61.0)
+    assert [f["severity"] for _, f in worse.updated] == ["critical"]  # a change of severity is said at once
+    assert [k for k, _ in log.observe({}, stage="train", now=62.0).cleared] == ["rollout_buffer_growth"]
+    assert [r["change"] for r in _records(tmp_path)] == ["raised", "updated", "updated", "cleared"]

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ui_helpers import REPO
@@ -92,3 +96,44 @@ def test_the_real_detectors_raise_the_three_findings_and_none_once_fixed(tmp_pat
     )
     report = check(play(fixed_dir, fixed), config_path=fixed)
     assert report.findings == [] and report.exit_code == 0
+
+
+def _json_lines(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.slow
+def test_the_supervisor_reports_each_finding_once_as_watch_does(tmp_path: Path) -> None:
+    """docs/supervisor.md "findings.jsonl": the supervisor's events hold a finding steady, raised once
+    and never cleared while it holds, and name the same findings as `a1x-tui watch` on the same run."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "a1x_tui", "demo", "--headless", "--speed", "10", "--dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=180, cwd=REPO, env=env, check=False,
+    )
+    assert done.returncode == 2, done.stderr  # the demo's troubles are critical
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    events = _json_lines((run_dir / "events.jsonl").read_text())
+    raised = [e["data"]["key"] for e in events if e["kind"] == "finding_raised"]
+    assert sorted(raised) == ["grpo_collapse", "rollout_buffer_growth", "vllm_oom@rollout_0"]  # each once
+    assert [e for e in events if e["kind"] == "finding_cleared"] == []  # all three hold to the end
+    assert sum("finding_raised" in line for line in done.stderr.splitlines()) == 3
+
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "a1x_tui", "watch", str(run_dir / "logs"), "--format", "json"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO, env=env,
+    )
+    assert watch.stdout is not None
+    seen: list[dict[str, Any]] = []
+    try:
+        for line in watch.stdout:  # the history is read, then evaluated once: its findings come next
+            seen.append(json.loads(line))
+            if seen[-1]["type"] == "outcome" and any(m["type"] == "history_complete" for m in seen):
+                break
+    finally:
+        watch.send_signal(signal.SIGTERM)
+        rest, _ = watch.communicate(timeout=30)
+    seen += _json_lines(rest)
+    assert sorted(m["key"] for m in seen if m["type"] == "finding_raised") == sorted(raised)
+    assert [m for m in seen if m["type"] == "finding_resolved"] == []
+    assert seen[-1]["type"] == "ended" and sorted(seen[-1]["open"]) == sorted(raised)
