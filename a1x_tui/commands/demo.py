@@ -61,13 +61,16 @@ def _headless(run_dir: Path) -> int:
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
+    status: str | None = None
     try:
-        print_stream(SupervisorClient(layout.socket_path).subscribe(), say)
+        status = print_stream(SupervisorClient(layout.socket_path).subscribe(), say)
     except NoSupervisor:
         pass  # it already finished
     except KeyboardInterrupt:
         say(f"detached; the demo run goes on by itself: a1x-tui stop {run_dir}")
         return 130
+    if status is not None and status != "succeeded":  # stopped, failed: the report below is of what ran
+        say(f"a1x-tui demo: the run {status}; the report is of its logs as they ended")
     config = layout.train_toml if layout.train_toml.is_file() else None
     report = check(run_dir / "logs", config_path=config)
     text = render(report, "text")

@@ -36,6 +36,26 @@ def prefetch(now: datetime, pid: int, event: str, **fields: object) -> str:
     return f"{RANK_PREFIX}[AlpamayoPrefetch][info] {now.strftime('%Y-%m-%d %H:%M:%S')} pid={pid} {event}{values}"
 
 
+def elastic(now: datetime, pid: int, where: str, msg: str) -> str:
+    """§3 "torch elastic agent": glog style ``W<MMDD> <hh:mm:ss.us> <pid> <path>:<line>] msg``, not prefixed."""
+    return f"W{now.strftime('%m%d %H:%M:%S')}.{now.microsecond:06d} {pid} {where}] {msg}"
+
+
+def stopped_from_outside(now: datetime, pid: int, role: str) -> list[str]:
+    """What a replica's log ends with when the job is stopped with SIGTERM (cosmos-rl.md, "A job stopped
+    from outside", as in the 747d1bd ``policy_stopped`` recording): torchrun's two lines for a worker,
+    uvicorn's shutdown for the controller."""
+    if role == "controller":
+        return ["INFO:     Shutting down", "INFO:     Waiting for application shutdown.",
+                "INFO:     Application shutdown complete.", f"INFO:     Finished server process [{pid}]"]
+    agent = "torch/distributed/elastic/agent/server/api.py:739"
+    workers = "torch/distributed/elastic/multiprocessing/api.py:1012"
+    return [
+        elastic(now, pid, agent, "Received 15 death signal, shutting down workers"),
+        elastic(now, pid, workers, f"Sending process {pid + 1} closing signal SIGTERM"),
+    ]
+
+
 def stat(samples: int, tokens: int, pending: int, elapsed: float) -> str:
     """§4.3, 747d1bd shape (controller.py:495 there): the elapsed float is printed unrounded."""
     return (

@@ -192,7 +192,7 @@ def _controller(trouble: Trouble, ctx: Context) -> list[Entry]:
         Entry(
             0.5,
             "[Controller] Redis server started on port 12800 with command redis-server "
-            '/tmp/tmpa1xdemo.redis_config.conf --dbfilename cosmos_rl_a1x-demo.rdb --save ""',
+            f'{ctx.config_copy.removesuffix(".toml")}.redis_config.conf --dbfilename cosmos_rl_a1x-demo.rdb --save ""',
         ),
         Entry(0.6, f"Successfully loaded configuration from {ctx.config_copy}"),
         Entry(0.6, "INFO:     Started server process [4285]", kind="raw"),

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,8 @@ def demo_toml(tmp: Path, **changes: float) -> Path:
 
 def play(tmp: Path, toml: Path) -> Path:
     log_dir = tmp / "logs"
+    temp = tmp / "tmpdir"  # the launcher's config copy goes to TMPDIR, under a unique name, and is removed
+    temp.mkdir()
     done = subprocess.run(
         [
             sys.executable,
@@ -59,9 +63,12 @@ def play(tmp: Path, toml: Path) -> Path:
         text=True,
         timeout=60,
         cwd=REPO,
-        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "TMPDIR": str(temp)},
     )
     assert done.returncode == 0, done.stderr
+    copy = re.search(r"Temporary configuration file created at (\S+)", done.stdout)
+    assert copy is not None and Path(copy.group(1)).parent == temp and Path(copy.group(1)).name != "tmpa1xdemo.toml"
+    assert list(temp.iterdir()) == []
     return log_dir
 
 
@@ -137,3 +144,33 @@ def test_the_supervisor_reports_each_finding_once_as_watch_does(tmp_path: Path) 
     assert sorted(m["key"] for m in seen if m["type"] == "finding_raised") == sorted(raised)
     assert [m for m in seen if m["type"] == "finding_resolved"] == []
     assert seen[-1]["type"] == "ended" and sorted(seen[-1]["open"]) == sorted(raised)
+
+
+@pytest.mark.slow
+def test_a_stopped_demo_is_reported_as_stopped_not_ok(tmp_path: Path) -> None:
+    """`a1x-tui stop` sends SIGTERM to the train stage's process group: the replicas end their logs as
+    torchrun does when stopped (cosmos-rl.md, "A job stopped from outside"), so --check says terminated."""
+    toml = demo_toml(tmp_path)
+    log_dir = tmp_path / "logs"
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "a1x_tui.demo.programs.launcher", "--config", str(toml), "--log-dir", str(log_dir),
+         "--run-dir", str(tmp_path), "--speed", "4"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO, start_new_session=True,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)},
+    )
+    controller = log_dir / "logs_latest" / "controller.log"
+    try:
+        for _ in range(600):  # until the second step is logged (at most 60 s)
+            if controller.is_file() and "Step: 2/30" in controller.read_text(errors="replace"):
+                break
+            assert launcher.poll() is None, "the demo launcher ended before step 2"
+            time.sleep(0.1)
+        else:
+            pytest.fail("the demo never reached step 2")
+    finally:
+        os.killpg(launcher.pid, signal.SIGTERM)
+        launcher.wait(timeout=30)
+    report = check(log_dir, config_path=toml)
+    assert report.outcome is not None and report.outcome.state.value == "terminated"
+    assert report.outcome.summary.startswith("stopped from outside at step")
+    assert report.exit_code == 2 and report.status.value != "ok"

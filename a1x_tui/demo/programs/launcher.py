@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
@@ -24,8 +25,6 @@ from typing import Any
 from a1x_tui.demo import lines
 from a1x_tui.demo.gpu import SimulatedGpus
 from a1x_tui.demo.scenario import Trouble
-
-CONFIG_COPY = "/tmp/tmpa1xdemo.toml"  # §2.2: the launcher's effective-config copy every process loads
 
 
 def say(msg: str, level: str = "INFO") -> None:
@@ -85,7 +84,20 @@ def main(argv: list[str] | None = None) -> int:
     say("Number of reference replicas: 0 with 1 gpus each")
     say("Detected 2 GPUs: 0, 1")
     say("Controller will be launched locally on port 8000.")
-    say(f"Temporary configuration file created at {CONFIG_COPY}")
+    # §2.2: the launcher writes the effective config to a temporary TOML that every process loads. As
+    # there: a unique name in the temp folder (TMPDIR), removed when the launcher ends.
+    fd, copy_name = tempfile.mkstemp(prefix="tmp", suffix=".toml")
+    with os.fdopen(fd, "w", encoding="utf-8") as copy:
+        copy.write(args.config.read_text(encoding="utf-8"))
+    config_copy = Path(copy_name)
+    try:
+        return _launch(args, data, trouble, config_copy)
+    finally:
+        config_copy.unlink(missing_ok=True)
+
+
+def _launch(args: argparse.Namespace, data: dict[str, Any], trouble: Trouble, config_copy: Path) -> int:
+    say(f"Temporary configuration file created at {config_copy}")
     say("Number of workers required: 1")
 
     run = make_logs_dir(args.log_dir)
@@ -119,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             "--config",
             str(args.config),
             "--config-copy",
-            CONFIG_COPY,
+            str(config_copy),
             "--checkpoint-dir",
             str(checkpoint),
             "--ranks",

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from datetime import datetime
 from pathlib import Path
+from types import FrameType
 
+from a1x_tui.demo import lines
 from a1x_tui.demo.scenario import ROLES, Context, Trouble, script
 
 
@@ -42,6 +45,14 @@ def main(argv: list[str] | None = None) -> int:
     trouble = Trouble.from_toml(args.config)
     context = Context(checkpoint_dir=args.checkpoint_dir, config_copy=args.config_copy)
     out = sys.stdout
+
+    def stopped(signum: int, _frame: FrameType | None) -> None:  # a1x-tui stop: the lines a real stop leaves
+        for line in lines.stopped_from_outside(datetime.now(), os.getpid(), args.role):
+            out.write(line + "\n")
+        out.flush()
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stopped)
     for entry in script(args.role, trouble, speed=args.speed, context=context):
         delay = args.t0 + entry.at - time.time()
         if delay > 0:
