@@ -325,6 +325,49 @@ def _lint(loaded: Any, notes: list[str]) -> list[Finding]:
         return []
 
 
+def _no_files_reason(target: str, layout: RunLayout) -> str:
+    reason = f"{target}: no log files in this run"
+    if layout.run_name:
+        # cosmos-rl.md §15: one replica needing more GPUs than the node leaves logs_<ts>/ empty; the
+        # error itself went to the launcher's own output.
+        reason += (
+            f" ({layout.run_name} is empty: the launcher failed before starting any process; its own output "
+            "holds the error, e.g. 'Replica with GPUs larger than 8' when a replica needs more GPUs than the node)"
+        )
+    return reason
+
+
+def _no_events_reason(target: str, layout: RunLayout) -> str:
+    readable = len(layout.files) - len(layout.unreadable)
+    if readable <= 0:
+        return f"{target}: none of the {len(layout.files)} log file(s) could be read"
+    return f"{target}: no Cosmos-RL line in {readable} log file(s) (empty, or not a Cosmos-RL run)"
+
+
+def unknown_reason(path: str | os.PathLike[str], run: str | None = None) -> str | None:
+    """The one line ``check`` would give for ``path`` with status UNKNOWN before any detector runs (no
+    such path, no run there, no log file, no Cosmos-RL line in any file), None when it holds a run.
+
+    For ``a1x-tui attach`` and ``watch``, which refuse what ``--check`` calls UNKNOWN with the same
+    reason. Cheap on a run: the files are read only up to their first Cosmos-RL line."""
+    from diagnostics.parsing import LayoutError, discover, read_run
+
+    target = str(path)
+    try:
+        layout = discover(Path(path), run)
+    except LayoutError as exc:
+        return str(exc)
+    if not layout.files:
+        return _no_files_reason(target, layout)
+    events = read_run(layout)
+    try:
+        if next(events, None) is not None:
+            return None
+    finally:
+        events.close()  # type: ignore[attr-defined]
+    return _no_events_reason(target, layout)
+
+
 def check(
     path: str | os.PathLike[str],
     config_path: str | os.PathLike[str] | None = None,
@@ -347,15 +390,7 @@ def check(
     except LayoutError as exc:
         return unknown_report(target, str(exc), run=run, notes=notes)
     if not layout.files:
-        reason = f"{target}: no log files in this run"
-        if layout.run_name:
-            # cosmos-rl.md §15: one replica needing more GPUs than the node leaves logs_<ts>/ empty; the
-            # error itself went to the launcher's own output.
-            reason += (
-                f" ({layout.run_name} is empty: the launcher failed before starting any process; its own output "
-                "holds the error, e.g. 'Replica with GPUs larger than 8' when a replica needs more GPUs than the node)"
-            )
-        return unknown_report(target, reason, run=layout.run_name, notes=notes)
+        return unknown_report(target, _no_files_reason(target, layout), run=layout.run_name, notes=notes)
 
     collector = Collector()
     for file_path, source in layout.files:
@@ -377,12 +412,7 @@ def check(
     notes.extend(f"unreadable: {u}" for u in layout.unreadable)
     files = [src.path for _, src in layout.files]
     if collector.store.event_count == 0:
-        readable = len(layout.files) - len(layout.unreadable)
-        reason = (
-            f"{target}: none of the {len(layout.files)} log file(s) could be read"
-            if readable <= 0
-            else f"{target}: no Cosmos-RL line in {readable} log file(s) (empty, or not a Cosmos-RL run)"
-        )
+        reason = _no_events_reason(target, layout)
         return unknown_report(target, reason, run=layout.run_name, files=files, notes=notes)
 
     assessment = collector.assess(now, loaded)

@@ -35,6 +35,7 @@ from diagnostics.findings import (
     Status,
     overall_status,
 )
+from diagnostics.printable import printable
 
 # --- secrets --------------------------------------------------------------------------------------------
 # Two nets: the values of this process's secret variables, and the shapes secrets have whatever the
@@ -354,7 +355,7 @@ def render_text(report: Report) -> str:
     lines = [first_line(report)]
     if report.status is Status.UNKNOWN:
         lines += [f"note: {n}" for n in report.notes]
-        return "\n".join(lines) + "\n"
+        return "\n".join(printable(line) for line in lines) + "\n"
     run = f" run {report.run}" if report.run else ""
     lines.append(f"target: {report.target}{run} ({len(report.files)} file(s))")
     if report.outcome is not None:
@@ -378,7 +379,7 @@ def render_text(report: Report) -> str:
             lines.append(f"[ ] {c.id} skipped: {c.note or 'not applicable'}")
     lines.append(metrics_line(report.metrics))
     lines += [f"note: {n}" for n in report.notes]
-    return redact("\n".join(lines)) + "\n"
+    return redact("\n".join(printable(line) for line in lines)) + "\n"  # log text: no control byte reaches stdout
 
 
 def render(report: Report, fmt: str = "text") -> str:

@@ -30,8 +30,10 @@ def _clock(ts: str | None) -> str:
 
 def format_event(event: Mapping[str, Any]) -> str:
     """``14:02:11 [download] stage_started: download PAI motion chunks``."""
+    from diagnostics.printable import printable  # messages quote log lines: no control byte is printed
+
     stage = f"[{event['stage']}] " if event.get("stage") else ""
-    return f"{_clock(event.get('ts'))} {stage}{event.get('kind')}: {event.get('message', '')}"
+    return printable(f"{_clock(event.get('ts'))} {stage}{event.get('kind')}: {event.get('message', '')}")
 
 
 def render_state(state: Mapping[str, Any], *, note: str | None = None) -> str:

@@ -4,7 +4,9 @@ A run directory of ours (it holds ``run.toml``) gets the whole dashboard, with s
 through its supervisor. Anything else the log parser knows (a ``--log-dir``, one ``logs_<ts>``, a
 replica folder, a SLURM job folder, one log file) is watched read-only: logs, plots, findings and
 GPUs, no stages. ``--config`` names the TOML that fixes are shown against and applied to. Leaving
-the dashboard never stops a run. Exit: 0, or 2 when PATH cannot be watched (one line on stderr).
+the dashboard never stops a run. What ``--check`` calls UNKNOWN (no such path, no run there, no
+Cosmos-RL line in its files) is refused with the same one line on stderr. Exit: 0, or 3 when PATH
+cannot be watched.
 """
 
 from __future__ import annotations
@@ -31,5 +33,12 @@ def run(args: argparse.Namespace) -> int:
         target = resolve_target(args.path, args.config)
     except TargetError as exc:
         print(f"a1x-tui attach: {exc}", file=sys.stderr)
-        return 2
+        return 3
+    if not target.controllable:  # a run of ours is shown even before its first log line
+        from diagnostics.engine import unknown_reason
+
+        reason = unknown_reason(target.follow)
+        if reason is not None:
+            print(f"a1x-tui attach: {reason}", file=sys.stderr)
+            return 3
     return int(A1xApp(target=target).run() or 0)

@@ -86,8 +86,10 @@ class _Printer:
         self._out(json.dumps({"type": kind, "time": _now(), **fields}, default=str) + "\n")
 
     def text(self, line: str) -> None:
+        from diagnostics.printable import printable  # log text: no control byte reaches the terminal
+
         clock = datetime.now().strftime("%H:%M:%S")
-        self._out(f"{clock} {line}\n")
+        self._out(f"{clock} " + "\n".join(printable(part) for part in line.split("\n")) + "\n")
 
     def finding_text(self, verb: str, key: str, finding: Finding) -> None:
         lines = [f"{verb} {finding.severity.value} {key}: {finding.title}"]
@@ -183,7 +185,21 @@ def _follow(follower: RunFollower, printer: _Printer, stop: threading.Event) -> 
         printer.message(message)
 
 
+def _may_fill(layout: Any) -> bool:
+    """A folder that holds no run yet (a log dir before the launch) or only empty log files (a launch
+    under way): waited on, not refused (docs/live.md)."""
+    if not os.path.isdir(layout.root):
+        return False
+    if layout.waiting:
+        return True
+    try:
+        return all(os.path.getsize(path) == 0 for path in layout.files)
+    except OSError:
+        return False
+
+
 def run(args: argparse.Namespace) -> int:
+    from diagnostics.engine import unknown_reason
     from diagnostics.findings import Status
     from diagnostics.live import FollowOptions, RunFollower, engine_diagnosis, resolve_layout
     from diagnostics.parsing import LayoutError
@@ -192,6 +208,10 @@ def run(args: argparse.Namespace) -> int:
         layout = resolve_layout(args.path, args.run)
     except LayoutError as exc:
         print(f"a1x-tui watch: {exc}", file=sys.stderr)
+        return Status.UNKNOWN.exit_code
+    unknown = None if _may_fill(layout) else unknown_reason(args.path, args.run)
+    if unknown is not None:  # what --check calls UNKNOWN is never followed (and never ends OK)
+        print(f"a1x-tui watch: {unknown}", file=sys.stderr)
         return Status.UNKNOWN.exit_code
     factory, notes = engine_diagnosis(args.config)
     for note in notes:

@@ -650,7 +650,7 @@ class RunFollower:
         now = time.monotonic()
         self._next_eval = now + self.options.evaluate_interval
         diag = self._diag
-        if diag is None:
+        if diag is None or not self._files:  # no file yet (a log dir before the launch): nothing to judge
             return
         if not self._fed_since_eval and now - self._last_eval < self.options.quiet_evaluate_interval:
             return

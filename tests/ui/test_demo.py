@@ -137,10 +137,12 @@ def test_the_supervisor_reports_each_finding_once_as_watch_does(tmp_path: Path) 
             seen.append(json.loads(line))
             if seen[-1]["type"] == "outcome" and any(m["type"] == "history_complete" for m in seen):
                 break
-    finally:
         watch.send_signal(signal.SIGTERM)
-        rest, _ = watch.communicate(timeout=30)
-    seen += _json_lines(rest)
+        seen += _json_lines(watch.stdout.read())  # not communicate(): it skips what the loop has buffered
+        watch.wait(timeout=30)
+    finally:
+        if watch.poll() is None:
+            watch.kill()
     assert sorted(m["key"] for m in seen if m["type"] == "finding_raised") == sorted(raised)
     assert [m for m in seen if m["type"] == "finding_resolved"] == []
     assert seen[-1]["type"] == "ended" and sorted(seen[-1]["open"]) == sorted(raised)

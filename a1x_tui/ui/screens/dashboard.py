@@ -52,6 +52,7 @@ from a1x_tui.ui.widgets.logs import LogsPanel
 from a1x_tui.ui.widgets.plots import PlotsPanel
 from a1x_tui.ui.widgets.stages import StagesTable
 from diagnostics.findings import Finding, RunOutcome
+from diagnostics.printable import printable
 
 FINAL = ("succeeded", "failed", "stopped", "blocked")
 
@@ -259,7 +260,7 @@ class DashboardScreen(Screen[None]):
         self.log.info(f"history read: {message.files} files, {message.lines} lines in {message.seconds} s")
 
     def on_follow_problem(self, message: FollowProblem) -> None:
-        self.notify(message.message, severity="warning", timeout=8)
+        self.notify(message.message, severity="warning", timeout=8, markup=False)
 
     def on_run_state_changed(self, message: RunStateChanged) -> None:
         self.state, self.supervisor_live = message.state, message.live
@@ -271,7 +272,13 @@ class DashboardScreen(Screen[None]):
         self.query_one(GpuPanel).show(message.hosts, message.note)
 
     def on_command_finished(self, message: CommandFinished) -> None:
-        self.notify(message.output, title=message.action, severity="information" if message.ok else "error", timeout=8)
+        self.notify(
+            message.output,
+            title=message.action,
+            severity="information" if message.ok else "error",
+            timeout=8,
+            markup=False,
+        )
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         pane = event.pane.id
@@ -324,13 +331,13 @@ class DashboardScreen(Screen[None]):
     def on_findings_panel_evidence_chosen(self, message: FindingsPanel.EvidenceChosen) -> None:
         ev = message.evidence
         if ev.line is None:
-            self.notify(f"{ev.file}: {ev.text}", title="evidence (not a log line)")
+            self.notify(printable(f"{ev.file}: {ev.text}"), title="evidence (not a log line)", markup=False)
             return
         self.action_show_tab("logs")
         logs = self.query_one(LogsPanel)
         logs.data_changed()
         if not logs.open_line(ev.file, ev.line):
-            self.notify(f"{ev.file}:{ev.line} is not in the lines kept in memory", severity="warning")
+            self.notify(f"{ev.file}:{ev.line} is not in the lines kept in memory", severity="warning", markup=False)
 
     def action_apply_fix(self) -> None:
         if self._active() != "findings":
@@ -357,7 +364,8 @@ class DashboardScreen(Screen[None]):
 
     def _confirm_apply(self, plan: FixPlanned) -> None:
         if plan.refused or plan.diff is None or plan.toml is None:
-            self.notify(plan.refused or "no change to apply", severity="warning", title="fix not applicable")
+            refused = plan.refused or "no change to apply"
+            self.notify(refused, severity="warning", title="fix not applicable", markup=False)
             return
         shown = next((s for s in self.query_one(FindingsPanel).shown if s.key == plan.key), None)
         if shown is None:
@@ -392,7 +400,7 @@ class DashboardScreen(Screen[None]):
         panel = self.query_one(FindingsPanel)
         panel.plans.pop(message.key, None)
         if message.error:
-            self.notify(message.error, title="fix not applied", severity="error", timeout=10)
+            self.notify(message.error, title="fix not applied", severity="error", timeout=10, markup=False)
             return
         if not message.written:
             self.notify(f"{message.toml.name} already has it: nothing written", title="nothing to change", timeout=10)

@@ -125,7 +125,7 @@ class StartScreen(Screen[None]):
         try:
             target = resolve_target(run.run_dir)
         except TargetError as exc:
-            self.notify(str(exc), severity="error")
+            self.notify(str(exc), severity="error", markup=False)
             return
         app = cast("A1xApp", self.app)
         app.push_screen(app.dashboard(target))

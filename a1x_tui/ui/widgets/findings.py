@@ -21,6 +21,7 @@ from textual.widgets.option_list import Option
 from a1x_tui.ui.messages import FixPlanned
 from diagnostics.detectors._config import clip_text
 from diagnostics.findings import Evidence, Finding, Severity
+from diagnostics.printable import printable
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +74,7 @@ def evidence_prompt(ev: Evidence) -> Text:
     if ev.line is not None:
         where += f":{ev.line}"
     text = Text(f"{where}  ", style="bold")
-    line = ev.text.strip()
+    line = printable(ev.text.strip())
     m = _COSMOS_PREFIX.match(line)
     if m:
         text.append(f"{m.group(1)} {m.group(2)} ", style="dim")
@@ -184,9 +185,9 @@ class FindingsPanel(Horizontal):
         head.append(f"  {f.id}", style="bold")
         parts.append(head)
         parts.append(Text(f.title, style="bold"))
-        parts.append(Text(f.explanation))
+        parts.append(Text(printable(f.explanation)))  # it may quote a log line
         if f.action:
-            parts.append(Text.assemble(("What to do: ", "bold"), f.action))
+            parts.append(Text.assemble(("What to do: ", "bold"), printable(f.action)))
         if current.resolved:
             parts.append(Text("This finding no longer holds (the condition cleared).", style="green"))
         text.update(Group(*parts))

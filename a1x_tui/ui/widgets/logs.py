@@ -198,7 +198,7 @@ class LogsPanel(Horizontal):
         if mode == "search":
             view.set_search(value)
             if value and not view.next_match(1):
-                self.notify(f"'{value}' is not in this view", severity="warning")
+                self.notify(f"'{value}' is not in this view", severity="warning", markup=False)
         elif mode == "filter":
             view.set_filter(value)
         elif mode == "goto":

@@ -21,6 +21,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from a1x_tui.ui.logstore import LogLine
+from diagnostics.printable import printable
 
 MAX_WIDTH = 2000
 LABEL_WIDTH = 11
@@ -249,7 +250,7 @@ class LogView(ScrollView, can_focus=True):
         if self.show_labels:
             label = line.label[:LABEL_WIDTH]
             segments.append(Segment(f"{label:<{LABEL_WIDTH}} ", base + Style(color=label_color(line.label))))
-        text = line.text.replace("\t", "    ").replace("\r", "")[:MAX_WIDTH]
+        text = printable(line.text.replace("\t", "    ").replace("\r", ""))[:MAX_WIDTH]  # escapes, never raw bytes
         segments.extend(self._highlight(text, text_style))
         strip = Strip(segments).crop(int(self.scroll_offset.x), int(self.scroll_offset.x) + width)
         strip = strip.extend_cell_length(width, base)

@@ -14,6 +14,8 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import DataTable
 
+from diagnostics.printable import printable
+
 MARKS = {
     "pending": ("·", "dim"),
     "checking": ("?", "yellow"),
@@ -149,7 +151,7 @@ class StagesTable(DataTable[Text]):
                 Text(state_text, style=style),
                 Text(row.duration),
                 progress,
-                Text(row.reason, style="red" if row.status == "failed" else "dim"),
+                Text(printable(row.reason), style="red" if row.status == "failed" else "dim"),
                 key=row.name,
             )
         if selected is not None:
