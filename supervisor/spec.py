@@ -86,6 +86,21 @@ class ReplicaSpec(_Section):
     rollout: int = Field(1, ge=1, le=MAX_REPLICAS, description="cosmos-rl --rollout")
 
 
+def must_be_folder(value: Path | None) -> Path | None:
+    """Every path of the spec names a folder; one that exists as something else is refused now, not
+    when a stage writes into it (a folder that does not exist yet is fine: a stage makes it)."""
+    if value is not None and value.exists() and not value.is_dir():
+        raise ValueError(f"{value} is a file, not a folder")
+    return value
+
+
+def must_be_file(value: Path | None) -> Path | None:
+    """A script the spec names: a folder there is refused (a missing one is preflight's to report)."""
+    if value is not None and value.is_dir():
+        raise ValueError(f"{value} is a folder, not a file")
+    return value
+
+
 class PathsSpec(_Section):
     workspace: Path = Field(description="the alpamayo-recipes checkout (commands run from its root)")
     model_dir: Path = Field(description="converted training checkpoint (convert writes it)")
@@ -97,6 +112,14 @@ class PathsSpec(_Section):
     log_dir: Path | None = Field(None, description="cosmos-rl --log-dir; empty = <run dir>/logs")
     venv: Path | None = Field(None, description="the a1x_rl venv; empty = <workspace>/recipes/alpamayo1_x_rl/a1x_rl")
     uv_cache_dir: Path | None = Field(None, description="UV_CACHE_DIR for the env stage; empty = uv's default")
+
+    @field_validator(
+        "workspace", "model_dir", "pai_dir", "reasoning_dir", "grader_dir", "output_dir", "export_dir", "log_dir",
+        "venv", "uv_cache_dir",
+    )
+    @classmethod
+    def _a_folder(cls, value: Path | None) -> Path | None:
+        return must_be_folder(value)
 
     @property
     def recipe_dir(self) -> Path:

@@ -29,8 +29,53 @@ PATH_FIELDS: tuple[tuple[str, str], ...] = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """What is wrong with one answer: ``field`` is the wizard's widget id (None: no single field)."""
+
+    field: str | None
+    message: str  # one line, naming the answer
+
+
 class AnswerError(ValueError):
-    """An answer that does not make a run spec; ``str()`` is one line."""
+    """Answers that do not make a run spec; ``str()`` is the first problem, in one line, and
+    ``problems`` holds every one found, in the order of the form."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__(problems[0].message)
+        self.problems = problems
+
+    @property
+    def field(self) -> str | None:
+        return self.problems[0].field
+
+
+# The spec's keys (``loc`` of its errors) -> the wizard's widgets.
+_SPEC_FIELDS = {
+    "alpamayo_version": "version",
+    "reward_mode": "reward",
+    "compute": "compute",
+    "data.chunk_ids": "chunks",
+    "data.num_clips": "clips",
+    "data.num_reasoning_clips": "clips",
+    "wandb.enabled": "wandb",
+    "wandb.project": "wandb-project",
+    "wandb.experiment": "wandb-experiment",
+    "replicas.policy": "policy",
+    "replicas.rollout": "rollout",
+    **{f"paths.{name}": f"path-{name}" for name, _ in PATH_FIELDS},
+    **{f"cluster.{name}": f"cluster-{name}" for name, _ in CLUSTER_FIELDS},
+}
+_FORM_ORDER = [
+    "version", "reward", "chunks", "clips", "wandb", "wandb-project", "wandb-experiment", "compute", "policy",
+    "rollout", *(f"cluster-{name}" for name, _ in CLUSTER_FIELDS), *(f"path-{name}" for name, _ in PATH_FIELDS),
+]
+
+
+def spec_field(message: str) -> str | None:
+    """The widget a spec error names: ``paths.model_dir: ...`` or ``data.chunk_ids is empty: ...``."""
+    head = message.split(":", 1)[0].split(" ", 1)[0]
+    return _SPEC_FIELDS.get(head)
 
 
 @dataclass(slots=True)
@@ -56,25 +101,39 @@ def default_answers(home: str = "~") -> Answers:
     return Answers(paths={name: defaults[name] for name, _ in PATH_FIELDS})
 
 
-def _int(text: str, what: str) -> int:
+def _int(text: str, what: str, field: str, problems: list[Problem]) -> int:
     try:
         value = int(text.strip())
     except ValueError:
-        raise AnswerError(f"{what}: {text.strip() or '(empty)'} is not a whole number") from None
+        problems.append(Problem(field, f"{what}: {text.strip() or '(empty)'} is not a whole number"))
+        return 1
     if value < 1:
-        raise AnswerError(f"{what}: must be at least 1")
+        problems.append(Problem(field, f"{what}: must be at least 1"))
+        return 1
     return value
 
 
 def spec_from_answers(answers: Answers) -> object:
-    """A ``supervisor.spec.RunSpec``. Raises ``AnswerError`` with one line."""
+    """A ``supervisor.spec.RunSpec``. Raises ``AnswerError`` naming every wrong answer (one line each)."""
     import tomlkit
 
-    from supervisor.spec import SpecError, parse_spec
+    from supervisor.spec import SpecError, must_be_folder, parse_spec
 
+    problems: list[Problem] = []
     chunks_text = answers.chunk_ids.replace(",", " ").split()
-    chunk_ids = [_int(c, "PAI chunk ids") for c in chunks_text]
-    clips = _int(answers.clips, "clips")
+    chunk_ids = [_int(c, "PAI chunk ids", "chunks", problems) for c in chunks_text]
+    clips = _int(answers.clips, "clips", "clips", problems)
+    replicas = {
+        "policy": _int(answers.policy_replicas, "policy replicas", "policy", problems),
+        "rollout": _int(answers.rollout_replicas, "rollout replicas", "rollout", problems),
+    }
+    paths = {name: answers.paths.get(name, "").strip() for name, _ in PATH_FIELDS}
+    for name, label in PATH_FIELDS:  # every one at once; the spec (below) refuses the same, one at a time
+        if paths[name]:
+            try:
+                must_be_folder(Path(os.path.expanduser(paths[name])))
+            except ValueError as exc:
+                problems.append(Problem(f"path-{name}", f"{label}: {exc}"))
     data: dict[str, object] = {
         "alpamayo_version": answers.alpamayo_version,
         "reward_mode": answers.reward_mode,
@@ -85,21 +144,23 @@ def spec_from_answers(answers: Answers) -> object:
             "project": answers.wandb_project.strip(),
             "experiment": answers.wandb_experiment.strip(),
         },
-        "replicas": {
-            "policy": _int(answers.policy_replicas, "policy replicas"),
-            "rollout": _int(answers.rollout_replicas, "rollout replicas"),
-        },
-        "paths": {name: answers.paths.get(name, "").strip() for name, _ in PATH_FIELDS},
+        "replicas": replicas,
+        "paths": paths,
     }
     if answers.compute == "cluster":  # docs/slurm.md: the train stage becomes a Slurm job
         cluster: dict[str, object] = {k: v.strip() for k, v in answers.cluster.items() if v.strip()}
         if "nodes" in cluster:
-            cluster["nodes"] = _int(str(cluster["nodes"]), "nodes")
+            cluster["nodes"] = _int(str(cluster["nodes"]), "nodes", "cluster-nodes", problems)
         data["cluster"] = cluster
-    try:
-        return parse_spec(tomlkit.dumps(data), base=Path.cwd(), source="the wizard")
-    except SpecError as exc:
-        raise AnswerError(str(exc).removeprefix("the wizard: ")) from None
+    if not problems:
+        try:
+            return parse_spec(tomlkit.dumps(data), base=Path.cwd(), source="the wizard")
+        except SpecError as exc:
+            message = str(exc).removeprefix("the wizard: ")
+            problems.append(Problem(spec_field(message), message))
+    order = {name: i for i, name in enumerate(_FORM_ORDER)}
+    problems.sort(key=lambda p: order.get(p.field or "", len(order)))
+    raise AnswerError(problems)
 
 
 def free_space(text: str) -> str:

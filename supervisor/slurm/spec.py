@@ -79,6 +79,20 @@ class ClusterSpec(BaseModel):
     gpu_agent: bool = Field(True, description="sbatch: run `a1x-tui gpu-agent` on every node as a job step")
     a1x_tui: str = Field("a1x-tui", description="sbatch: the a1x-tui command as the compute nodes see it")
 
+    @field_validator("output_root", "repo_root")
+    @classmethod
+    def _a_folder(cls, value: Path | None) -> Path | None:
+        from supervisor.spec import must_be_folder
+
+        return must_be_folder(value)
+
+    @field_validator("dispatch_script")
+    @classmethod
+    def _a_file(cls, value: Path | None) -> Path | None:
+        from supervisor.spec import must_be_file
+
+        return must_be_file(value)
+
     @field_validator("time")
     @classmethod
     def _time_format(cls, value: str | None) -> str | None:

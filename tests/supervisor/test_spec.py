@@ -123,3 +123,17 @@ def test_a_file_that_is_not_a_run_spec_says_what_it_is_in_one_line(
         assert code in (2, 3) and "\n" not in err and "Traceback" not in err
         assert err.startswith(f"{path}: {says}")
         assert err.endswith("; --spec expects the run spec `a1x-tui init --out FILE` writes")
+
+
+def test_a_file_where_a_folder_belongs_is_refused_and_the_reverse(tmp_path: Path) -> None:
+    text = World(root=tmp_path, env={}).spec_text()
+    (tmp_path / "a-file").write_text("x")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(text.replace(f'model_dir = "{tmp_path}/model"', f'model_dir = "{tmp_path}/a-file"'))
+    with pytest.raises(SpecError) as err:
+        load_spec(spec)
+    assert str(err.value) == f"{spec}: paths.model_dir: {tmp_path}/a-file is a file, not a folder"
+    from supervisor.slurm.spec import ClusterSpec
+
+    with pytest.raises(ValueError, match="is a folder, not a file"):
+        ClusterSpec(method="cosmos-dispatch", dispatch_script=tmp_path)

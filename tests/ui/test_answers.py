@@ -67,3 +67,20 @@ def test_free_space_is_measured_on_the_nearest_existing_folder(tmp_path: Path) -
     assert "GB free" in free_space(str(tmp_path))
     assert free_space(str(tmp_path / "not" / "yet")).endswith("(new)")
     assert free_space("") == ""
+
+
+def test_every_wrong_answer_is_named_with_its_field(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    a = replace(answers_in(tmp_path), chunk_ids="3116 x", rollout_replicas="0")
+    a.paths["model_dir"] = str(tmp_path / "file")
+    with pytest.raises(AnswerError) as caught:
+        spec_from_answers(a)
+    assert [(p.field, p.message) for p in caught.value.problems] == [
+        ("chunks", "PAI chunk ids: x is not a whole number"),
+        ("rollout", "rollout replicas: must be at least 1"),
+        ("path-model_dir", f"converted model: {tmp_path / 'file'} is a file, not a folder"),
+    ]
+    only_spec = replace(answers_in(tmp_path), chunk_ids="")
+    with pytest.raises(AnswerError) as caught:
+        spec_from_answers(only_spec)
+    assert caught.value.field == "chunks"  # the spec's own refusal, pointed at its answer

@@ -53,6 +53,42 @@ async def test_a_bad_answer_is_one_line_and_nothing_moves_on(tmp_path: Path) -> 
 
 
 @run_async
+async def test_every_wrong_answer_is_said_beside_it_and_the_first_gets_the_cursor(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("not a folder\n")
+    app = A1xApp(roots=[tmp_path / "runs"], live=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.push_screen(WizardScreen(environ={}))
+        await pilot.pause()
+        wizard = app.screen
+        assert isinstance(wizard, WizardScreen)
+        fill(wizard, tmp_path)
+        wizard.query_one("#path-model_dir", Input).value = str(tmp_path / "a-file")
+        wizard.query_one("#chunks", Input).value = "abc"
+        wizard.query_one("#clips", Input).value = "0"
+        wizard.query_one("#version").focus()
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        assert app.screen is wizard and app.focused is wizard.query_one("#chunks", Input)
+        said = {
+            field: str(wizard.query_one(f"#error-{field}", Static).render())
+            for field in ("chunks", "clips", "path-model_dir")
+        }
+        assert said["chunks"] == "✗ PAI chunk ids: abc is not a whole number"
+        assert said["clips"] == "✗ clips: must be at least 1"
+        assert said["path-model_dir"] == f"✗ converted model: {tmp_path / 'a-file'} is a file, not a folder"
+        message = wizard.query_one("#error-chunks", Static)
+        assert message.display and wizard.query_one("#form").region.contains_region(message.region)  # in view
+        assert message.region.y == wizard.query_one("#chunks", Input).region.y + 1  # right under its answer
+
+        wizard.query_one("#chunks", Input).value = "3116"
+        wizard.query_one("#clips", Input).value = "16"
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        assert app.focused is wizard.query_one("#path-model_dir", Input)  # now the first wrong one
+        assert not wizard.query_one("#error-chunks", Static).display
+
+
+@run_async
 async def test_choices_preflight_one_confirmation_then_the_dashboard(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -21,6 +21,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Footer, Input, Label, RadioButton, RadioSet, Static
 
 from a1x_tui.ui.answers import (
@@ -28,6 +29,7 @@ from a1x_tui.ui.answers import (
     PATH_FIELDS,
     AnswerError,
     Answers,
+    Problem,
     default_answers,
     free_space,
     spec_from_answers,
@@ -60,8 +62,12 @@ class WizardScreen(Screen[None]):
     WizardScreen #form { height: 1fr; padding: 0 1; }
     WizardScreen .section { text-style: bold; margin-top: 1; color: $accent; }
     WizardScreen .choice { height: auto; width: 100%; layout: horizontal; border: none; padding: 0; }
-    WizardScreen .row { height: 1; margin-bottom: 1; }
+    WizardScreen .field { height: auto; margin-bottom: 1; }
+    WizardScreen .row { height: 1; }
     WizardScreen .row Label { width: 26; }
+    WizardScreen .field-error { display: none; height: auto; color: $error; padding: 0 0 0 26; }
+    WizardScreen .field-error.shown { display: block; }
+    WizardScreen .row Input.-invalid-answer { background: $error 30%; }
     WizardScreen .row Input { width: 1fr; height: 1; border: none; padding: 0 1; background: $boost; }
     WizardScreen .row Input:focus { background: $accent 30%; }
     WizardScreen #wandb { border: none; padding: 0; margin-bottom: 1; }
@@ -86,57 +92,51 @@ class WizardScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         a = self.answers
         key_in_env = bool(self.environ.get("WANDB_API_KEY"))
+
+        def row(field: str, label: str, widget: Widget, *extra: Widget, classes: str = "") -> ComposeResult:
+            """A labelled answer, and the line under it where what is wrong with it is said."""
+            with Vertical(classes=f"field {classes}".strip()):
+                with Horizontal(classes="row"):
+                    yield Label(label)
+                    yield widget
+                    yield from extra
+                yield Static("", id=f"error-{field}", classes="field-error")
+
         with VerticalScroll(id="form"):
             yield Label("Alpamayo version", classes="section")
             yield _radio("version", [("1.5", "Alpamayo 1.5"), ("1", "Alpamayo 1 (R1)")], a.alpamayo_version)
             yield Label("Reward", classes="section")
             yield _radio("reward", [("motion", "motion"), ("joint", "motion + reasoning (joint)")], a.reward_mode)
             yield Label("Data", classes="section")
-            with Horizontal(classes="row"):
-                yield Label("PAI chunk ids (motion)")
-                yield Input(a.chunk_ids, id="chunks", placeholder="3116 3117")
-            with Horizontal(classes="row"):
-                yield Label("clips to use")
-                yield Input(a.clips, id="clips", type="integer")
+            yield from row("chunks", "PAI chunk ids (motion)", Input(a.chunk_ids, id="chunks", placeholder="3116 3117"))
+            yield from row("clips", "clips to use", Input(a.clips, id="clips", type="integer"))
             yield Label("Weights & Biases", classes="section")
             yield Checkbox("log to W&B (project and experiment below)", a.wandb, id="wandb")
-            with Horizontal(classes="row"):
-                yield Label("project")
-                yield Input(a.wandb_project, id="wandb-project")
-            with Horizontal(classes="row"):
-                yield Label("experiment")
-                yield Input(a.wandb_experiment, id="wandb-experiment")
-            with Horizontal(classes="row"):
-                yield Label("WANDB_API_KEY")
-                if key_in_env:
-                    yield Static(Text("found in the environment (used, never stored)", style="green"), id="key-note")
-                else:
-                    yield Input(
-                        id="wandb-key", password=True, placeholder="typed here: used for this run, never stored"
-                    )
+            yield Static("", id="error-wandb", classes="field-error")
+            yield from row("wandb-project", "project", Input(a.wandb_project, id="wandb-project"))
+            yield from row("wandb-experiment", "experiment", Input(a.wandb_experiment, id="wandb-experiment"))
+            if key_in_env:
+                found = Text("found in the environment (used, never stored)", style="green")
+                key: Widget = Static(found, id="key-note")
+            else:
+                key = Input(id="wandb-key", password=True, placeholder="typed here: used for this run, never stored")
+            yield from row("wandb-key", "WANDB_API_KEY", key)
             yield Label("Compute", classes="section")
             yield _radio("compute", [("local", "one node (local)"), ("cluster", "cluster values")], a.compute)
-            with Horizontal(classes="row"):
-                yield Label("policy replicas")
-                yield Input(a.policy_replicas, id="policy", type="integer")
-            with Horizontal(classes="row"):
-                yield Label("rollout replicas")
-                yield Input(a.rollout_replicas, id="rollout", type="integer")
+            yield from row("policy", "policy replicas", Input(a.policy_replicas, id="policy", type="integer"))
+            yield from row("rollout", "rollout replicas", Input(a.rollout_replicas, id="rollout", type="integer"))
             for name, label in CLUSTER_FIELDS:
-                with Horizontal(classes="row cluster"):
-                    yield Label(f"{label} (cluster)")
-                    yield Input(a.cluster.get(name, ""), id=f"cluster-{name}", placeholder="Slurm's default")
+                widget = Input(a.cluster.get(name, ""), id=f"cluster-{name}", placeholder="Slurm's default")
+                yield from row(f"cluster-{name}", f"{label} (cluster)", widget, classes="cluster")
             yield Label("Paths", classes="section")
             for name, label in PATH_FIELDS:
-                with Horizontal(classes="row"):
-                    yield Label(label)
-                    yield Input(a.paths.get(name, ""), id=f"path-{name}")
-                    yield Static("", id=f"free-{name}", classes="free")
+                free = Static("", id=f"free-{name}", classes="free")
+                yield from row(f"path-{name}", label, Input(a.paths.get(name, ""), id=f"path-{name}"), free)
             yield Static("", id="error")
             with Horizontal(id="buttons"):
                 yield Button("Back", id="back")
                 yield Button("Check this machine →", id="check", variant="primary")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         for name, _ in PATH_FIELDS:
@@ -193,14 +193,47 @@ class WizardScreen(Screen[None]):
     def action_back(self) -> None:
         self.app.pop_screen()
 
+    def show_problems(self, problems: list[Problem]) -> None:
+        """Each message under its answer; the cursor on the first wrong one (scrolled into view)."""
+        for shown in self.query(".field-error.shown"):
+            shown.remove_class("shown")
+        for field in self.query(".-invalid-answer"):
+            field.remove_class("-invalid-answer")
+        summary = self.query_one("#error", Static)
+        if not problems:
+            summary.update("")
+            return
+        first: Widget | None = None
+        for problem in problems:
+            found = self.query(f"#error-{problem.field}") if problem.field else None
+            if not found:
+                continue
+            found.first(Static).update(Text(f"✗ {problem.message}"))  # Text: a path is not markup
+            found.first().add_class("shown")
+            widgets = self.query(f"#{problem.field}")
+            if widgets:
+                widgets.first().add_class("-invalid-answer")
+                first = first or widgets.first()
+        more = f" ({len(problems) - 1} more above)" if len(problems) > 1 else ""
+        summary.update(Text(f"✗ {problems[0].message}{more}"))
+        if first is None:  # no single answer to blame: the message by the buttons is in view
+            summary.scroll_visible(animate=False)
+            return
+        first.focus()
+        self.call_after_refresh(self._reveal, problems[0].field)
+
+    def _reveal(self, field: str | None) -> None:
+        """The wrong answer and the line under it, in view."""
+        if field:
+            self.query_one(f"#error-{field}").scroll_visible(animate=False)
+
     def action_check(self) -> None:
-        error = self.query_one("#error", Static)
         try:
             spec = spec_from_answers(self.read_answers())
         except AnswerError as exc:
-            error.update(f"✗ {exc}")
+            self.show_problems(exc.problems)
             return
-        error.update("")
+        self.show_problems([])
         environ = dict(self.environ)
         key = self.typed_key()
         if key:
@@ -244,7 +277,7 @@ class PreflightScreen(Screen[None]):
             with Horizontal(id="buttons"):
                 yield Button("Back", id="back")
                 yield Button("Start the run", id="start", variant="primary", disabled=True)
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self._preflight()
