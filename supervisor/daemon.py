@@ -611,6 +611,13 @@ class Supervisor:
             name, status="failed", reason=reason, ended_at=now_iso(), exit_code=exit_code, process=None, failure=failure
         )
         self.events.emit("stage_failed", reason, stage=name, exit_code=exit_code)
+        # The reason ends the stage's log too, so the log says why even for a stage that failed before
+        # running anything (docs/ui.md: the dashboard's `l` opens this log).
+        with contextlib.suppress(OSError):
+            scrubber = Scrubber.from_environment()
+            log = StageLog(self.layout.stage_log(name), scrubber=scrubber)
+            log.note(f"stage failed: {scrubber.scrub(reason)}")
+            log.close()
         return "failed"
 
     def _record_findings(self, stage: str, findings: list[dict[str, Any]]) -> None:

@@ -46,6 +46,9 @@ def prepare_run_dir(spec: RunSpec, run_dir: Path) -> RunLayout:
     make_private(run_dir)
     layout = RunLayout(run_dir.resolve())
     layout.stages_dir.mkdir(exist_ok=True)
+    # run.toml beside logs/ is what marks a run folder of ours to the log reader (docs/parsing.md), so
+    # its stage logs are read (and shown by the dashboard) even for a run that fails before training.
+    (layout.run_dir / "logs").mkdir(exist_ok=True)
     atomic_write_text(layout.spec_path, dump_spec(spec))
     return layout
 
