@@ -29,7 +29,7 @@ class A1xApp(App[int]):
     CSS_PATH = "a1x.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("question_mark", "help", "Help"),
-        Binding("q", "leave", "Quit (run goes on)"),
+        Binding("q", "leave", "Quit"),
         Binding("ctrl+c", "leave", "Quit", show=False, priority=True),
         Binding("ctrl+t", "toggle_theme", "Theme", show=False),
     ]

@@ -1,6 +1,6 @@
-"""``a1x-tui demo`` in a real terminal: tmux runs it, keys go in with send-keys, capture-pane reads
-the screen. The stages advance, training steps climb, the findings appear, and quitting says the
-run goes on."""
+"""``a1x-tui demo`` in a real terminal of 80×24: tmux runs it, keys go in with send-keys,
+capture-pane reads the screen. The stages advance, training steps climb, the findings appear, the
+apply-fix dialog shows its buttons and keys, and quitting says the run goes on."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_the_demo_runs_in_a_real_terminal(tmp_path: Path) -> None:
         f"{shlex.quote(sys.executable)} -m a1x_tui demo --dir {shlex.quote(str(tmp_path))} --speed 3; "
         "echo A1X-EXIT-$?; sleep 30"
     )
-    tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", command)
+    tmux("new-session", "-d", "-s", session, "-x", "80", "-y", "24", command)  # SSH in tmux: the small case
     try:
         wait_for(session, "the stages", lambda s: "download" in s and "verify" in s, timeout=30)
         wait_for(
@@ -63,6 +63,11 @@ def test_the_demo_runs_in_a_real_terminal(tmp_path: Path) -> None:
         tmux("send-keys", "-t", session, "4")
         findings = wait_for(session, "the findings", lambda s: "vllm_oom" in s and "rollout_buffer_growth" in s)
         assert "CRITICAL" in findings
+        tmux("send-keys", "-t", session, "a")  # the fix's dialog: its buttons and keys in view at 80x24
+        dialog = wait_for(session, "the apply-fix dialog", lambda s: "Apply the fix for" in s and "Apply (y)" in s)
+        assert "Cancel (n)" in dialog and "esc Cancel" in dialog
+        tmux("send-keys", "-t", session, "Escape")
+        wait_for(session, "the dialog closed", lambda s: "Apply (y)" not in s, timeout=10)
         tmux("send-keys", "-t", session, "q")
         after = wait_for(session, "the exit message", lambda s: "A1X-EXIT-0" in s, timeout=15)
         assert "the run goes on" in after or "the run has ended" in after

@@ -1,4 +1,5 @@
-"""SVG snapshots of the main screens (pytest-textual-snapshot), from fixed data and a fixed clock.
+"""SVG snapshots of every screen and dialog (pytest-textual-snapshot), from fixed data and a fixed clock,
+at 80×24 (an SSH session in tmux: everything needed must be in view) and 120×40.
 
 Update after an intended change of the layout: ``python -m pytest tests/ui/test_snapshots.py --snapshot-update``.
 """
@@ -9,15 +10,17 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ui_helpers import COLLAPSE_RUN, FIXED_NOW, dashboard_messages, iso
+import pytest
+from ui_helpers import COLLAPSE_RUN, FIXED_NOW, dashboard_messages, iso, sample_state
 
 from a1x_tui.ui import A1xApp
-from a1x_tui.ui.messages import RunSummary
+from a1x_tui.ui.messages import FindingsChanged, FixPlanned, RunStateChanged, RunSummary
 from a1x_tui.ui.screens.start import StartScreen
 from a1x_tui.ui.screens.wizard import WizardScreen
 from a1x_tui.ui.target import RunTarget
+from a1x_tui.ui.widgets.findings import FindingsPanel
 
-SIZE = (100, 30)
+SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
 RUN = Path("/runs/20261129-150000-motion")
 
 
@@ -32,20 +35,26 @@ async def feed(pilot: Any) -> None:
     await pilot.pause()
 
 
-def test_dashboard_overview(snap_compare: Any) -> None:
-    assert snap_compare(dashboard_app(), terminal_size=SIZE, run_before=feed)
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("keys", [[], ["2", "home"], ["3"], ["4"]], ids=["overview", "logs", "plots", "findings"])
+def test_dashboard(snap_compare: Any, size: tuple[int, int], keys: list[str]) -> None:
+    assert snap_compare(dashboard_app(), terminal_size=size, run_before=feed, press=keys)
 
 
-def test_dashboard_logs(snap_compare: Any) -> None:
-    assert snap_compare(dashboard_app(), terminal_size=SIZE, run_before=feed, press=["2", "home"])
+@pytest.mark.parametrize("size", SIZES)
+def test_dashboard_with_a_failed_stage(snap_compare: Any, size: tuple[int, int]) -> None:
+    async def failed(pilot: Any) -> None:
+        await feed(pilot)
+        state = sample_state(RUN, status="failed")
+        train = next(st for st in state["stages"] if st["name"] == "train")
+        train.update(status="failed", ended_at=iso(60), progress=None, process=None, reason=(
+            "a replica died while the launcher kept running: replica_died: rollout_0 — rollout_0.log:212: "
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.38 GiB"
+        ))
+        pilot.app.screen.post_message(RunStateChanged(state, False))
+        await pilot.pause()
 
-
-def test_dashboard_plots(snap_compare: Any) -> None:
-    assert snap_compare(dashboard_app(), terminal_size=SIZE, run_before=feed, press=["3"])
-
-
-def test_dashboard_findings(snap_compare: Any) -> None:
-    assert snap_compare(dashboard_app(), terminal_size=SIZE, run_before=feed, press=["4"])
+    assert snap_compare(dashboard_app(), terminal_size=size, run_before=failed)
 
 
 def test_dashboard_read_only_at_80x24(snap_compare: Any) -> None:
@@ -57,14 +66,59 @@ def test_dashboard_read_only_at_80x24(snap_compare: Any) -> None:
     assert snap_compare(app, terminal_size=(80, 24), run_before=feed)
 
 
-def test_help(snap_compare: Any) -> None:
-    assert snap_compare(dashboard_app(), terminal_size=SIZE, run_before=feed, press=["question_mark"])
+def _vllm_oom_diff(tmp: Path) -> str:
+    """The real diff of the vllm_oom fix on the recipe's rendered TOML (fixed paths: a fixed picture)."""
+    from configs.render import TemplateChoices, render_toml
+    from diagnostics.config import load_config, plan_fix
+
+    toml = tmp / "train.toml"
+    choices = TemplateChoices(
+        alpamayo_version="1.5", reward_mode="motion", wandb=False, compute="local",
+        output_dir="/runs/20261129-150000-motion/outputs", model_dir="/home/me/alpamayo_model_converted_from_hf",
+    )
+    toml.write_text(render_toml(choices), encoding="utf-8")
+    (found,) = [m for m in dashboard_messages(RUN) if isinstance(m, FindingsChanged)]
+    finding = next(f for f in found.open.values() if f.id == "vllm_oom")
+    return plan_fix(load_config(toml), "vllm_oom", finding=finding).diff
 
 
-def test_runs(snap_compare: Any) -> None:
+@pytest.mark.parametrize("size", SIZES)
+def test_apply_fix_dialog(snap_compare: Any, size: tuple[int, int], tmp_path: Path) -> None:
+    diff = _vllm_oom_diff(tmp_path)
+
+    async def planned(pilot: Any) -> None:
+        await feed(pilot)
+        await pilot.press("4")
+        await pilot.app.workers.wait_for_complete()
+        panel = pilot.app.screen.query_one(FindingsPanel)
+        oom = next(i for i, s in enumerate(panel.shown) if s.finding.id == "vllm_oom")
+        panel.query_one("#finding-list").highlighted = oom
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        pilot.app.screen.post_message(FixPlanned(panel.shown[oom].key, RUN / "config" / "train.toml", diff, None, "0"))
+        await pilot.pause()
+
+    assert snap_compare(dashboard_app(), terminal_size=size, run_before=planned, press=["a"])
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_stop_dialog(snap_compare: Any, size: tuple[int, int]) -> None:
+    assert snap_compare(dashboard_app(), terminal_size=size, run_before=feed, press=["s"])
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_help(snap_compare: Any, size: tuple[int, int]) -> None:
+    assert snap_compare(dashboard_app(), terminal_size=size, run_before=feed, press=["question_mark"])
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_runs(snap_compare: Any, size: tuple[int, int]) -> None:
     runs = [
         RunSummary(RUN, "running", "stages: download, ..., verify", "train", iso(5), live=True),
-        RunSummary(Path("/runs/20261128-090000-joint"), "failed", "train failed: replica_died", None, iso(86400)),
+        RunSummary(
+            Path("/runs/20261128-090000-joint"), "failed",
+            "train failed: a replica died while the launcher kept running: replica_died: rollout_0", None, iso(86400),
+        ),
     ]
 
     async def show(pilot: Any) -> None:
@@ -74,10 +128,13 @@ def test_runs(snap_compare: Any) -> None:
         await pilot.pause()
 
     app = A1xApp(roots=[Path("/runs")], live=False)
-    assert snap_compare(app, terminal_size=(80, 24), run_before=show)
+    assert snap_compare(app, terminal_size=size, run_before=show)
 
 
-def test_wizard(snap_compare: Any) -> None:
+@pytest.mark.parametrize("size", SIZES)
+def test_wizard_with_an_error(snap_compare: Any, size: tuple[int, int]) -> None:
+    from textual.widgets import Input
+
     from a1x_tui.ui.answers import default_answers
 
     answers = default_answers("/home/me")
@@ -87,6 +144,9 @@ def test_wizard(snap_compare: Any) -> None:
         await pilot.app.push_screen(WizardScreen(answers, environ={}, free=lambda text: "1,234 GB free"))
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
+        pilot.app.screen.query_one("#clips", Input).value = "0"
+        pilot.app.screen.query_one("#policy", Input).value = ""
 
     app = A1xApp(roots=[Path("/runs")], live=False)
-    assert snap_compare(app, terminal_size=(80, 24), run_before=open_wizard)
+    assert snap_compare(app, terminal_size=size, run_before=open_wizard, press=["ctrl+n"])
+

@@ -21,7 +21,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static, TabbedContent, TabPane
+from textual.widgets import Footer, Static, TabbedContent, TabPane, Tabs
 
 from a1x_tui.ui.feeds.follow import FollowFeed
 from a1x_tui.ui.feeds.gpus import GpuFeed
@@ -45,16 +45,17 @@ from a1x_tui.ui.messages import (
 )
 from a1x_tui.ui.screens.confirm import ConfirmScreen
 from a1x_tui.ui.target import RunTarget
-from a1x_tui.ui.widgets.banner import RunBanner, banner_text
+from a1x_tui.ui.widgets.banner import FailureLine, RunBanner, banner_text, failed_stage, failure_text
 from a1x_tui.ui.widgets.findings import FindingsPanel, Shown, diff_text
 from a1x_tui.ui.widgets.gpus import GpuPanel
 from a1x_tui.ui.widgets.logs import LogsPanel
 from a1x_tui.ui.widgets.plots import PlotsPanel
-from a1x_tui.ui.widgets.stages import StagesTable
+from a1x_tui.ui.widgets.stages import StagesTable, stage_detail
 from diagnostics.findings import Finding, RunOutcome
 from diagnostics.printable import printable
 
 FINAL = ("succeeded", "failed", "stopped", "blocked")
+FOCUS_IN = {"logs": ("#log-view",), "findings": ("#finding-list",), "overview": ("#stages", "#overview-body")}
 
 
 class DashboardScreen(Screen[None]):
@@ -63,15 +64,18 @@ class DashboardScreen(Screen[None]):
         Binding("2", "show_tab('logs')", "Logs", show=False),
         Binding("3", "show_tab('plots')", "Plots", show=False),
         Binding("4", "show_tab('findings')", "Findings", show=False),
-        Binding("a", "apply_fix", "Apply fix"),
-        Binding("t", "restart_train", "Restart train"),
+        # Everywhere, but named in the footer by the tab they belong to (StagesTable, FindingsPanel):
+        # at 80 columns the footer holds one tab's keys, not every key of the dashboard.
+        Binding("a", "apply_fix", "Apply fix", show=False),
+        Binding("t", "restart_train", "Restart train", show=False),
         Binding("r", "restart_stage", "Restart stage", show=False),
-        Binding("s", "stop_run", "Stop run"),
+        Binding("s", "stop_run", "Stop run", show=False),
+        Binding("l", "stage_log", "Stage log", show=False),
         Binding("escape", "back", "Runs", show=False),
     ]
     DEFAULT_CSS = """
     DashboardScreen #overview-body { height: 1fr; }
-    DashboardScreen #stages { margin-bottom: 1; }
+    DashboardScreen #stage-detail { margin-bottom: 1; height: auto; }
     DashboardScreen .note { color: $text-muted; padding: 0 1; }
     DashboardScreen TabPane { padding: 0; }
     """
@@ -104,10 +108,12 @@ class DashboardScreen(Screen[None]):
     # -- layout -------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield RunBanner(id="banner")
+        yield FailureLine(id="failure")
         with TabbedContent(initial="overview", id="tabs"):
             with TabPane("1 Overview", id="overview"), VerticalScroll(id="overview-body"):
                 if self.target.controllable:
                     yield StagesTable(id="stages")
+                    yield Static("", id="stage-detail", classes="note")
                 else:
                     yield Static(
                         Text(
@@ -126,13 +132,14 @@ class DashboardScreen(Screen[None]):
                 yield PlotsPanel(id="plots-panel")
             with TabPane("4 Findings", id="findings"):
                 yield FindingsPanel(id="findings-panel")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         panel = self.query_one(FindingsPanel)
         panel.can_apply = self.target.config is not None
         panel.controllable = self.target.controllable
         self._banner()
+        self._focus_in("overview")  # the footer names the overview's keys
         if self.live:
             self.start_feeds()
             self.set_interval(1.0, self._tick)
@@ -165,6 +172,17 @@ class DashboardScreen(Screen[None]):
     def _tick(self) -> None:
         if self.target.controllable and self.state is not None:
             self.query_one(StagesTable).update_state(self.state, self.clock())
+            self._stage_detail()
+
+    def _stage_detail(self) -> None:
+        row = self.query_one(StagesTable).selected_row
+        failed = failed_stage(self.state)
+        shown = row is not None and failed is not None and failed.get("name") == row.name
+        self.query_one("#stage-detail", Static).update(stage_detail(row, failure_shown=shown))
+
+    def on_data_table_row_highlighted(self, event: StagesTable.RowHighlighted) -> None:
+        if isinstance(event.data_table, StagesTable):
+            self._stage_detail()
 
     def _active(self) -> str:
         return str(self.query_one("#tabs", TabbedContent).active)
@@ -180,6 +198,7 @@ class DashboardScreen(Screen[None]):
             outcome=self.outcome,
         )
         self.query_one(RunBanner).update(text)
+        self.query_one(FailureLine).show(failure_text(self.state) if self.target.controllable else None)
         tabs = self.query_one("#tabs", TabbedContent)
         count = len(self.findings_open)
         tabs.get_tab("findings").label = f"4 Findings ({count})" if count else "4 Findings"
@@ -266,6 +285,7 @@ class DashboardScreen(Screen[None]):
         self.state, self.supervisor_live = message.state, message.live
         if self.target.controllable:
             self.query_one(StagesTable).update_state(self.state, self.clock())
+            self._stage_detail()
         self._banner()
 
     def on_gpus_sampled(self, message: GpusSampled) -> None:
@@ -415,7 +435,7 @@ class DashboardScreen(Screen[None]):
 
     # -- actions on the run ---------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("stop_run", "restart_stage", "restart_train"):
+        if action in ("stop_run", "restart_stage", "restart_train", "stage_log"):
             return self.target.controllable
         return True
 
@@ -426,11 +446,17 @@ class DashboardScreen(Screen[None]):
 
     def action_show_tab(self, tab: str) -> None:
         self.query_one("#tabs", TabbedContent).active = tab
-        focus = {"logs": "#log-view", "findings": "#finding-list", "overview": "#stages"}.get(tab)
-        if focus:
-            found = self.query(focus)
+        self._focus_in(tab)
+
+    def _focus_in(self, tab: str) -> None:
+        """Focus moves into the tab shown: left on a widget of the old one, it would be hidden, and the
+        widget Textual then moves the focus to (in that old tab) would switch back to it."""
+        for wanted in FOCUS_IN.get(tab, ()):
+            found = self.query(wanted)
             if found:
                 found.first().focus()
+                return
+        self.query_one("#tabs", TabbedContent).query_one(Tabs).focus()  # the tab bar: ← → move between tabs
 
     def _run_dir(self) -> str:
         assert self.target.run_dir is not None
@@ -475,6 +501,27 @@ class DashboardScreen(Screen[None]):
 
     def action_restart_train(self) -> None:
         self._restart("train")
+
+    def action_stage_log(self) -> None:
+        """The Logs tab on the end of a stage's log: the failed stage's, else the one under the cursor."""
+        stage = failed_stage(self.state)
+        name = str(stage["name"]) if stage else self.query_one(StagesTable).selected_stage
+        name = name or (self.state or {}).get("current_stage")
+        if not name:
+            self.notify("no stage has started yet", severity="warning")
+            return
+        self.action_show_tab("logs")
+        logs = self.query_one(LogsPanel)
+        logs.data_changed()
+        if not logs.open_line(f"stages/{name}.log", None):
+            reason = str((stage or {}).get("reason") or "")
+            self.notify(
+                f"stages/{name}.log is not written yet" + (f"; the stage says: {reason}" if reason else ""),
+                title=f"{name}: no log",
+                severity="warning",
+                timeout=10,
+                markup=False,
+            )
 
     def action_restart_stage(self) -> None:
         stage = None

@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Footer, Static
 from a1x_tui.ui.feeds.runs import list_runs
 from a1x_tui.ui.messages import RunsListed, RunSummary
 from a1x_tui.ui.widgets.banner import STATUS_STYLE
+from diagnostics.printable import printable
 
 if TYPE_CHECKING:
     from a1x_tui.ui.app import A1xApp
@@ -35,7 +36,7 @@ def _when(ts: str | None) -> str:
 
 class StartScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "open", "Open", show=True),
+        Binding("enter", "open", "Open", priority=True),  # priority: named in the footer over the table's own
         Binding("n", "new_run", "New run"),
         Binding("r", "refresh", "Refresh"),
     ]
@@ -43,6 +44,7 @@ class StartScreen(Screen[None]):
     StartScreen #title { padding: 0 1; background: $boost; text-style: bold; }
     StartScreen #runs { height: 1fr; }
     StartScreen #hint { padding: 0 1; color: $text-muted; height: auto; }
+    StartScreen #detail { padding: 0 1; height: auto; }
     """
 
     def __init__(self, roots: list[Path], *, live: bool = True) -> None:
@@ -54,8 +56,9 @@ class StartScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static("a1x-tui · Alpamayo RL runs", id="title")
         yield DataTable(id="runs", cursor_type="row")
+        yield Static("", id="detail")  # the run under the cursor in full: its message is cut in its column
         yield Static("", id="hint")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         table = self.query_one("#runs", DataTable)
@@ -102,7 +105,25 @@ class StartScreen(Screen[None]):
             hint = f"{len(runs)} run(s) under {where}. enter: open its dashboard · n: a new run"
         else:
             hint = f"No runs yet under {where}. n: set up a new run · or quit (q) and try `a1x-tui demo`."
-        self.query_one("#hint", Static).update(hint)
+        self.query_one("#hint", Static).update(Text(hint))
+        self._detail()
+
+    def _detail(self) -> None:
+        run = self.selected
+        text = Text()
+        if run is not None:
+            text.append(f"{run.run_dir.name} ", style="bold")
+            text.append(run.status, style=STATUS_STYLE.get(run.status, ""))
+            if run.message:
+                text.append(f": {printable(run.message)}")
+        self.query_one("#detail", Static).update(text)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._detail()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:  # a click on a row
+        event.stop()
+        self.action_open()
 
     @property
     def selected(self) -> RunSummary | None:
@@ -110,10 +131,6 @@ class StartScreen(Screen[None]):
         if not self.runs or not 0 <= table.cursor_row < len(self.runs):
             return None
         return self.runs[table.cursor_row]
-
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        event.stop()
-        self.action_open()
 
     def action_open(self) -> None:
         run = self.selected

@@ -214,7 +214,7 @@ class WizardScreen(Screen[None]):
             if widgets:
                 widgets.first().add_class("-invalid-answer")
                 first = first or widgets.first()
-        more = f" ({len(problems) - 1} more above)" if len(problems) > 1 else ""
+        more = f" (and {len(problems) - 1} more, each marked ✗ under its answer)" if len(problems) > 1 else ""
         summary.update(Text(f"✗ {problems[0].message}{more}"))
         if first is None:  # no single answer to blame: the message by the buttons is in view
             summary.scroll_visible(animate=False)

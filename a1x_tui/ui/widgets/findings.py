@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.widgets import Label, OptionList, Static
@@ -85,6 +87,11 @@ def evidence_prompt(ev: Evidence) -> Text:
 
 class FindingsPanel(Horizontal):
     """Left: the findings; right: the one under the cursor."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [  # the dashboard's keys for findings, named in the footer here
+        Binding("a", "screen.apply_fix", "Apply fix"),
+        Binding("t", "screen.restart_train", "Restart train"),
+    ]
 
     DEFAULT_CSS = """
     FindingsPanel #finding-list { width: 32; height: 1fr; }

@@ -28,7 +28,7 @@ class LogsPanel(Horizontal):
         Binding("n", "next_match(1)", "Next", show=False),
         Binding("N", "next_match(-1)", "Previous", show=False),
         Binding("f", "prompt('filter')", "Filter"),
-        Binding("colon", "prompt('goto')", "Go to line"),
+        Binding("colon", "prompt('goto')", "Line"),
         Binding("m", "show_merged", "Merged"),
         Binding("escape", "clear", "Clear", show=False),
     ]
@@ -77,7 +77,7 @@ class LogsPanel(Horizontal):
             files.clear_options()
             for key in order:
                 label = "merged (all)" if key == MERGED else self.store.files[key].label
-                files.add_option(Option(label, id=key))
+                files.add_option(Option(Text(label), id=key))  # Text: "[train]" is a name, not markup
             files.highlighted = order.index(self.current) if self.current in order else 0
         if self.current != MERGED and self.current not in self.store.files:
             self.current = MERGED

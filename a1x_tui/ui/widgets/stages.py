@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
+from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 
 from diagnostics.printable import printable
@@ -103,8 +104,31 @@ def stage_rows(state: Mapping[str, Any] | None, now: float) -> list[StageRow]:
     return rows
 
 
+def stage_detail(row: StageRow | None, *, failure_shown: bool = False) -> Text:
+    """The stage under the cursor in full, under the table: its note is cut in its column at 80×24.
+    ``failure_shown``: its failure is in the banner already, not said twice."""
+    if row is None:
+        return Text()
+    mark, style = MARKS.get(row.status, ("?", ""))
+    text = Text.assemble((f"{mark} {row.name} {row.status}", style or "bold"))
+    if failure_shown:
+        text.append(" (why: above)")
+    elif row.reason:
+        text.append(": ")
+        text.append(printable(row.reason), style="red" if row.status == "failed" else "")
+    text.append("  l: its log · r: restart it", style="dim")
+    return text
+
+
 class StagesTable(DataTable[Text]):
     """One row per stage; ``update_state`` redraws it and keeps the cursor on its stage."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [  # the dashboard's keys for stages, named in the footer here
+        Binding("l", "screen.stage_log", "Stage log"),
+        Binding("r", "screen.restart_stage", "Restart stage"),
+        Binding("t", "screen.restart_train", "Restart train"),
+        Binding("s", "screen.stop_run", "Stop run"),
+    ]
 
     DEFAULT_CSS = """
     StagesTable { height: auto; max-height: 12; }
@@ -123,10 +147,15 @@ class StagesTable(DataTable[Text]):
         self.add_column("note", key="note", width=60)
 
     @property
-    def selected_stage(self) -> str | None:
+    def selected_row(self) -> StageRow | None:
         if not self.rows_shown or self.cursor_row < 0 or self.cursor_row >= len(self.rows_shown):
             return None
-        return self.rows_shown[self.cursor_row].name
+        return self.rows_shown[self.cursor_row]
+
+    @property
+    def selected_stage(self) -> str | None:
+        row = self.selected_row
+        return row.name if row is not None else None
 
     def update_state(self, state: Mapping[str, Any] | None, now: float) -> None:
         rows = stage_rows(state, now)
