@@ -124,6 +124,8 @@ def test_a_download_that_fetched_nothing_fails_the_run(world: World) -> None:
     assert "exited 0 but its outputs do not verify" in download["reason"]
     assert "Returning existing local_dir" in download["reason"]
     assert _statuses(state)["curate"] == "pending" and not world.calls("curate")
+    log = (world.run_dir / "stages" / "download.log").read_text().splitlines()
+    assert log[-1].endswith(f"[a1x-tui] stage failed: {download['reason']}")  # the log says why, at its end
 
 
 def test_rate_limit_is_retried_and_a_gated_repo_stops_with_the_fix(world: World) -> None:
@@ -349,6 +351,10 @@ def test_a_new_run_gets_a_private_folder_under_the_workspace(world: World) -> No
     assert done.returncode == 0, done.stdout + done.stderr
     (run_dir,) = (world.ws / "runs").iterdir()
     assert run_dir.name.endswith("-motion") and stat.S_IMODE(run_dir.stat().st_mode) == 0o700
+    from diagnostics.parsing import discover
+
+    layout = discover(run_dir)  # run.toml beside logs/: a run of ours, its stage logs read with it
+    assert layout.kind == "run_dir" and any(src.path == "stages/configure.log" for _, src in layout.files)
     state = json.loads((run_dir / "state.json").read_text())
     assert state["status"] == "succeeded" and state["plan"] == {"from": None, "only": "configure", "force": []}
     skipped = {s["name"]: s["reason"] for s in state["stages"] if s["status"] == "skipped"}
