@@ -1,6 +1,6 @@
 """``a1x-tui demo``: a complete run through the real supervisor, diagnostics and dashboard.
 
-No GPU, no network, under two minutes. The stages are small programs shipped in
+No GPU, no network, about 70 s (docs/ui.md "The demo"). The stages are small programs shipped in
 ``a1x_tui.demo.programs`` that write what the real ones write (Cosmos-RL logs in the launcher's
 layout and formats, checkpoints, an export) on simulated GPUs, and play out scripted trouble:
 pending rollouts growing, a vLLM out-of-memory in the rollout replica, a stretch of collapsed

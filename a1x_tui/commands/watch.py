@@ -4,7 +4,8 @@ For agents and scripts that follow a run without a terminal UI. stdout carries o
 (``--format json``: one JSON object per line, each with a ``type``); diagnostics go to stderr.
 Ctrl-C or SIGTERM end it cleanly; the exit code is the status of the findings still open, as
 ``--check``: 0 ok, 1 warning, 2 critical, 3 unknown (nothing read, or stopped before the history
-of the run was read). Never imports Textual.
+of the run was read). What ``--check`` calls UNKNOWN is refused at once with its reason (exit 3);
+a folder with no run yet is waited on (docs/live.md). Never imports Textual.
 
 JSON types: ``history_complete`` (the run's history is read: findings are evaluated from now on),
 ``finding_raised`` / ``finding_updated`` (with ``key`` and the ``finding`` as in the ``--check``
