@@ -95,4 +95,6 @@ def test_a_binary_spec_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
     spec = tmp_path / "run.toml"
     spec.write_bytes(b"\xff\xfe\x00binary")
     assert main(["preflight", "--spec", str(spec)]) == 3
-    assert capsys.readouterr().err == f"{spec}: not UTF-8 text: a run spec is a TOML file (a1x-tui init writes one)\n"
+    assert capsys.readouterr().err == (
+        f"{spec}: a binary file, not a run spec; --spec expects the run spec `a1x-tui init --out FILE` writes\n"
+    )
