@@ -23,6 +23,11 @@ class CatalogEntry:
     title: str
     origins: tuple[str, ...]
 
+    @property
+    def modules(self) -> tuple[str, ...]:
+        """The modules that raise it (``RAISED_IN``), the log detector's first."""
+        return RAISED_IN[self.id]
+
 
 def _e(id_: str, severity: Severity, title: str, *origins: str) -> CatalogEntry:
     return CatalogEntry(id_, severity, title, origins)
@@ -103,6 +108,87 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
 )
 
 CATALOG: dict[str, CatalogEntry] = {e.id: e for e in _ENTRIES}
+
+# Where each id is raised (paths from the repository root): the log detector registered for it first
+# (``@detector`` / ``@concluding``), then the config rules, the GPU findings, preflight and Slurm
+# submission. docs/findings.md names the same modules; tests/check/test_findings_doc.py holds the three
+# to each other and to the code.
+RAISED_IN: dict[str, tuple[str, ...]] = {
+    "rollout_buffer_growth": ("diagnostics/detectors/buffer.py",),
+    "rollout_starved": ("diagnostics/detectors/buffer.py",),
+    "weight_sync_lag": ("diagnostics/detectors/weight_sync.py",),
+    "prefetch_misconfig": (
+        "diagnostics/detectors/prefetch.py",
+        "diagnostics/config/rules.py",
+        "supervisor/slurm/plan.py",
+    ),
+    "vllm_oom": ("diagnostics/detectors/memory.py",),
+    "policy_oom": ("diagnostics/detectors/memory.py",),
+    "grpo_collapse": ("diagnostics/detectors/collapse.py",),
+    "insufficient_gpus": (
+        "diagnostics/detectors/placement.py",
+        "diagnostics/config/rules.py",
+        "supervisor/slurm/plan.py",
+    ),
+    "stalled": ("diagnostics/detectors/lifecycle.py",),
+    "replica_died": ("diagnostics/detectors/lifecycle.py",),
+    "shutdown_hang": ("diagnostics/detectors/lifecycle.py",),
+    "nccl_timeout": ("diagnostics/detectors/failures.py",),
+    "nccl_p2p_hang": ("diagnostics/detectors/weight_sync.py",),
+    "premature_end": ("diagnostics/detectors/lifecycle.py",),
+    "checkpoint_incomplete": ("diagnostics/detectors/failures.py",),
+    "config_load_failed": ("diagnostics/detectors/failures.py",),
+    "controller_unreachable": ("diagnostics/detectors/failures.py",),
+    "rollout_generation_failed": ("diagnostics/detectors/failures.py",),
+    "logging_blind": ("diagnostics/detectors/collapse.py", "diagnostics/config/rules.py"),
+    "process_crashed": ("diagnostics/detectors/outcome.py",),
+    "run_incomplete": ("diagnostics/detectors/outcome.py",),
+    "unexplained_error": ("diagnostics/detectors/outcome.py",),
+    "hydra_none_string": ("diagnostics/detectors/recipe.py",),
+    "gated_repo": ("diagnostics/detectors/recipe.py", "supervisor/preflight.py"),
+    "hf_rate_limit": ("diagnostics/detectors/recipe.py", "supervisor/preflight.py"),
+    "grader_missing": ("diagnostics/detectors/recipe.py", "diagnostics/config/rules.py", "supervisor/preflight.py"),
+    "mini_parquet_missing": ("diagnostics/detectors/recipe.py",),
+    "missing_env_var": ("diagnostics/detectors/recipe.py", "supervisor/preflight.py"),
+    "pth_loaded_directly": ("diagnostics/detectors/recipe.py",),
+    "policy_oom_config": ("diagnostics/config/rules.py",),
+    "wandb_forbidden": ("diagnostics/detectors/recipe.py",),
+    "redis_missing": ("diagnostics/detectors/recipe.py",),
+    "model_not_converted": ("diagnostics/detectors/recipe.py",),
+    "recipe_parallelism_unsupported": ("diagnostics/detectors/recipe.py", "diagnostics/config/rules.py"),
+    "duplicate_samples": ("diagnostics/config/rules.py", "supervisor/slurm/plan.py"),
+    "wrong_alpamayo_version": ("diagnostics/config/rules.py",),
+    "download_empty": ("supervisor/preflight.py",),
+    "dangling_model_symlinks": ("supervisor/preflight.py",),
+    "export_rank_mismatch": ("diagnostics/detectors/recipe.py",),
+    "unknown_toml_key": ("diagnostics/config/rules.py",),
+    "placeholder_path": ("diagnostics/config/rules.py",),
+    "batch_not_divisible": ("diagnostics/detectors/config_runtime.py", "diagnostics/config/rules.py"),
+    "grpo_became_sft": ("diagnostics/config/rules.py",),
+    "no_group_signal": ("diagnostics/config/rules.py",),
+    "gpu_memory_utilization_range": ("diagnostics/config/rules.py",),
+    "wandb_key_missing": ("diagnostics/config/rules.py", "supervisor/preflight.py"),
+    "outdated_steps_below_sync": ("diagnostics/detectors/config_runtime.py", "diagnostics/config/rules.py"),
+    "tp_size_implicit": ("diagnostics/detectors/config_runtime.py", "diagnostics/config/rules.py"),
+    "checkpointing_disabled": ("diagnostics/config/rules.py",),
+    "recommended_value": ("diagnostics/config/rules.py",),
+    "invalid_value": ("diagnostics/config/rules.py",),
+    "gpu_orphan": ("diagnostics/gpu/detect.py",),
+    "vllm_oom_risk": ("diagnostics/gpu/detect.py",),
+    "gpu_idle": ("diagnostics/gpu/detect.py",),
+    "gpu_memory_near_limit": ("diagnostics/gpu/detect.py",),
+    "gpu_unavailable": ("diagnostics/gpu/detect.py",),
+    "gpus_too_few": ("supervisor/preflight.py",),
+    "disk_space_low": ("supervisor/preflight.py",),
+    "hf_token_missing": ("supervisor/preflight.py",),
+    "hf_token_invalid": ("supervisor/preflight.py",),
+    "hf_cache_missing": ("supervisor/preflight.py",),
+    "binary_missing": ("supervisor/preflight.py",),
+    "recipe_checkout_missing": ("supervisor/preflight.py",),
+    "container_path_unmounted": ("supervisor/preflight.py", "supervisor/slurm/submit.py"),
+    "checkpoint_after_time_limit": ("supervisor/preflight.py", "supervisor/slurm/submit.py"),
+}
+
 
 
 def entry(finding_id: str) -> CatalogEntry:

@@ -208,6 +208,7 @@ def preflight(
     _check_wandb(spec, todo, checks, env)
     _check_container_paths(spec, todo, checks, env, run_dir)
     _check_wall_time(spec, todo, checks)
+    _check_reused_outputs(spec, stages, todo, checks)
 
     status = overall_status(checks.findings)
     worst = ", ".join(f.id for f in checks.findings) or "none"
@@ -665,6 +666,45 @@ def _check_wall_time(spec: RunSpec, todo: Sequence[str], checks: _Checks) -> Non
         checks.finding(cid, p.explanation, evidence=[p.evidence], action=p.action, fixes=p.fixes, **(p.data or {}))
     if not problems:
         checks.ok(cid, note)
+
+
+def _check_reused_outputs(spec: RunSpec, stages: Sequence[str], todo: Sequence[str], checks: _Checks) -> None:
+    """Outputs of earlier stages that this run reuses without remaking them: the converted model (its
+    weights are links into the Hugging Face cache, alpamayo-recipe.md §4, §14 row 24) and the dataset a
+    download left (``snapshot_download`` returns an existing folder after a Hub failure, §5)."""
+    trains = "train" in todo
+    if not trains or "convert" in todo:
+        checks.other("dangling_model_symlinks", CheckState.SKIPPED, "the run makes or does not use the model")
+    else:
+        model = spec.paths.model_dir
+        dangling = sorted(p.name for p in model.glob("*.safetensors") if p.is_symlink() and not p.exists())
+        if dangling:
+            checks.finding(
+                "dangling_model_symlinks",
+                f"The converted model's weight files link into the Hugging Face cache and {len(dangling)} of the "
+                "links point nowhere (the cache was cleaned or moved): training would fail when it loads them.",
+                evidence=[f"{model / name} is a dangling symlink" for name in dangling[:4]],
+                action="run the convert stage again (`a1x-tui run --spec FILE --from convert`), or restore the cache "
+                "the links name",
+                links=len(dangling),
+            )
+        else:
+            checks.ok("dangling_model_symlinks", f"{model}: no dangling weight link")
+    data_dir = spec.data_dir
+    if not trains or "download" in todo or not data_dir.is_dir():
+        checks.other("download_empty", CheckState.SKIPPED, "the run downloads, or does not reuse, the dataset")
+    elif not outputs_present(spec, "download"):
+        checks.finding(
+            "download_empty",
+            f"{data_dir} exists but does not hold the files this run's data choices need, and the download "
+            "stage is not part of this run: a download that 'succeeded' without its files (huggingface_hub "
+            "returns an existing folder when the Hub cannot be reached, alpamayo-recipe.md §5).",
+            evidence=[f"{data_dir}: the expected chunk files for {spec.reward_mode} training are missing"],
+            action="run the download stage again (`a1x-tui run --spec FILE --from download`) with network access "
+            "and a token that can read the dataset",
+        )
+    else:
+        checks.ok("download_empty", f"{data_dir} holds the expected files")
 
 
 def outputs_present(spec: RunSpec, stage: str) -> bool:

@@ -650,6 +650,21 @@ def checkpointing_disabled(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
     return b.build()
 
 
+def policy_oom_config(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
+    """R §14 row 10, §8.4: the policy runs out of GPU memory without gradient checkpointing (the Alpamayo
+    policy is 10B parameters). Too little sharding is not judged here: ``dp_shard_size = 1`` is the
+    recipe's own advice for wiring tests (R §14 row 2), and the GPU's size is not in the TOML."""
+    b = _Builder(cfg, "policy_oom_config")
+    if cfg.is_set("policy.model_gradient_checkpointing") and not cfg.get("policy.model_gradient_checkpointing"):
+        b.problem(
+            "policy.model_gradient_checkpointing = false: every layer's activations are kept for the backward "
+            "pass, the first cause of a policy out of memory in the recipe's failure table.",
+            "policy.model_gradient_checkpointing",
+        )
+        b.fix("policy.model_gradient_checkpointing", True, "the recipe's value (R §8.4, §14 row 10)")
+    return b.build()
+
+
 def recommended_value(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
     """R §8.1, §8.4, §8.5: the recipe's own values, and the local vs cluster table."""
     b = _Builder(cfg, "recommended_value")
@@ -813,6 +828,7 @@ RULES: dict[str, Rule] = {
     "outdated_steps_below_sync": outdated_steps_below_sync,
     "tp_size_implicit": tp_size_implicit,
     "checkpointing_disabled": checkpointing_disabled,
+    "policy_oom_config": policy_oom_config,
     "recommended_value": recommended_value,
     "unknown_toml_key": unknown_toml_key,
     "invalid_value": invalid_value,

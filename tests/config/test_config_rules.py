@@ -80,6 +80,7 @@ FAILING: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
         "train.train_policy.allowed_outdated_steps",
     ),
     ("tp_size_implicit", {"rollout.parallelism.tp_size": None}, {}, "rollout.parallelism.tp_size"),
+    ("policy_oom_config", {"policy.model_gradient_checkpointing": False}, {}, "policy.model_gradient_checkpointing"),
     ("checkpointing_disabled", {"train.ckpt.enable_checkpoint": False}, {}, "train.ckpt.enable_checkpoint"),
     ("checkpointing_disabled", {"train.ckpt": None}, {}, "train.ckpt.enable_checkpoint"),
     ("recommended_value", {"rollout.batch_size": 4}, {"compute": "local"}, "rollout.batch_size"),

@@ -200,3 +200,21 @@ def test_a_cluster_job_that_cannot_checkpoint_before_its_time_limit(world: World
         "a part trains 7 h 40 min (08:00:00 minus the 1200 s pre-timeout signal); "
         "save_freq 50 x 60 s = a checkpoint every 50 min"
     )
+
+
+def test_a_reused_model_whose_weight_links_dangle_and_a_dataset_left_empty(world: World) -> None:
+    """A run from `configure` on: the converted model and the dataset of earlier runs are reused as found."""
+    spec = _spec(world)
+    model = spec.paths.model_dir
+    model.mkdir(parents=True, exist_ok=True)
+    (model / "model-00001-of-00002.safetensors").symlink_to(world.root / "hf-cache-cleaned" / "blob1")
+    spec.data_dir.mkdir(parents=True, exist_ok=True)  # what snapshot_download leaves after a Hub failure
+    report = _run(world, spec, stages=["configure", "train"])
+    dangling = next(f for f in report.findings if f.id == "dangling_model_symlinks")
+    assert dangling.severity.value == "critical"
+    assert "model-00001-of-00002.safetensors is a dangling symlink" in dangling.evidence[0].text
+    empty = next(f for f in report.findings if f.id == "download_empty")
+    assert str(spec.data_dir) in empty.explanation and "--from download" in (empty.action or "")
+    # the same run that converts and downloads again has nothing to say about them
+    again = _run(world, spec, stages=["download", "convert", "configure", "train"])
+    assert not {"dangling_model_symlinks", "download_empty"} & _ids(again)

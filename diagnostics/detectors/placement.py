@@ -1,4 +1,4 @@
-"""The replicas need more GPUs than the node has.
+"""Placement: whether the replicas' GPUs fit the node (``insufficient_gpus``).
 
 Mechanism (cosmos-rl.md §2.2-§2.4, §13.6, §15; alpamayo-recipe.md §8.3, §14 row 2): each replica
 needs ``tp × dp_replicate × pp × cp × dp_shard`` GPUs and takes the next contiguous slice of the
