@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _examples() -> Any:
-    from importlib import resources  # here: only --example needs it (20 ms at start-up)
+    from importlib import resources  # here: only --example needs it (it costs start-up time)
 
     return resources.files("diagnostics.examples")
 

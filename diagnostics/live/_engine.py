@@ -8,9 +8,9 @@ findings are merged in as ``--check --config`` does.
 Only lines that can give an event reach the parser, as in ``--check``'s grep path
 (``diagnostics.parsing.markers_for``): a line holding one of the parsing package's markers, and
 every line while a multi-line group (traceback, torchrun summary) is open
-(``LineParser.in_group``). Parsing every line costs about 7 µs each; finding the marked lines costs
-about 0.13 µs a line with the C scanner (``diagnostics.parsing.MarkerScanner``), 1 µs without it
-(``docs/live.md``).
+(``LineParser.in_group``). Finding the marked lines of a block is one pass of the C scanner
+(``diagnostics.parsing.MarkerScanner``), a Python scan without it; parsing every line would cost
+far more (the figures: docs/live.md, "Incremental diagnostics").
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ when asked, for the folders (new files, renames, deletions) while the follower c
 each followed file itself. The handler does the least possible in watchdog's thread: it records the path and
 wakes the follower, which does the reading.
 
-Each write is one inotify event, and watchdog spends about 15 µs of Python on each (measured:
-``docs/live.md``). A replica that logs line by line at 100 lines/s is cheap; 193 of them are not.
+Each write is one inotify event, and watchdog spends Python time on each (docs/live.md has the
+figure). A replica that logs line by line at 100 lines/s is cheap; 193 of them are not.
 So the inotify watcher has two ways of noticing writes, and the follower switches between them:
 
 * ``modify_events`` on (quiet runs): every write wakes the follower at once, nothing costs anything

@@ -1,8 +1,8 @@
-"""Fast constructors for the event classes: the same objects as ``Cls(**kwargs)``, about 3x cheaper.
+"""Fast constructors for the event classes: the same objects as ``Cls(**kwargs)``, cheaper to build.
 
 A frozen dataclass sets every field through ``object.__setattr__`` in a generated ``__init__`` that
-takes keyword arguments only (``kw_only``): 2-3 µs for a ``Stat``, paid for each of the ~170 k events
-per GB of a cluster run. ``maker(cls)`` generates a function with the same keyword parameters and
+takes keyword arguments only (``kw_only``), paid for each of the events of a cluster run (docs/parsing.md
+has the figures). ``maker(cls)`` generates a function with the same keyword parameters and
 defaults that writes the slots through their descriptors (which the frozen ``__setattr__`` does not
 guard); ``ctx_maker(cls)`` takes the common fields (source, line, text cut at ``MAX_TEXT``, ts,
 level, rank) from a ``Ctx`` instead. A class that is not a slotted dataclass, or has a

@@ -37,8 +37,8 @@ from diagnostics.parsing._scan import _native_chunk as _chunk
 
 CHUNK_BYTES = 4 << 20
 AHEAD_CHUNKS = 8
-# More threads than 4 only add contention for the GIL, which building the records needs (measured on the
-# 16-CPU GPU node: 4 beat 2 and 8).
+# More threads than 4 only add contention for the GIL, which building the records needs (docs/parsing.md,
+# "The native reader": the figures on the 16-CPU GPU node).
 WORKERS = int(os.environ.get("A1X_SCAN_WORKERS") or max(1, min(4, os.cpu_count() or 2)))
 AHEAD_FILES = 4 * WORKERS  # files scanned (or being scanned) that the parser has not read to their end
 AHEAD_ITEMS = 100_000  # records and candidates waiting for the parser, outside the file it reads (≈40 MB)

@@ -49,11 +49,11 @@ from diagnostics.parsing._parser import GROUP_STARTS, Key, LineParser
 from diagnostics.parsing._shapes import split_rank
 
 _START_A, _START_B = GROUP_STARTS
-# grep is ~1.7x faster per byte than the parser, so one grep running ahead keeps the parser fed; more
+# grep is faster per byte than the parser (docs/parsing.md), so one grep running ahead keeps the parser fed; more
 # would take CPU from it on a small machine. Up to ``AHEAD_BYTES`` of output waits in memory.
 WORKERS = max(1, min(4, (os.cpu_count() or 2) - 1))
 AHEAD_BYTES = 32 << 20
-BATCH_FILES = 32  # files per grep: a process per file costs ~1 ms of CPU, a fifth of a 5 MB file's scan
+BATCH_FILES = 32  # files per grep: a process per file would cost more CPU than a small file's scan
 BATCH_BYTES = 64 << 20
 PIPE_BYTES = 1 << 20  # grep's pipe is enlarged to this where Linux allows: fewer wake-ups
 _READ_BYTES = 1 << 20

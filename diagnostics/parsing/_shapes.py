@@ -137,7 +137,7 @@ _fromisoformat = datetime.fromisoformat
 def _cosmos_ts(stamp: str) -> datetime | None:
     """``YYYY-mm-dd HH:MM:SS,mmm`` (shape checked by ``_COSMOS_RE``) -> datetime, or None if no such time.
 
-    ``fromisoformat`` (C, ~0.15 µs) reads the fixed-width stamp; what it refuses (an impossible date,
+    ``fromisoformat`` (in C) reads the fixed-width stamp; what it refuses (an impossible date,
     digits other than ASCII) and hour 24 (which some Python versions may read as the next midnight)
     take the slow way, so the result is what building the datetime from the fields gives.
     """
