@@ -3,6 +3,8 @@
 Started on the runs (``a1x-tui``), or straight on one run's dashboard (``a1x-tui attach``,
 ``a1x-tui demo``). Quitting never stops a run: the supervisor owns it, and the terminal says so.
 ``NO_COLOR`` is honoured by Textual itself (monochrome output); ``ctrl+t`` switches dark and light.
+The app alone changes screens: a screen asks with a message (``RunChosen``, ``NewRunChosen``) and
+never imports the app or another screen (the contracts in pyproject.toml, docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
+from a1x_tui.ui.messages import NewRunChosen, RunChosen
 from a1x_tui.ui.screens.dashboard import DashboardScreen
 from a1x_tui.ui.screens.help import HelpScreen
 from a1x_tui.ui.screens.start import StartScreen
+from a1x_tui.ui.screens.wizard import WizardScreen
 from a1x_tui.ui.target import RunTarget
 
 DARK, LIGHT = "textual-dark", "textual-light"
@@ -60,11 +64,15 @@ class A1xApp(App[int]):
     def dashboard(self, target: RunTarget) -> DashboardScreen:
         return DashboardScreen(target, live=self.live, clock=self.clock)
 
-    def open_run(self, target: RunTarget) -> None:
-        """From the wizard: back to the runs, then the new run's dashboard on top."""
+    def on_run_chosen(self, message: RunChosen) -> None:
+        """The run's dashboard over the runs list; what stands above the list (the wizard and its preflight,
+        once they have started the run) is closed first."""
         while len(self.screen_stack) > 1 and not isinstance(self.screen, StartScreen):
             self.pop_screen()
-        self.push_screen(self.dashboard(target))
+        self.push_screen(self.dashboard(message.target))
+
+    def on_new_run_chosen(self, message: NewRunChosen) -> None:
+        self.push_screen(WizardScreen())
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

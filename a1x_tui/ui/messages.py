@@ -1,8 +1,11 @@
-"""Every message the app's workers post to its screens: small dataclasses named as past events.
+"""Every message the app's workers post to its screens, and its screens to the app: small dataclasses
+named as past events.
 
 toolong's habit (Textualize/toolong: one concept per module): workers read
 files and sockets and post these; widgets only ever see these. The follow worker posts at most four
-times a second, so a fast log cannot flood the UI.
+times a second, so a fast log cannot flood the UI. A screen never imports the app or another screen
+(the contracts in pyproject.toml): it posts ``RunChosen`` or ``NewRunChosen``, which bubble up to the
+app, and the app changes screens (docs/ui.md, "How it is built").
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any
 
 from textual.message import Message
 
+from a1x_tui.ui.target import RunTarget
 from diagnostics.findings import Finding, Report, RunOutcome
 from diagnostics.gpu import GpuSnapshot, ProcessSample
 
@@ -132,6 +136,19 @@ class RunSummary:
 class RunsListed(Message):
     runs: list[RunSummary]
     roots: list[Path] = field(default_factory=list)
+
+
+@dataclass
+class RunChosen(Message):
+    """A run to open: picked on the runs list, or the one the wizard has just started. The app shows
+    its dashboard over the runs list."""
+
+    target: RunTarget
+
+
+@dataclass
+class NewRunChosen(Message):
+    """``n`` on the runs list: the app opens the wizard."""
 
 
 @dataclass

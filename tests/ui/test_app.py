@@ -8,8 +8,11 @@ import pytest
 from ui_helpers import COLLAPSE_RUN, run_async
 
 from a1x_tui.ui import A1xApp
+from a1x_tui.ui.feeds.runs import list_runs
 from a1x_tui.ui.screens.dashboard import DashboardScreen
 from a1x_tui.ui.screens.help import HelpScreen
+from a1x_tui.ui.screens.start import StartScreen
+from a1x_tui.ui.screens.wizard import WizardScreen
 from a1x_tui.ui.target import RunTarget
 
 
@@ -38,6 +41,26 @@ async def test_the_palette_offers_the_dashboard_actions_and_control_only_with_a_
         assert {"Show Logs", "Apply the selected finding's fix", "Help"} <= titles
         assert ("Restart the train stage" in titles) is controllable
         assert ("Stop the run" in titles) is controllable
+
+
+@run_async
+async def test_the_runs_list_opens_a_dashboard_and_the_wizard_through_the_app(run_dir: Path) -> None:
+    """The start screen asks the app (messages, not imports: docs/ui.md); escape comes back to it."""
+    app = A1xApp(roots=[run_dir.parent], live=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        start = app.screen
+        assert isinstance(start, StartScreen)
+        start.show_runs(list_runs([run_dir.parent]))
+        await pilot.press("enter")
+        await pilot.pause()
+        dashboard = app.screen
+        assert isinstance(dashboard, DashboardScreen) and dashboard.target.run_dir == run_dir
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is start
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, WizardScreen)
 
 
 def test_no_color_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:

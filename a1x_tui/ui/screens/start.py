@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar
 
 from rich.text import Text
 from textual import work
@@ -13,12 +13,9 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from a1x_tui.ui.feeds.runs import list_runs
-from a1x_tui.ui.messages import RunsListed, RunSummary
+from a1x_tui.ui.messages import NewRunChosen, RunChosen, RunsListed, RunSummary
 from a1x_tui.ui.widgets.banner import STATUS_STYLE
 from diagnostics.printable import printable
-
-if TYPE_CHECKING:
-    from a1x_tui.ui.app import A1xApp
 
 REFRESH_S = 5.0
 
@@ -144,10 +141,7 @@ class StartScreen(Screen[None]):
         except TargetError as exc:
             self.notify(str(exc), severity="error", markup=False)
             return
-        app = cast("A1xApp", self.app)
-        app.push_screen(app.dashboard(target))
+        self.post_message(RunChosen(target))  # the app opens it (messages.py: screens never import the app)
 
     def action_new_run(self) -> None:
-        from a1x_tui.ui.screens.wizard import WizardScreen
-
-        self.app.push_screen(WizardScreen())
+        self.post_message(NewRunChosen())

@@ -35,10 +35,9 @@ from a1x_tui.ui.answers import (
     spec_from_answers,
 )
 from a1x_tui.ui.feeds.supervision import cli_command, cli_env
-from a1x_tui.ui.messages import DiskChecked, PreflightFinished, RunLaunched
+from a1x_tui.ui.messages import DiskChecked, PreflightFinished, RunChosen, RunLaunched
 
 if TYPE_CHECKING:
-    from a1x_tui.ui.app import A1xApp
     from supervisor.spec import RunSpec
 
 
@@ -376,4 +375,4 @@ class PreflightScreen(Screen[None]):
             return
         from a1x_tui.ui.target import resolve_target
 
-        cast("A1xApp", self.app).open_run(resolve_target(message.run_dir))
+        self.post_message(RunChosen(resolve_target(message.run_dir)))  # the app opens its dashboard
