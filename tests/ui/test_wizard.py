@@ -98,7 +98,7 @@ async def test_choices_preflight_one_confirmation_then_the_dashboard(
         launched.append({"argv": argv, "env": kwargs["env"]})
         return subprocess.CompletedProcess(argv, 0, "run ...: supervisor pid 1, detached", "")
 
-    monkeypatch.setattr("a1x_tui.ui.screens.wizard.subprocess.run", fake_run)
+    monkeypatch.setattr("a1x_tui.ui.feeds.supervision.subprocess.run", fake_run)
     (tmp_path / "workspace").mkdir()
     app = A1xApp(roots=[tmp_path / "workspace" / "runs"], live=False)
     async with app.run_test(size=(80, 24)) as pilot:

@@ -1,10 +1,11 @@
-"""The supervisor, seen from the app: its state once a second, and the commands that act on the run.
+"""The supervisor, seen from the app: its state once a second, the commands that act on the run, and
+a new run's preflight and start.
 
 State comes from the daemon's socket (``{"op": "status"}``) or, when no daemon answers, from
 ``state.json`` as ``a1x-tui status`` reads it. Stop and restart run the real ``a1x-tui stop`` and
-``a1x-tui restart`` commands in a child process: they already handle a daemon that is gone (they
-stop recorded orphans, or start a new supervisor), and a fresh process is the safe place to fork
-a daemon from (this app has threads).
+``a1x-tui restart`` commands in a child process, and a new run starts with ``a1x-tui run --detach``:
+they already handle a daemon that is gone (they stop recorded orphans, or start a new supervisor),
+and a fresh process is the safe place to fork a daemon from (this app has threads).
 """
 
 from __future__ import annotations
@@ -14,12 +15,16 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
-from a1x_tui.ui.messages import CommandFinished, RunStateChanged
+from a1x_tui.ui.messages import CommandFinished, PreflightFinished, RunLaunched, RunStateChanged
+
+if TYPE_CHECKING:
+    from supervisor.spec import RunSpec
 
 POLL_S = 1.0
 
@@ -85,8 +90,16 @@ def cli_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def run_cli(action: str, args: list[str], post: Post, *, timeout: float = 180.0) -> None:
-    """Run one ``a1x-tui`` command to its end and post its answer (never its secrets: it has none)."""
+@dataclass(frozen=True, slots=True)
+class CliAnswer:
+    """What one ``a1x-tui`` command said: its exit code (None: no answer in time), stdout then stderr."""
+
+    returncode: int | None
+    output: str
+
+
+def call_cli(args: list[str], *, timeout: float, extra_env: Mapping[str, str] | None = None) -> CliAnswer:
+    """Run one ``a1x-tui`` command to its end; ``extra_env`` goes into that child's environment only."""
     try:
         done = subprocess.run(
             cli_command(*args),
@@ -94,10 +107,64 @@ def run_cli(action: str, args: list[str], post: Post, *, timeout: float = 180.0)
             capture_output=True,
             text=True,
             timeout=timeout,
-            env=cli_env(),
+            env=cli_env(extra_env),
         )
     except subprocess.TimeoutExpired:
+        return CliAnswer(None, "")
+    return CliAnswer(done.returncode, "\n".join(t.strip() for t in (done.stdout, done.stderr) if t.strip()))
+
+
+def run_cli(action: str, args: list[str], post: Post, *, timeout: float = 180.0) -> None:
+    """Run one ``a1x-tui`` command to its end and post its answer (never its secrets: it has none)."""
+    answer = call_cli(args, timeout=timeout)
+    if answer.returncode is None:
         post(CommandFinished(action, False, f"a1x-tui {' '.join(args)} did not answer within {timeout:.0f}s"))
         return
-    text = "\n".join(t.strip() for t in (done.stdout, done.stderr) if t.strip())
-    post(CommandFinished(action, done.returncode == 0, text or f"exit code {done.returncode}"))
+    post(CommandFinished(action, answer.returncode == 0, answer.output or f"exit code {answer.returncode}"))
+
+
+def run_preflight(spec: RunSpec, environ: Mapping[str, str], post: Post) -> None:
+    """Preflight of a new run, for the stages it will execute; posts ``PreflightFinished``."""
+    from supervisor.pipeline import select_stages, stage_names
+    from supervisor.preflight import outputs_present, preflight, render_text
+
+    try:
+        stages = select_stages(stage_names(spec), from_stage=None, only=None)
+        report = preflight(
+            spec,
+            stages=stages,
+            target="the new run",
+            environ=environ,
+            skip_verified=lambda stage: outputs_present(spec, stage),
+        )
+    except Exception as exc:  # another module's failure: say it, do not crash the app
+        post(PreflightFinished(None, "", f"preflight failed: {type(exc).__name__}: {exc}"))
+        return
+    post(PreflightFinished(report, render_text(report)))
+
+
+def launch_run(spec: RunSpec, post: Post, *, skip_preflight: bool, typed_key: str | None) -> None:
+    """A new run directory under the workspace and its detached supervisor (``a1x-tui run --detach``);
+    posts ``RunLaunched``. A typed W&B key goes into that child's environment only (docs/ui.md)."""
+    from supervisor.launch import new_run_dir, prepare_run_dir
+
+    if not spec.paths.workspace.is_dir():
+        post(RunLaunched(None, "", f"paths.workspace {spec.paths.workspace} does not exist"))
+        return
+    try:
+        run_dir = new_run_dir(spec)
+        layout = prepare_run_dir(spec, run_dir)
+        layout.log_dir(spec).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        post(RunLaunched(None, "", f"cannot create the run directory: {exc}"))
+        return
+    args = ["run", "--run-dir", str(run_dir), "--detach"]
+    if skip_preflight:
+        args.append("--skip-preflight")
+    answer = call_cli(args, timeout=120, extra_env={"WANDB_API_KEY": typed_key} if typed_key else None)
+    if answer.returncode is None:
+        post(RunLaunched(None, "", "the supervisor did not start within 120 s"))
+    elif answer.returncode != 0:
+        post(RunLaunched(None, answer.output, f"a1x-tui run exited with code {answer.returncode}"))
+    else:
+        post(RunLaunched(Path(run_dir), answer.output))

@@ -4,15 +4,15 @@ One form (it scrolls at 80×24): Alpamayo version, reward mode, PAI chunks and c
 experiment; the key from the environment, or typed masked — it is passed to the supervisor in its
 environment only, never written), compute shape and replicas, and the paths with the free space
 beside each. "Check" builds the run spec (``supervisor.spec`` validates it) and shows preflight;
-"Start the run" there is the only confirmation. After that nothing is asked again.
+"Start the run" there is the only confirmation. After that nothing is asked again. These screens ask
+and show; preflight and the start of the run are ``feeds.supervision``'s, in a worker thread.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Callable
-from pathlib import Path
+from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from rich.text import Text
@@ -34,7 +34,7 @@ from a1x_tui.ui.answers import (
     free_space,
     spec_from_answers,
 )
-from a1x_tui.ui.feeds.supervision import cli_command, cli_env
+from a1x_tui.ui.feeds.supervision import launch_run, run_preflight
 from a1x_tui.ui.messages import DiskChecked, PreflightFinished, RunChosen, RunLaunched
 
 if TYPE_CHECKING:
@@ -279,27 +279,8 @@ class PreflightScreen(Screen[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self._preflight()
-
-    @work(thread=True, exit_on_error=False)
-    def _preflight(self) -> None:
-        from supervisor.pipeline import select_stages, stage_names
-        from supervisor.preflight import outputs_present, preflight, render_text
-
-        spec = self.spec
-        try:
-            stages = select_stages(stage_names(spec), from_stage=None, only=None)
-            report = preflight(
-                spec,
-                stages=stages,
-                target="the new run",
-                environ=self.environ,
-                skip_verified=lambda stage: outputs_present(spec, stage),
-            )
-        except Exception as exc:  # another module's failure: say it, do not crash the app
-            self.post_message(PreflightFinished(None, "", f"preflight failed: {type(exc).__name__}: {exc}"))
-            return
-        self.post_message(PreflightFinished(report, render_text(report)))
+        preflight = partial(run_preflight, self.spec, self.environ, self.post_message)
+        self.run_worker(preflight, thread=True, exit_on_error=False)
 
     def on_preflight_finished(self, message: PreflightFinished) -> None:
         box = self.query_one("#report", Static)
@@ -328,42 +309,10 @@ class PreflightScreen(Screen[None]):
         if not self.launching:
             self.app.pop_screen()
 
-    @work(thread=True, exit_on_error=False)
     def _launch(self) -> None:
-        from supervisor.launch import new_run_dir, prepare_run_dir
-
-        spec = self.spec
-        if not spec.paths.workspace.is_dir():
-            self.post_message(RunLaunched(None, "", f"paths.workspace {spec.paths.workspace} does not exist"))
-            return
-        try:
-            run_dir = new_run_dir(spec)
-            layout = prepare_run_dir(spec, run_dir)
-            layout.log_dir(spec).mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            self.post_message(RunLaunched(None, "", f"cannot create the run directory: {exc}"))
-            return
-        args = ["run", "--run-dir", str(run_dir), "--detach"]
-        if self.report is not None and self.report.exit_code >= 2:
-            args.append("--skip-preflight")
-        extra = {"WANDB_API_KEY": self.typed_key} if self.typed_key else None  # its environment only
-        try:
-            done = subprocess.run(
-                cli_command(*args),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=120,
-                env=cli_env(extra),
-            )
-        except subprocess.TimeoutExpired:
-            self.post_message(RunLaunched(None, "", "the supervisor did not start within 120 s"))
-            return
-        output = "\n".join(t.strip() for t in (done.stdout, done.stderr) if t.strip())
-        if done.returncode != 0:
-            self.post_message(RunLaunched(None, output, f"a1x-tui run exited with code {done.returncode}"))
-            return
-        self.post_message(RunLaunched(Path(run_dir), output))
+        critical = self.report is not None and self.report.exit_code >= 2  # the user chose "Start anyway"
+        launch = partial(launch_run, self.spec, self.post_message, skip_preflight=critical, typed_key=self.typed_key)
+        self.run_worker(launch, thread=True, exit_on_error=False)
 
     def on_run_launched(self, message: RunLaunched) -> None:
         if message.run_dir is None:
