@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from diagnostics.catalog import CATALOG
 from diagnostics.findings import Report
 
@@ -149,13 +151,32 @@ def test_missing_logs_latest_link_falls_back_to_newest_run(tmp_path: Path) -> No
     assert "run logs_20261129-145608" in p.stdout
 
 
-def test_check_never_imports_textual() -> None:
+TERMINAL_LIBRARIES = ("textual", "rich")
+RECIPE_TOML = "tests/config/data/recipe_local_test.toml"
+
+
+@pytest.mark.parametrize(
+    ("argv", "exit_code"),
+    [
+        (["--check", "--example", "healthy"], 0),
+        (["--check", "--example", "sick", "--format", "json"], 2),
+        (["--check", "--example", "healthy", "--config", RECIPE_TOML], 2),  # the TOML's placeholder paths
+        (["lint", RECIPE_TOML], 2),
+        (["lint", RECIPE_TOML, "--format", "json"], 2),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else f"exit {value}",
+)
+def test_the_headless_paths_never_import_textual_or_rich(argv: list[str], exit_code: int) -> None:
+    """harlequin's habit (docs/architecture.md "Layers"): the report paths load no terminal library at all,
+    checked in a fresh interpreter's sys.modules after the command has run."""
     code = (
-        "import sys; from a1x_tui.cli import main; rc = main(['--check', '--example', 'healthy']); "
-        "assert 'textual' not in sys.modules, 'textual imported'; sys.exit(rc)"
+        "import json, sys; from a1x_tui.cli import main; rc = main(json.loads(sys.argv[1])); "
+        f"loaded = sorted(m for m in sys.modules if m.split('.')[0] in {TERMINAL_LIBRARIES!r}); "
+        "assert not loaded, f'imported: {loaded}'; sys.exit(rc)"
     )
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60, check=False)
-    assert p.returncode == 0, p.stderr
+    command = [sys.executable, "-c", code, json.dumps(argv)]
+    p = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=60, check=False)
+    assert p.returncode == exit_code, p.stderr
 
 
 def test_check_with_config_does_not_judge_this_shells_wandb_key(tmp_path: Path) -> None:
