@@ -58,7 +58,7 @@ def clip_text(text: str, limit: int = 240) -> str:
     floor = room // 2
     space = max(text.rfind(" ", floor, room), text.rfind("\t", floor, room))  # room - 1 at most: " …" fits
     if space > 0:
-        return text[:space].rstrip(" \t,;:") + " …"
+        return text[:space].rstrip(" \t,;") + " …"  # not ":": "(pid:" is a token
     for cut in range(room, floor, -1):
         if not _joined(text[cut - 1], text[cut]):
             return text[:cut] + "…"

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from diagnostics.detectors._config import clip_text
@@ -41,6 +41,7 @@ numbers = st.lists(
 
 
 @given(numbers, st.integers(30, 200))  # half of 30 holds a space: no token is longer
+@example(["0", "rollout_0", "rollout_0", "(pid:", "0.00"], 30)  # the cut once dropped the colon of "(pid:"
 def test_every_token_kept_is_whole(tokens: list[str], limit: int) -> None:
     text = " ".join(tokens)
     clipped = clip_text(text, limit)
