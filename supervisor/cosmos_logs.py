@@ -1,15 +1,10 @@
-"""The few Cosmos-RL log facts the supervisor itself relies on.
+"""What the supervisor reads from a run's Cosmos-RL logs and checkpoints to judge training.
 
-The full diagnostics live in ``diagnostics``; the supervisor only needs to know, without them,
-whether training reached its last step and which checkpoints are complete (the launcher's
-'Process {i} failed' line is ``diagnostics.parsing.PROCESS_FAILED_RE``, used by the train
-monitor). Formats are from cosmos-rl.md and alpamayo-recipe.md (sections quoted at each pattern).
-
-A *log source* is either a ``cosmos-rl --log-dir`` whose runs are ``logs_<ts>/`` folders with
-``controller.log`` and ``policy_<i>.log`` (cosmos-rl.md §3.1), or the ``slurm/`` folder of a Slurm
-job whose runs are ``part_<N>/run_<M>/`` folders with ``controller.{out,err}`` and
-``<role>_<t>.{out,err}`` (§11.1: cosmos logger lines in ``.err``, the rest in ``.out``). A
-cosmos-dispatch job at 747d1bd has one run, ``<jobid>/<role>/<t>.{out,err}`` (§11.2).
+Whether training reached its last step, which checkpoints were saved and whether they are complete,
+and the line in a replica's log that says why it died. The layout of the logs (the runs of a log
+source, their controller and replica logs) and the line formats are ``diagnostics.parsing``'s; the
+full diagnostics are ``diagnostics``'s. The launcher's 'Process {i} failed' line is
+``diagnostics.parsing.PROCESS_FAILED_RE``, used by the train monitor.
 """
 
 from __future__ import annotations
@@ -21,16 +16,15 @@ from pathlib import Path
 
 import tomlkit
 
-# cosmos-rl.md §4.5: controller 'Step: {s}/{N}, Reward Mean: ...' (also the SFT shape 'Step: s/N, Loss: ...').
-STEP_RE = re.compile(r"\bStep: (\d+)/(\d+)")
-# cosmos-rl.md §5.3 / alpamayo-recipe.md §8.8:
-# '[Policy] Step: {N}, checkpoint saved successfully at {.../checkpoints/step_N/policy}.'
-CKPT_SAVED_RE = re.compile(r"Step: (\d+), checkpoint saved successfully at (.+?)\.?\s*$")
-# torchrun's summary in the replica's own log (cosmos-rl.md §3.4, §15): the real cause of a death.
-_REPLICA_CAUSE_RE = re.compile(
-    r"(exitcode\s*:\s*-?\d+|Signal \d+ \(SIG\w+\) received|ChildFailedError|"
-    r"^\S*(Error|Exception): .+|CUDA out of memory|OutOfMemoryError)"
+from diagnostics.parsing import (
+    CHECKPOINT_SAVED_RE,
+    REPLICA_CAUSE_RE,
+    STEP_RE,
+    controller_logs,
+    log_runs,
+    replica_logs,
 )
+
 _RANK_FILE_RE = re.compile(r"^model_rank_(\d+)\.pth$")
 _COMPLETE_RE = re.compile(r"^\.rank_(\d+)_complete$")
 
@@ -40,91 +34,6 @@ class SavedCheckpoint:
     step: int
     path: Path
     logs_dir: Path
-
-
-def logs_dirs(log_dir: Path) -> list[Path]:
-    """``logs_<YYYYmmdd-HHMMSS>`` folders under a ``--log-dir``, oldest first (cosmos-rl.md §3.1)."""
-    try:
-        found = [p for p in log_dir.iterdir() if p.name.startswith("logs_") and p.name != "logs_latest" and p.is_dir()]
-    except OSError:
-        return []
-    return sorted(found, key=lambda p: p.name)
-
-
-def _numbered(parent: Path, prefix: str) -> list[tuple[int, Path]]:
-    try:
-        entries = list(parent.iterdir())
-    except OSError:
-        return []
-    found = []
-    for p in entries:
-        m = re.fullmatch(rf"{prefix}_(\d+)", p.name)
-        if m and p.is_dir() and not p.is_symlink():
-            found.append((int(m.group(1)), p))
-    return sorted(found)
-
-
-def is_slurm_dir(log_dir: Path) -> bool:
-    """A Slurm job's ``slurm/`` folder (cosmos-rl.md §11.1), even before the job wrote its first run."""
-    return log_dir.name == "slurm" or (log_dir / "latest_run").is_symlink() or bool(_numbered(log_dir, "part"))
-
-
-def slurm_runs(slurm_dir: Path) -> list[Path]:
-    """``part_<N>/run_<M>`` folders, oldest first: M + 1 per retry, N + 1 per autoresume (§11.1)."""
-    return [run for _, part in _numbered(slurm_dir, "part") for _, run in _numbered(part, "run")]
-
-
-def _pinned_job(d: Path) -> bool:
-    """747d1bd's job folder: ``controller/``, ``policy/``, ``rollout/`` holding ``<t>.out|err`` (§11.2)."""
-    return any(any((d / role).glob("[0-9]*.err")) for role in ("controller", "policy", "rollout"))
-
-
-def log_runs(log_dir: Path) -> list[Path]:
-    """The runs of a log source, oldest first: ``logs_<ts>`` folders or ``part_<N>/run_<M>`` folders."""
-    if not is_slurm_dir(log_dir):
-        return logs_dirs(log_dir)
-    runs = slurm_runs(log_dir)
-    return runs if runs or not _pinned_job(log_dir) else [log_dir]
-
-
-def run_name(log_dir: Path, run: Path) -> str:
-    """``logs_<ts>`` or ``part_<N>/run_<M>``: what ``diagnostics.engine.check(log_dir, run=...)`` takes
-    ("" for a source holding a single run)."""
-    try:
-        name = run.relative_to(log_dir).as_posix()
-    except ValueError:
-        return run.name
-    return "" if name == "." else name
-
-
-def latest_logs_dir(log_dir: Path) -> Path | None:
-    """The newest run of a log source (``logs_latest`` / ``latest_run`` when it points at one)."""
-    link = log_dir / ("latest_run" if is_slurm_dir(log_dir) else "logs_latest")
-    if link.is_dir():
-        return link.resolve()
-    dirs = log_runs(log_dir)
-    return dirs[-1] if dirs else None
-
-
-def controller_logs(run: Path) -> list[Path]:
-    """``controller.log`` (launcher layout) or ``controller.err`` / ``.out`` (Slurm layout)."""
-    found = [p for p in (run / "controller.log", run / "controller.err", run / "controller.out") if p.is_file()]
-    return found + _pinned_logs(run, "controller")
-
-
-def _pinned_logs(run: Path, role: str) -> list[Path]:
-    folder = run / role
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.iterdir() if re.fullmatch(r"\d+\.(err|out)", p.name))
-
-
-def replica_logs(run: Path, role: str) -> list[Path]:
-    """``<role>_<i>.log`` (launcher layout) or ``<role>_<t>.err`` / ``.out`` (Slurm layout: one file per node)."""
-    found: list[Path] = []
-    for suffix in ("log", "err", "out"):
-        found += run.glob(f"{role}_*.{suffix}")
-    return sorted(p for p in found if re.fullmatch(rf"{role}_\d+\.(log|err|out)", p.name)) + _pinned_logs(run, role)
 
 
 def _lines(path: Path) -> Iterator[str]:
@@ -150,7 +59,7 @@ def last_step(logs_dir: Path) -> tuple[int, int] | None:
 
 
 def parse_saved(line: str) -> tuple[int, Path] | None:
-    m = CKPT_SAVED_RE.search(line)
+    m = CHECKPOINT_SAVED_RE.search(line)
     if not m:
         return None
     return int(m.group(1)), Path(m.group(2).strip())
@@ -231,7 +140,7 @@ def replica_failure_cause(logs_dir: Path, *, tail_bytes: int = 65536) -> str | N
             continue
         cause = None
         for line in text.splitlines():
-            if _REPLICA_CAUSE_RE.search(line):
+            if REPLICA_CAUSE_RE.search(line):
                 cause = line.strip()
         if cause:
             return f"{log.name}: {cause[:300]}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from supervisor.cosmos_logs import STEP_RE
+from diagnostics.parsing import STEP_RE
 from supervisor.stage import Progress
 
 # huggingface_hub's aggregate bar (alpamayo-recipe.md §5: 'Fetching {N} files', N = matched files):

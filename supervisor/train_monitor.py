@@ -36,17 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from supervisor.cosmos_logs import (
-    LogFollower,
-    checkpoint_incomplete_reason,
-    controller_logs,
-    latest_logs_dir,
-    log_runs,
-    parse_saved,
-    replica_failure_cause,
-    replica_logs,
-    run_name,
-)
+from diagnostics.parsing import controller_logs, latest_logs_dir, log_runs, replica_logs, run_name
+from supervisor.cosmos_logs import LogFollower, checkpoint_incomplete_reason, parse_saved, replica_failure_cause
 from supervisor.progress import TrainSteps
 from supervisor.stage import Progress
 from supervisor.state import FindingsLog

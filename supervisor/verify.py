@@ -15,13 +15,8 @@ from typing import Any
 
 import tomlkit
 
-from supervisor.cosmos_logs import (
-    checkpoint_incomplete_reason,
-    last_step,
-    latest_logs_dir,
-    run_name,
-    saved_checkpoints,
-)
+from diagnostics.parsing import latest_logs_dir, run_name
+from supervisor.cosmos_logs import checkpoint_incomplete_reason, last_step, saved_checkpoints
 from supervisor.stage import VerifyResult
 
 REASONING_MODEL_TYPE = "alpamayo_reasoning_vla"

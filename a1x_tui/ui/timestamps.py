@@ -1,8 +1,9 @@
 """Where a log line says when it was written: for ordering the merged view, and for the level colour.
 
-Only the families whose stamps carry a full date are read (cosmos-rl.md §3.3: cosmos lines, naive
-local time with milliseconds; docs/supervisor.md: stage logs, ISO-8601 with offset). Lines without
-one (vLLM's ``MM-DD`` stamps, tracebacks, shell echoes) take the time of the line before them.
+Only the families whose stamps carry a full date are read (cosmos lines, naive local time with
+milliseconds: ``diagnostics.parsing.COSMOS_STAMP_RE``; docs/supervisor.md: stage logs, ISO-8601 with
+offset). Lines without one (vLLM's ``MM-DD`` stamps, tracebacks, shell echoes) take the time of the
+line before them.
 """
 
 from __future__ import annotations
@@ -10,19 +11,16 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-_COSMOS = re.compile(
-    r"^(?:\[rank\d+\]:)?\[cosmos\] (\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d),(\d{3}) - [\w.]+ - "
-    r"(DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
-)
+from diagnostics.parsing import COSMOS_STAMP_RE, PREFETCH_LEVEL_RE
+
 _ISO = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z)?) ")
 _FRACTION = re.compile(r"\.(\d+)")
 _LEVEL_WORD = re.compile(r"\b(ERROR|CRITICAL|WARNING|Traceback \(most recent call last\)|\w*Error:)")
-_PREFETCH = re.compile(r"\[AlpamayoPrefetch\]\[(error|warn)\]")
 
 
 def line_time(text: str) -> float | None:
     """Epoch seconds of the stamp at the start of ``text``, or None."""
-    m = _COSMOS.match(text)
+    m = COSMOS_STAMP_RE.match(text)
     if m:
         year, month, day, hour, minute, second, ms = (int(g) for g in m.groups()[:7])
         try:
@@ -42,13 +40,13 @@ def line_time(text: str) -> float | None:
 
 def line_level(text: str) -> str | None:
     """``error`` / ``warning`` for lines worth a colour; None for the rest."""
-    m = _COSMOS.match(text)
+    m = COSMOS_STAMP_RE.match(text)
     if m:
         level = m.group(8)
         if level in ("ERROR", "CRITICAL"):
             return "error"
         return "warning" if level == "WARNING" else None
-    m = _PREFETCH.search(text)
+    m = PREFETCH_LEVEL_RE.search(text)
     if m:
         return "error" if m.group(1) == "error" else "warning"
     m = _LEVEL_WORD.search(text[:200])

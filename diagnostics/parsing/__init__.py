@@ -1,4 +1,5 @@
-"""Log parsing: Cosmos-RL / Alpamayo log files in, typed events (``diagnostics.events``) out.
+"""Log parsing: Cosmos-RL / Alpamayo log files in, typed events (``diagnostics.events``) out; and the
+one owner of the Cosmos-RL run layout and line formats that the supervisor and the UI read.
 
 - ``discover(path, run)`` -> ``RunLayout``: which files make up a run (log dir, ``logs_<ts>``,
   replica folder, SLURM job, our run folder, or one file); ``classify_file`` names one file.
@@ -10,42 +11,156 @@
   give an event other than ``LogLine`` (outside multi-line groups, ``LineParser.in_group``).
 - ``MarkerScanner(markers).lines(lines)``: which lines of a block hold a marker (C when built).
 - ``MAX_LINE_BYTES``, ``split_segments``: how files are cut into lines and ``\\r`` segments.
-- ``PROCESS_FAILED_RE``: the launcher's 'Process {i} failed with return code {rc}' line.
+- The runs of a log source by path (``_runs``): ``log_runs``, ``latest_logs_dir``, ``run_name``,
+  ``logs_dirs``, ``slurm_runs``, ``is_slurm_dir``, ``controller_logs``, ``replica_logs``, ``numbered``.
+- A Slurm job's folder now (``_slurm_job``): ``read_slurm_layout`` -> ``SlurmLayout`` (``Part``),
+  ``role_logs`` / ``pinned_role_logs`` -> ``RoleLog``, ``parse_monitor_log`` -> ``MonitorLine``.
+- Line formats over raw lines (``_formats``): ``STEP_RE``, ``CHECKPOINT_SAVED_RE``,
+  ``COSMOS_STAMP_RE``, ``PREFETCH_LEVEL_RE``, ``REPLICA_CAUSE_RE``; ``PROCESS_FAILED_RE``, the
+  launcher's 'Process {i} failed with return code {rc}' line.
 
+Names are imported on first use, so the supervisor reading a run's layout does not load the parser.
 Formats and versions: see ``docs/parsing.md``.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
+from typing import TYPE_CHECKING, Any
 
-from diagnostics.parsing._layout import LayoutError, RunLayout, classify_file, discover
-from diagnostics.parsing._lines import MAX_LINE_BYTES
-from diagnostics.parsing._lines import segments as split_segments
-from diagnostics.parsing._markers import ALL_MARKERS, GATED_MARKERS, markers_for
-from diagnostics.parsing._parser import LineParser, parse_lines
-from diagnostics.parsing._reader import FileTail, file_tail, iter_file_events, read_run
-from diagnostics.parsing._rules import PROCESS_FAILED_PATTERN
-from diagnostics.parsing._scan import MarkerScanner
-
-PROCESS_FAILED_RE = re.compile(PROCESS_FAILED_PATTERN)
+_EXPORTS = {
+    "ALL_MARKERS": "_markers",
+    "GATED_MARKERS": "_markers",
+    "markers_for": "_markers",
+    "MAX_LINE_BYTES": "_lines",
+    "FileTail": "_reader",
+    "file_tail": "_reader",
+    "iter_file_events": "_reader",
+    "read_run": "_reader",
+    "LayoutError": "_layout",
+    "RunLayout": "_layout",
+    "classify_file": "_layout",
+    "discover": "_layout",
+    "LineParser": "_parser",
+    "parse_lines": "_parser",
+    "MarkerScanner": "_scan",
+    "controller_logs": "_runs",
+    "is_slurm_dir": "_runs",
+    "latest_logs_dir": "_runs",
+    "log_runs": "_runs",
+    "logs_dirs": "_runs",
+    "numbered": "_runs",
+    "replica_logs": "_runs",
+    "run_name": "_runs",
+    "slurm_runs": "_runs",
+    "MonitorLine": "_slurm_job",
+    "Part": "_slurm_job",
+    "RoleLog": "_slurm_job",
+    "SlurmLayout": "_slurm_job",
+    "parse_monitor_log": "_slurm_job",
+    "pinned_role_logs": "_slurm_job",
+    "read_slurm_layout": "_slurm_job",
+    "role_logs": "_slurm_job",
+    "CHECKPOINT_SAVED_RE": "_formats",
+    "COSMOS_STAMP_RE": "_formats",
+    "PREFETCH_LEVEL_RE": "_formats",
+    "REPLICA_CAUSE_RE": "_formats",
+    "STEP_RE": "_formats",
+}
 
 __all__ = [
     "ALL_MARKERS",
+    "CHECKPOINT_SAVED_RE",
+    "COSMOS_STAMP_RE",
     "GATED_MARKERS",
     "MAX_LINE_BYTES",
+    "PREFETCH_LEVEL_RE",
     "PROCESS_FAILED_RE",
+    "REPLICA_CAUSE_RE",
+    "STEP_RE",
     "FileTail",
     "LayoutError",
     "LineParser",
     "MarkerScanner",
+    "MonitorLine",
+    "Part",
+    "RoleLog",
     "RunLayout",
+    "SlurmLayout",
     "classify_file",
+    "controller_logs",
     "discover",
     "file_tail",
+    "is_slurm_dir",
     "iter_file_events",
+    "latest_logs_dir",
+    "log_runs",
+    "logs_dirs",
     "markers_for",
+    "numbered",
     "parse_lines",
+    "parse_monitor_log",
+    "pinned_role_logs",
     "read_run",
+    "read_slurm_layout",
+    "replica_logs",
+    "role_logs",
+    "run_name",
+    "slurm_runs",
     "split_segments",
 ]
+
+if TYPE_CHECKING:
+    from diagnostics.parsing._formats import (
+        CHECKPOINT_SAVED_RE,
+        COSMOS_STAMP_RE,
+        PREFETCH_LEVEL_RE,
+        REPLICA_CAUSE_RE,
+        STEP_RE,
+    )
+    from diagnostics.parsing._layout import LayoutError, RunLayout, classify_file, discover
+    from diagnostics.parsing._lines import MAX_LINE_BYTES
+    from diagnostics.parsing._lines import segments as split_segments
+    from diagnostics.parsing._markers import ALL_MARKERS, GATED_MARKERS, markers_for
+    from diagnostics.parsing._parser import LineParser, parse_lines
+    from diagnostics.parsing._reader import FileTail, file_tail, iter_file_events, read_run
+    from diagnostics.parsing._runs import (
+        controller_logs,
+        is_slurm_dir,
+        latest_logs_dir,
+        log_runs,
+        logs_dirs,
+        numbered,
+        replica_logs,
+        run_name,
+        slurm_runs,
+    )
+    from diagnostics.parsing._scan import MarkerScanner
+    from diagnostics.parsing._slurm_job import (
+        MonitorLine,
+        Part,
+        RoleLog,
+        SlurmLayout,
+        parse_monitor_log,
+        pinned_role_logs,
+        read_slurm_layout,
+        role_logs,
+    )
+
+    PROCESS_FAILED_RE: re.Pattern[str]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PROCESS_FAILED_RE":
+        from diagnostics.parsing._rules import PROCESS_FAILED_PATTERN
+
+        value: Any = re.compile(PROCESS_FAILED_PATTERN)
+    elif name == "split_segments":
+        from diagnostics.parsing._lines import segments as value
+    elif name in _EXPORTS:
+        value = getattr(importlib.import_module(f"diagnostics.parsing.{_EXPORTS[name]}"), name)
+    else:
+        raise AttributeError(f"module 'diagnostics.parsing' has no attribute {name!r}")
+    globals()[name] = value  # once: later reads find it without this function
+    return value

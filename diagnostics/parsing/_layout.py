@@ -14,6 +14,9 @@ Layouts (cosmos-rl.md §3.1, §11.1, §11.2; alpamayo-recipe.md §8.3):
   run (``compute = "cluster"`` in ``run.toml``, or a ``slurm/`` folder while ``logs/`` holds no
   ``logs_<ts>``) is read from ``<run>/slurm`` in the SLURM layout (its ``latest_run``).
 - ``single_file``: one log file (a launcher stdout or a SLURM ``.out`` counts).
+
+The supervisor's side of the same layouts, by path (the runs of a log source it made, a Slurm job's
+folder now), is in ``_runs`` and ``_slurm_job``.
 """
 
 from __future__ import annotations
@@ -24,10 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from diagnostics.events import Role, Source
+from diagnostics.parsing._runs import PINNED_LOG_RE as _SLURM_747
 
 _ROLE_LOG = re.compile(r"(policy|rollout|reference)_(\d+)\.log")
 _SLURM_ROLE = re.compile(r"(controller|policy|rollout|reference)(?:_(\d+))?\.(out|err)")
-_SLURM_747 = re.compile(r"(\d+)\.(out|err)")
 _LOGS_TS = re.compile(r"logs_\d{8}-\d{6}")
 _PART_RUN = re.compile(r"part_(\d+)")
 _RUN_M = re.compile(r"run_(\d+)")

@@ -1,5 +1,5 @@
 """Cluster runs on Slurm: plan the nodes, submit (Cosmos-RL's dispatch_job.py or our sbatch script),
-follow the job, and read its Slurm log layout. See docs/slurm.md.
+and follow the job (its Slurm log layout is read by ``diagnostics.parsing``). See docs/slurm.md.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ _EXPORTS = {
     "SbatchJob": "supervisor.slurm.sbatch",
     "SlurmExecutor": "supervisor.slurm.executor",
     "SlurmJob": "supervisor.slurm.executor",
-    "SlurmLayout": "supervisor.slurm.tracking",
     "SlurmSpecError": "supervisor.slurm.spec",
     "Submission": "supervisor.slurm.submit",
     "SubmissionRefused": "supervisor.slurm.submit",
@@ -31,7 +30,6 @@ _EXPORTS = {
     "cluster_findings": "supervisor.slurm.plan",
     "dispatch_argv": "supervisor.slurm.dispatch",
     "exit_status": "supervisor.slurm.executor",
-    "parse_monitor_log": "supervisor.slurm.tracking",
     "parse_sacct": "supervisor.slurm.tracking",
     "parse_sbatch": "supervisor.slurm.tracking",
     "parse_scontrol_jobs": "supervisor.slurm.tracking",
@@ -42,9 +40,7 @@ _EXPORTS = {
     "prepare_dispatch": "supervisor.slurm.submit",
     "prepare_sbatch": "supervisor.slurm.submit",
     "query_job": "supervisor.slurm.tracking",
-    "read_layout": "supervisor.slurm.tracking",
     "render_sbatch": "supervisor.slurm.sbatch",
-    "role_logs": "supervisor.slurm.tracking",
     "write_sbatch": "supervisor.slurm.sbatch",
 }
 
@@ -63,7 +59,6 @@ __all__ = [
     "SbatchJob",
     "SlurmExecutor",
     "SlurmJob",
-    "SlurmLayout",
     "SlurmSpecError",
     "Submission",
     "SubmissionRefused",
@@ -72,7 +67,6 @@ __all__ = [
     "cluster_findings",
     "dispatch_argv",
     "exit_status",
-    "parse_monitor_log",
     "parse_sacct",
     "parse_sbatch",
     "parse_scontrol_jobs",
@@ -83,9 +77,7 @@ __all__ = [
     "prepare_dispatch",
     "prepare_sbatch",
     "query_job",
-    "read_layout",
     "render_sbatch",
-    "role_logs",
     "write_sbatch",
 ]
 
@@ -110,17 +102,13 @@ if TYPE_CHECKING:
     from supervisor.slurm.submit import Submission, SubmissionRefused, prepare_dispatch, prepare_sbatch
     from supervisor.slurm.tracking import (
         JobInfo,
-        SlurmLayout,
         cancel_job,
-        parse_monitor_log,
         parse_sacct,
         parse_sbatch,
         parse_scontrol_jobs,
         parse_squeue_json,
         parse_squeue_text,
         query_job,
-        read_layout,
-        role_logs,
     )
 
 

@@ -21,18 +21,16 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from diagnostics.parsing import SlurmLayout, parse_monitor_log, read_slurm_layout
 from supervisor.executor import ProcessHandle, StopReport
 from supervisor.slurm.tracking import (
     JobInfo,
     Runner,
-    SlurmLayout,
     SlurmParseError,
     cancel_job,
     job_id_from_dispatch_output,
-    parse_monitor_log,
     parse_sbatch,
     query_job,
-    read_layout,
     run_command,
     run_dir_from_dispatch_output,
 )
@@ -150,7 +148,7 @@ class SlurmJob:
     def _follow_layout(self) -> None:
         if self.slurm_dir is None:
             return
-        layout = read_layout(self.slurm_dir)
+        layout = read_slurm_layout(self.slurm_dir)
         self.layout = layout
         for part in layout.parts:
             for run in part.runs:

@@ -23,16 +23,15 @@ from slurm_helpers import DATA, MOTION_ENTRY, STANDIN, slurm_answers
 
 from diagnostics.config.edit import Edit, edit_text
 from diagnostics.engine import check
+from diagnostics.parsing import parse_monitor_log, role_logs
+from diagnostics.parsing import read_slurm_layout as read_layout
 from supervisor.secrets import Scrubber
 from supervisor.slurm import (
     ClusterSpec,
     SbatchJob,
     SlurmExecutor,
     SlurmJob,
-    parse_monitor_log,
     prepare_sbatch,
-    read_layout,
-    role_logs,
 )
 from supervisor.slurm.tracking import cancel_job, query_job
 from supervisor.stagelog import StageLog

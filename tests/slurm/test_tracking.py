@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from slurm_helpers import ReplayRunner, recorded, recorded_jobs
 
+from diagnostics.parsing import parse_monitor_log, pinned_role_logs, role_logs
+from diagnostics.parsing import read_slurm_layout as read_layout
 from supervisor.slurm.tracking import (
     CommandResult,
     JobInfo,
@@ -15,16 +17,12 @@ from supervisor.slurm.tracking import (
     accounting_disabled,
     invalid_job,
     job_id_from_dispatch_output,
-    parse_monitor_log,
     parse_sacct,
     parse_sbatch,
     parse_scontrol_jobs,
     parse_squeue_json,
     parse_squeue_text,
-    pinned_role_logs,
     query_job,
-    read_layout,
-    role_logs,
     run_dir_from_dispatch_output,
 )
 
