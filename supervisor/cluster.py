@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from diagnostics.findings import Finding
-from supervisor.layout import RunLayout
+from supervisor.rundir import RunDir
 from supervisor.secrets import read_secret
 from supervisor.spec import RunSpec
 from supervisor.stage import Command, StageError
@@ -87,7 +87,7 @@ def dispatch_needed_paths(
 
 def cluster_train_command(
     spec: RunSpec,
-    layout: RunLayout,
+    rundir: RunDir,
     *,
     record: Mapping[str, Any],
     env: Mapping[str, str],
@@ -123,7 +123,7 @@ def cluster_train_command(
     try:
         if cluster.method == "sbatch":
             job = SbatchJob(
-                run_dir=layout.run_dir,
+                run_dir=rundir.run_dir,
                 config_path=toml_path,
                 entry=entry,
                 workdir=spec.paths.workspace,
@@ -190,10 +190,10 @@ def dispatch_logs_target(spec: RunSpec, job_id: str, slurm_dir: Path | None) -> 
     return cluster.output_root / cluster.job_name / job_id
 
 
-def link_slurm_dir(layout: RunLayout, target: Path) -> str | None:
+def link_slurm_dir(rundir: RunDir, target: Path) -> str | None:
     """Point ``<run>/slurm`` at ``target`` (cosmos-dispatch writes its logs outside the run directory),
     so ``--check RUN`` and the train monitor read one place. Returns a one-line problem or None."""
-    link = layout.slurm_dir
+    link = rundir.slurm_dir
     if link.resolve() == target.resolve():
         return None
     if link.exists() and not link.is_symlink():

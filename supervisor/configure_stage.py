@@ -16,7 +16,7 @@ from typing import Any
 
 from configs import render
 from configs.render import TemplateChoices
-from supervisor.layout import RunLayout
+from supervisor.rundir import RunDir
 from supervisor.spec import RunSpec, SpecError, load_spec
 
 # alpamayo-recipe.md §8.1: the name both shipped entry scripts use.
@@ -55,29 +55,29 @@ def entry_for_version(source: Path, hydra_name: str, out_dir: Path) -> Path:
 
 
 def configure(run_dir: Path) -> dict[str, Any]:
-    layout = RunLayout(run_dir)
-    spec = load_spec(layout.spec_path)
+    rundir = RunDir(run_dir)
+    spec = load_spec(rundir.spec_path)
     text = render.render_toml(template_choices(spec))
-    layout.config_dir.mkdir(parents=True, exist_ok=True)
-    layout.train_toml.write_text(text, encoding="utf-8")
+    rundir.config_dir.mkdir(parents=True, exist_ok=True)
+    rundir.train_toml.write_text(text, encoding="utf-8")
     hydra_name = render.hydra_config_name(spec.alpamayo_version)
     entry_rel = Path(render.entry_script(spec.reward_mode))
     source = entry_rel if entry_rel.is_absolute() else spec.paths.workspace / entry_rel
     if not source.is_file():
         raise SpecError(f"{source}: the entry script is missing from the checkout")
-    entry = entry_for_version(source, hydra_name, layout.config_dir)
+    entry = entry_for_version(source, hydra_name, rundir.config_dir)
     # cosmos-rl is started from the workspace root; the shipped entry keeps its README form.
     entry_arg = str(entry_rel) if entry == source and not entry_rel.is_absolute() else str(entry)
     record = {
         "spec_digest": spec.digest(),
-        "toml": str(layout.train_toml),
+        "toml": str(rundir.train_toml),
         "alpamayo_version": spec.alpamayo_version,
         "hydra_config_name": hydra_name,
         "entry_script": str(entry),
         "entry_arg": entry_arg,
         "entry_source": str(source),
     }
-    layout.configure_record.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    rundir.configure_record.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return record
 
 

@@ -33,10 +33,10 @@ from supervisor.cosmos_logs import expected_ranks
 from supervisor.executor import Executor, LocalExecutor, ProcessHandle, StageProcess, StopReport, become_subreaper
 from supervisor.gpu_helper import GpuAgentHelper
 from supervisor.hf_errors import scan_hf_problem
-from supervisor.layout import RunLayout, make_private
 from supervisor.pids import PidsFile, ReplicaLabeler
 from supervisor.pipeline import build_stages, select_stages
 from supervisor.protocol import encode, unix_address
+from supervisor.rundir import RunDir, make_private
 from supervisor.secrets import Scrubber, child_environment
 from supervisor.slurm.executor import SubmitError
 from supervisor.spec import RunSpec, load_spec
@@ -148,14 +148,14 @@ class Supervisor:
         training (True), not (False), or this argv instead. ``diagnose``: follow the training logs with
         the live diagnostics (True), not (False/None), or with this ``diagnostics.live`` ``DiagnosisFactory``
         instead of the engine's."""
-        self.layout = RunLayout(run_dir.resolve())
+        self.rundir = RunDir(run_dir.resolve())
         self.plan = plan or Plan()
         self._subreaper = subreaper
         self._executor = executor
         self._slurm_executor = slurm_executor
         self._gpu_agent = gpu_agent
         self._agent_note: str | None = None  # why the GPU agent is not run again (recorded once)
-        self.pids = PidsFile(self.layout.pids_path)
+        self.pids = PidsFile(self.rundir.pids_path)
         self._diagnose_arg = diagnose
         self._install_signals = install_signals
         self._on_event = on_event
@@ -197,30 +197,30 @@ class Supervisor:
     # -- main ------------------------------------------------------------------------------------------
     def serve(self) -> int:
         """Run the plan to its end; 0 when the run succeeded, 1 otherwise."""
-        make_private(self.layout.run_dir)  # RunDirError: refused before anything is written
-        lock = RunLock(self.layout.lock_path)
+        make_private(self.rundir.run_dir)  # RunDirError: refused before anything is written
+        lock = RunLock(self.rundir.lock_path)
         if not lock.acquire():
-            owner = read_pid(self.layout.pid_path)
-            raise AlreadySupervised(f"{self.layout.run_dir}: another supervisor owns this run (pid {owner})")
+            owner = read_pid(self.rundir.pid_path)
+            raise AlreadySupervised(f"{self.rundir.run_dir}: another supervisor owns this run (pid {owner})")
         server: socketserver.BaseServer | None = None
         try:
-            self.layout.pid_path.write_text(f"{os.getpid()}\n", encoding="utf-8")
+            self.rundir.pid_path.write_text(f"{os.getpid()}\n", encoding="utf-8")
             if self._install_signals:
                 self._signals()
-            self.spec = load_spec(self.layout.spec_path)
+            self.spec = load_spec(self.rundir.spec_path)
             if self._executor is None:
                 self._executor = LocalExecutor(subreaper=self._subreaper and become_subreaper())
             scrubber = Scrubber.from_environment()
-            self.events = EventLog(self.layout.events_path, scrubber)
-            self.findings = FindingsLog(self.layout.findings_path, scrubber)
-            previous = load_state(self.layout.state_path)
+            self.events = EventLog(self.rundir.events_path, scrubber)
+            self.findings = FindingsLog(self.rundir.findings_path, scrubber)
+            previous = load_state(self.rundir.state_path)
             outputs: dict[str, str] = dict(previous.outputs) if previous else {}
             self._outputs = outputs
-            stages = build_stages(self.spec, self.layout, outputs)
+            stages = build_stages(self.spec, self.rundir, outputs)
             self._stages = {s.name: s for s in stages}
             self._stage_names = [s.name for s in stages]
             selected = select_stages(self._stage_names, from_stage=self.plan.from_stage, only=self.plan.only)
-            self.store = StateStore(self.layout.state_path, self._initial_state(previous, stages), scrubber)
+            self.store = StateStore(self.rundir.state_path, self._initial_state(previous, stages), scrubber)
             self.store.update()
             if self._on_event is not None:
                 self._follow_events(self._on_event)
@@ -228,7 +228,7 @@ class Supervisor:
             server = self._start_server()
             self.events.emit(
                 "supervisor_started",
-                f"supervisor pid {os.getpid()} on {hostname()} owns {self.layout.run_dir}",
+                f"supervisor pid {os.getpid()} on {hostname()} owns {self.rundir.run_dir}",
                 plan=self.plan.to_json(),
             )
             if self.plan.preflight is not None:
@@ -253,9 +253,9 @@ class Supervisor:
                 server.shutdown()
                 server.server_close()
             with contextlib.suppress(OSError):
-                self.layout.socket_path.unlink()
+                self.rundir.socket_path.unlink()
             with contextlib.suppress(OSError):
-                self.layout.pid_path.unlink()
+                self.rundir.pid_path.unlink()
             lock.release()
         status = self.store.state.status if hasattr(self, "store") else "failed"
         return 0 if status == "succeeded" else 1
@@ -300,8 +300,8 @@ class Supervisor:
     def _initial_state(self, previous: RunState | None, stages: list[StageSpec]) -> RunState:
         old = {st.name: st for st in previous.stages} if previous else {}
         state = RunState(
-            run_id=self.layout.run_dir.name,
-            run_dir=str(self.layout.run_dir),
+            run_id=self.rundir.run_dir.name,
+            run_dir=str(self.rundir.run_dir),
             status="starting",
             created_at=previous.created_at if previous else now_iso(),
             supervisor=SupervisorInfo(
@@ -315,7 +315,7 @@ class Supervisor:
             preflight=self.plan.preflight,
         )
         for spec in stages:
-            log = str(self.layout.stage_log(spec.name).relative_to(self.layout.run_dir))
+            log = str(self.rundir.stage_log(spec.name).relative_to(self.rundir.run_dir))
             prior = old.get(spec.name)
             if prior is not None:
                 st = prior.model_copy(deep=True)
@@ -387,8 +387,8 @@ class Supervisor:
     def _block(self, orphans: list[dict[str, Any]]) -> None:
         first = orphans[0]
         message = (
-            f"stage {first['stage']} is {first['reason']}. `a1x-tui stop {self.layout.run_dir}` ends it; "
-            f"then `a1x-tui run --run-dir {self.layout.run_dir}` resumes"
+            f"stage {first['stage']} is {first['reason']}. `a1x-tui stop {self.rundir.run_dir}` ends it; "
+            f"then `a1x-tui run --run-dir {self.rundir.run_dir}` resumes"
         )
 
         def change(s: RunState) -> None:
@@ -506,7 +506,7 @@ class Supervisor:
             for cmd in commands:
                 if cmd.findings:  # warnings from the checks before a Slurm submission
                     self._record_findings(name, [dict(f) for f in cmd.findings])
-            log_path = self.layout.stage_log(name)
+            log_path = self.rundir.stage_log(name)
             offset = log_path.stat().st_size if log_path.exists() else 0
             outcome = self._execute(stage, commands)
             if outcome.interrupted:
@@ -538,7 +538,7 @@ class Supervisor:
                     return self._stopped(name)
                 continue
             if problem is not None:
-                reason = problem.fix(str(self.layout.run_dir), name)
+                reason = problem.fix(str(self.rundir.run_dir), name)
             else:
                 reason = self._failure_reason(stage, outcome, result, text)
             failure = outcome.verdict.failure if outcome.verdict is not None else None
@@ -562,15 +562,15 @@ class Supervisor:
             logs_dir = outcome.monitor.logs_dir if outcome.monitor is not None else None
             if logs_dir is None:
                 if outcome.slurm is not None:
-                    where = self.layout.slurm_dir
+                    where = self.rundir.slurm_dir
                     return VerifyResult.failed(f"the Slurm job wrote no part_<N>/run_<M> folder under {where}")
                 return VerifyResult.failed("cosmos-rl wrote no logs_<timestamp> folder")
             return verify_trained(
-                self.layout.log_dir(self.spec), ranks=expected_ranks(self.layout.train_toml), logs_dir=logs_dir
+                self.rundir.log_dir(self.spec), ranks=expected_ranks(self.rundir.train_toml), logs_dir=logs_dir
             )
         result = self._safe_verify(stage)
         if stage.kind == "check":
-            log = StageLog(self.layout.stage_log(stage.name), scrubber=Scrubber.from_environment())
+            log = StageLog(self.rundir.stage_log(stage.name), scrubber=Scrubber.from_environment())
             log.note(f"{'ok' if result.ok else 'FAILED'}: {result.reason}")
             log.close()
         if outcome.rc not in (0, None) and result.ok:
@@ -615,7 +615,7 @@ class Supervisor:
         # running anything (docs/ui.md: the dashboard's `l` opens this log).
         with contextlib.suppress(OSError):
             scrubber = Scrubber.from_environment()
-            log = StageLog(self.layout.stage_log(name), scrubber=scrubber)
+            log = StageLog(self.rundir.stage_log(name), scrubber=scrubber)
             log.note(f"stage failed: {scrubber.scrub(reason)}")
             log.close()
         return "failed"
@@ -648,8 +648,8 @@ class Supervisor:
         monitor: TrainMonitor | None = None
         if stage.kind == "train":
             monitor = TrainMonitor(
-                log_dir=self.layout.log_dir(self.spec),
-                ranks=lambda: expected_ranks(self.layout.train_toml),
+                log_dir=self.rundir.log_dir(self.spec),
+                ranks=lambda: expected_ranks(self.rundir.train_toml),
                 diagnosis=self._diagnosis(),
                 interval_s=self.spec.supervisor.diagnostics_interval_s,
                 grace_s=self.spec.supervisor.shutdown_grace_s,
@@ -692,7 +692,7 @@ class Supervisor:
 
         env = child_environment(os.environ, additions=cmd.env, path_prepend=cmd.path_prepend, secrets=cmd.secrets)
         scrubber = Scrubber.from_environment()
-        log = StageLog(self.layout.stage_log(name), scrubber=scrubber, on_line=on_line)
+        log = StageLog(self.rundir.stage_log(name), scrubber=scrubber, on_line=on_line)
         log.note(f"$ {shlex.join(cmd.argv)}")
         log.note(f"cwd {cmd.cwd}; env {' '.join(f'{k}={v}' for k, v in cmd.env.items()) or '-'}")
         if cmd.secrets:
@@ -742,8 +742,8 @@ class Supervisor:
             from supervisor.cluster import dispatch_logs_target, link_slurm_dir
 
             target = dispatch_logs_target(self.spec, job, getattr(proc, "slurm_dir", None))
-            problem = link_slurm_dir(self.layout, target) if target is not None else "dispatch_job.py named no run dir"
-            log.note(problem or f"slurm: {self.layout.slurm_dir} -> {target}")
+            problem = link_slurm_dir(self.rundir, target) if target is not None else "dispatch_job.py named no run dir"
+            log.note(problem or f"slurm: {self.rundir.slurm_dir} -> {target}")
         self._note_slurm(stage, proc, outcome)
 
     def _note_slurm(self, stage: StageSpec, proc: StageProcess, outcome: _Outcome) -> None:
@@ -775,12 +775,12 @@ class Supervisor:
         if self._gpu_agent is False or self._agent_note is not None:
             return None
         argv = None if self._gpu_agent is True else list(self._gpu_agent)
-        agent = GpuAgentHelper(self.layout, argv)
+        agent = GpuAgentHelper(self.rundir, argv)
         problem = agent.start()
         if problem is not None:
             self._gpu_agent_ended(problem, log)
             return None
-        log.note(f"GPU agent pid {agent.pid}: samples in {self.layout.run_dir / 'gpu'}, roles from {self.pids.path}")
+        log.note(f"GPU agent pid {agent.pid}: samples in {self.rundir.run_dir / 'gpu'}, roles from {self.pids.path}")
         return agent
 
     def _gpu_agent_ended(self, line: str, log: StageLog) -> None:
@@ -907,7 +907,7 @@ class Supervisor:
     # -- the socket ------------------------------------------------------------------------------------------
     def _start_server(self) -> socketserver.BaseServer:
         supervisor = self
-        path = self.layout.socket_path
+        path = self.rundir.socket_path
         with contextlib.suppress(OSError):
             path.unlink()  # we hold the lock: any socket file left is stale
 
@@ -965,7 +965,7 @@ class Supervisor:
             return
         op = request.get("op") if isinstance(request, dict) else None
         if op == "ping":
-            send({"ok": True, "pid": os.getpid(), "run_dir": str(self.layout.run_dir)})
+            send({"ok": True, "pid": os.getpid(), "run_dir": str(self.rundir.run_dir)})
         elif op == "status":
             send({"ok": True, "live": True, "state": self.store.snapshot()})
         elif op == "stop":

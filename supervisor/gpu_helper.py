@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from supervisor.executor import LocalExecutor, LocalProcess, StopReport
-from supervisor.layout import RunLayout
+from supervisor.rundir import RunDir
 from supervisor.secrets import Scrubber, child_environment
 from supervisor.stagelog import NOTE_PREFIX, StageLog, read_since, strip_timestamp
 
@@ -27,17 +27,17 @@ _REPO_ROOT = Path(__file__).resolve().parent.parent  # `python -m a1x_tui` from 
 STOP_GRACE_S = 5.0  # the agent writes its last line and exits within a second of SIGTERM
 
 
-def agent_argv(layout: RunLayout) -> list[str]:
+def agent_argv(rundir: RunDir) -> list[str]:
     """``a1x-tui gpu-agent RUN --pids-file RUN/supervisor/pids.json`` with this Python."""
-    return [sys.executable, "-m", "a1x_tui", "gpu-agent", str(layout.run_dir), "--pids-file", str(layout.pids_path)]
+    return [sys.executable, "-m", "a1x_tui", "gpu-agent", str(rundir.run_dir), "--pids-file", str(rundir.pids_path)]
 
 
 class GpuAgentHelper:
     """One agent process for one run of the train stage."""
 
-    def __init__(self, layout: RunLayout, argv: Sequence[str] | None = None) -> None:
-        self.layout = layout
-        self.argv = list(argv) if argv is not None else agent_argv(layout)
+    def __init__(self, rundir: RunDir, argv: Sequence[str] | None = None) -> None:
+        self.rundir = rundir
+        self.argv = list(argv) if argv is not None else agent_argv(rundir)
         self.proc: LocalProcess | None = None
         self.exit_line: str | None = None  # set once the agent ended on its own
         self._offset = 0
@@ -45,7 +45,7 @@ class GpuAgentHelper:
 
     def start(self) -> str | None:
         """Start it; returns a one-line problem instead when it cannot be started."""
-        log_path = self.layout.gpu_agent_log
+        log_path = self.rundir.gpu_agent_log
         log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._offset = log_path.stat().st_size if log_path.exists() else 0
         pythonpath = os.pathsep.join(p for p in (str(_REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
@@ -53,7 +53,7 @@ class GpuAgentHelper:
         log = StageLog(log_path, scrubber=Scrubber.from_environment())
         log.note(f"$ {' '.join(self.argv)}")
         try:
-            self.proc = LocalExecutor().start(self.argv, cwd=self.layout.run_dir, env=env, log=log)
+            self.proc = LocalExecutor().start(self.argv, cwd=self.rundir.run_dir, env=env, log=log)
         except OSError as exc:
             log.close()
             return f"GPU agent not started: {exc.strerror or exc}"
@@ -72,7 +72,7 @@ class GpuAgentHelper:
             return None
         self.proc.close()  # the output is read to its end before the line is taken
         self._closed = True
-        last = _last_line(read_since(self.layout.gpu_agent_log, self._offset))
+        last = _last_line(read_since(self.rundir.gpu_agent_log, self._offset))
         self.exit_line = f"GPU agent exited with code {rc}" + (f": {last}" if last else "")
         return self.exit_line
 

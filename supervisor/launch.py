@@ -17,8 +17,8 @@ from typing import Any
 
 from supervisor.daemon import AlreadySupervised, Plan, RunLock, Supervisor, lock_is_held
 from supervisor.executor import Executor, LocalExecutor, ProcessHandle, StopReport
-from supervisor.layout import RunDirError, RunLayout, make_private
 from supervisor.protocol import NoSupervisor, SupervisorClient
+from supervisor.rundir import RunDir, RunDirError, make_private
 from supervisor.secrets import Scrubber
 from supervisor.spec import RunSpec, dump_spec
 from supervisor.state import EventLog, atomic_write_text, load_state, now_iso
@@ -39,23 +39,23 @@ def new_run_dir(spec: RunSpec, root: Path | None = None) -> Path:
             n += 1
 
 
-def prepare_run_dir(spec: RunSpec, run_dir: Path) -> RunLayout:
+def prepare_run_dir(spec: RunSpec, run_dir: Path) -> RunDir:
     """Write ``run.toml`` (absolute paths, no secrets) into ``run_dir``, made 0700 if it existed
     with a wider mode (``RunDirError`` when that is not possible)."""
     run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     make_private(run_dir)
-    layout = RunLayout(run_dir.resolve())
-    layout.stages_dir.mkdir(exist_ok=True)
+    rundir = RunDir(run_dir.resolve())
+    rundir.stages_dir.mkdir(exist_ok=True)
     # run.toml beside logs/ is what marks a run folder of ours to the log reader (docs/parsing.md), so
     # its stage logs are read (and shown by the dashboard) even for a run that fails before training.
-    (layout.run_dir / "logs").mkdir(exist_ok=True)
-    atomic_write_text(layout.spec_path, dump_spec(spec))
-    return layout
+    (rundir.run_dir / "logs").mkdir(exist_ok=True)
+    atomic_write_text(rundir.spec_path, dump_spec(spec))
+    return rundir
 
 
 def start_daemon(run_dir: Path, plan: Plan) -> int:
     """Double-fork a detached supervisor for ``run_dir``; returns its pid."""
-    layout = RunLayout(run_dir.resolve())
+    rundir = RunDir(run_dir.resolve())
     read_fd, write_fd = os.pipe()
     first = os.fork()
     if first == 0:  # first child: new session, then fork the daemon and leave
@@ -65,7 +65,7 @@ def start_daemon(run_dir: Path, plan: Plan) -> int:
             second = os.fork()
             if second == 0:
                 os.close(write_fd)
-                _become_daemon(layout, plan)  # never returns
+                _become_daemon(rundir, plan)  # never returns
             os.write(write_fd, f"{second}\n".encode())
         finally:
             os._exit(0)
@@ -78,7 +78,7 @@ def start_daemon(run_dir: Path, plan: Plan) -> int:
     return int(text)
 
 
-def _become_daemon(layout: RunLayout, plan: Plan) -> None:
+def _become_daemon(rundir: RunDir, plan: Plan) -> None:
     code = 1
     try:
         sys.path[:] = [os.path.abspath(p) for p in sys.path]  # lazy imports must survive the chdir
@@ -87,14 +87,14 @@ def _become_daemon(layout: RunLayout, plan: Plan) -> None:
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.close(devnull)
-        out = os.open(str(layout.daemon_log), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        out = os.open(str(rundir.daemon_log), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.dup2(out, 1)
         os.dup2(out, 2)
         os.close(out)
         sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
         sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
-        print(f"{now_iso()} supervisor pid {os.getpid()} starting for {layout.run_dir}", flush=True)
-        code = Supervisor(layout.run_dir, plan, subreaper=True).serve()
+        print(f"{now_iso()} supervisor pid {os.getpid()} starting for {rundir.run_dir}", flush=True)
+        code = Supervisor(rundir.run_dir, plan, subreaper=True).serve()
         print(f"{now_iso()} supervisor pid {os.getpid()} done (exit {code})", flush=True)
     except (AlreadySupervised, RunDirError) as exc:
         print(f"{now_iso()} {exc}", flush=True)
@@ -104,9 +104,9 @@ def _become_daemon(layout: RunLayout, plan: Plan) -> None:
         os._exit(code)
 
 
-def wait_until_ready(layout: RunLayout, pid: int, *, timeout_s: float = 20.0) -> str | None:
+def wait_until_ready(rundir: RunDir, pid: int, *, timeout_s: float = 20.0) -> str | None:
     """None once the daemon answers on its socket; else the reason it did not."""
-    client = SupervisorClient(layout.socket_path, timeout=1.0)
+    client = SupervisorClient(rundir.socket_path, timeout=1.0)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
@@ -115,12 +115,12 @@ def wait_until_ready(layout: RunLayout, pid: int, *, timeout_s: float = 20.0) ->
         except NoSupervisor:
             pass
         if not pid_alive(pid):
-            state = load_state(layout.state_path)
+            state = load_state(rundir.state_path)
             if state is not None and state.status in ("succeeded", "failed", "stopped", "blocked"):
                 return None  # it already finished (a run with nothing left to do)
-            return f"the supervisor exited at once; see {layout.daemon_log}: {_tail(layout.daemon_log)}"
+            return f"the supervisor exited at once; see {rundir.daemon_log}: {_tail(rundir.daemon_log)}"
         time.sleep(0.05)
-    return f"the supervisor did not answer within {timeout_s:.0f}s; see {layout.daemon_log}"
+    return f"the supervisor did not answer within {timeout_s:.0f}s; see {rundir.daemon_log}"
 
 
 def pid_alive(pid: int) -> bool:
@@ -151,13 +151,13 @@ def executor_for(handle: ProcessHandle) -> Executor:
     return LocalExecutor()
 
 
-def offline_status(layout: RunLayout) -> dict[str, Any] | None:
+def offline_status(rundir: RunDir) -> dict[str, Any] | None:
     """``state.json`` as last written, with what is true now about its processes."""
-    state = load_state(layout.state_path)
+    state = load_state(rundir.state_path)
     if state is None:
         return None
     data = state.model_dump(mode="json")
-    supervisor_alive = lock_is_held(layout.lock_path)
+    supervisor_alive = lock_is_held(rundir.lock_path)
     running: list[dict[str, Any]] = []
     for st in state.stages:
         if st.process:
@@ -179,10 +179,10 @@ _ACTIVE_STAGE = frozenset({"checking", "running", "retrying", "orphaned"})
 LOCK_WAIT_S = 10.0  # a supervisor that is exiting (killed, or done) releases its lock within this
 
 
-def acquire_run_lock(layout: RunLayout, wait_s: float = LOCK_WAIT_S) -> RunLock | None:
+def acquire_run_lock(rundir: RunDir, wait_s: float = LOCK_WAIT_S) -> RunLock | None:
     """The run's lock, retried for ``wait_s``: a supervisor dying in the middle of a ``stop`` closes
     its socket before the kernel has released its lock. None when it is still held."""
-    lock = RunLock(layout.lock_path)
+    lock = RunLock(rundir.lock_path)
     deadline = time.monotonic() + wait_s
     while not lock.acquire():
         if time.monotonic() >= deadline:
@@ -192,17 +192,17 @@ def acquire_run_lock(layout: RunLayout, wait_s: float = LOCK_WAIT_S) -> RunLock 
 
 
 def stop_orphans(
-    layout: RunLayout, grace_s: float, *, lock_wait_s: float = LOCK_WAIT_S
+    rundir: RunDir, grace_s: float, *, lock_wait_s: float = LOCK_WAIT_S
 ) -> list[tuple[str, StopReport, str]] | None:
     """Stop the processes ``state.json`` records while no supervisor owns the run, and say so in
     the state: every stage that was running ends ``stopped`` (``orphaned`` while a process survives
     SIGKILL), the run ``stopped``. Returns (stage, report, what was stopped, in words). None when a
     supervisor still holds the run's lock after ``lock_wait_s`` (it must be asked instead)."""
-    lock = acquire_run_lock(layout, lock_wait_s)
+    lock = acquire_run_lock(rundir, lock_wait_s)
     if lock is None:
         return None
     try:
-        state = load_state(layout.state_path)
+        state = load_state(rundir.state_path)
         if state is None:
             return []
         reports = []
@@ -240,8 +240,8 @@ def stop_orphans(
             state.status = "stopped"
             state.message = "stopped by `a1x-tui stop` (no supervisor was running)"
         state.updated_at = now
-        atomic_write_text(layout.state_path, state.model_dump_json(indent=2) + "\n")
-        events = EventLog(layout.events_path, Scrubber.from_environment())
+        atomic_write_text(rundir.state_path, state.model_dump_json(indent=2) + "\n")
+        events = EventLog(rundir.events_path, Scrubber.from_environment())
         for name, reason in changed:
             events.emit("stage_stopped", reason, stage=name)
         if run_stopped:

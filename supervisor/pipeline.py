@@ -10,8 +10,8 @@ from collections.abc import MutableMapping, Sequence
 from pathlib import Path
 
 from supervisor.cosmos_logs import expected_ranks, latest_complete_checkpoint
-from supervisor.layout import RunLayout
 from supervisor.progress import HfDownload, LastLine, TrainSteps
+from supervisor.rundir import RunDir
 from supervisor.spec import DEFAULT_VLM, RunSpec
 from supervisor.stage import STAGE_NAMES, Command, StageError, StageSpec, VerifyResult
 from supervisor.stagelog import read_since
@@ -74,12 +74,12 @@ def fresh_dir(preferred: Path) -> Path:
     return candidate
 
 
-def build_stages(spec: RunSpec, layout: RunLayout, outputs: MutableMapping[str, str]) -> list[StageSpec]:
+def build_stages(spec: RunSpec, rundir: RunDir, outputs: MutableMapping[str, str]) -> list[StageSpec]:
     """Every stage of ``spec`` (``outputs`` is shared state: the export folder, the checkpoint)."""
     if spec.pipeline == "demo":
         from a1x_tui.demo.pipeline import build_stages as demo_build_stages
 
-        return demo_build_stages(spec, layout, outputs)
+        return demo_build_stages(spec, rundir, outputs)
     paths = spec.paths
     ws = paths.workspace
     venv = paths.venv_dir
@@ -87,13 +87,13 @@ def build_stages(spec: RunSpec, layout: RunLayout, outputs: MutableMapping[str, 
     python = str(venv_bin / "python")
     local_bin = str(Path("~/.local/bin").expanduser())  # §2.1: uv's install dir, re-exported per command
     venv_env = {"VIRTUAL_ENV": str(venv)}
-    log_dir = layout.log_dir(spec)
+    log_dir = rundir.log_dir(spec)
 
     def stage_log_text(name: str) -> str:
-        return read_since(layout.stage_log(name), 0)
+        return read_since(rundir.stage_log(name), 0)
 
     def ranks() -> int | None:
-        return expected_ranks(layout.train_toml)
+        return expected_ranks(rundir.train_toml)
 
     # -- env (§2.1, §2.4) --------------------------------------------------------------------------
     def prepare_env() -> list[Command]:
@@ -165,7 +165,7 @@ def build_stages(spec: RunSpec, layout: RunLayout, outputs: MutableMapping[str, 
         marker = {
             "alpamayo_model": spec.alpamayo_model,
             "vlm_name_or_path": DEFAULT_VLM,
-            "run_dir": str(layout.run_dir),
+            "run_dir": str(rundir.run_dir),
         }
         (paths.model_dir / CONVERT_MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
 
@@ -274,8 +274,8 @@ def build_stages(spec: RunSpec, layout: RunLayout, outputs: MutableMapping[str, 
         pythonpath = str(_REPO_ROOT)
         return [
             Command(
-                argv=(sys.executable, "-m", "supervisor.configure_stage", str(layout.run_dir)),
-                cwd=layout.run_dir,
+                argv=(sys.executable, "-m", "supervisor.configure_stage", str(rundir.run_dir)),
+                cwd=rundir.run_dir,
                 env={"PYTHONPATH": pythonpath},
                 label="render the training TOML",
             )
@@ -283,7 +283,7 @@ def build_stages(spec: RunSpec, layout: RunLayout, outputs: MutableMapping[str, 
 
     def verify_configure() -> VerifyResult:
         return verify_configured(
-            layout.configure_record,
+            rundir.configure_record,
             spec_digest=spec.digest(),
             alpamayo_version=spec.alpamayo_version,
             model_dir=paths.model_dir,
@@ -294,9 +294,9 @@ def build_stages(spec: RunSpec, layout: RunLayout, outputs: MutableMapping[str, 
     # -- train (§8.2, §3) -------------------------------------------------------------------------------
     def prepare_train() -> list[Command]:
         try:
-            record = json.loads(layout.configure_record.read_text(encoding="utf-8"))
+            record = json.loads(rundir.configure_record.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            raise StageError(f"{layout.configure_record} is missing: run the configure stage first") from None
+            raise StageError(f"{rundir.configure_record} is missing: run the configure stage first") from None
         if not spec.on_slurm:  # a Slurm job makes its own layout (cosmos-dispatch: <run>/slurm is a link)
             log_dir.mkdir(parents=True, exist_ok=True)
         cosmos_rl = str(venv_bin / "cosmos-rl") if (venv_bin / "cosmos-rl").exists() else "cosmos-rl"
@@ -316,7 +316,7 @@ def build_stages(spec: RunSpec, layout: RunLayout, outputs: MutableMapping[str, 
 
             return [
                 cluster_train_command(
-                    spec, layout, record=record, env=env, path_prepend=(str(venv_bin),), secrets=secrets
+                    spec, rundir, record=record, env=env, path_prepend=(str(venv_bin),), secrets=secrets
                 )
             ]
         return [

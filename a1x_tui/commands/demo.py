@@ -42,28 +42,28 @@ def _start(root: Path, speed: float) -> tuple[Path, str | None]:
     from a1x_tui.demo.setup import DemoOptions, prepare_demo_run
     from supervisor.daemon import Plan
     from supervisor.launch import start_daemon, wait_until_ready
-    from supervisor.layout import RunLayout
+    from supervisor.rundir import RunDir
 
     run_dir = prepare_demo_run(DemoOptions(root=root, speed=speed))
     pid = start_daemon(run_dir, Plan())
-    return run_dir, wait_until_ready(RunLayout(run_dir), pid)
+    return run_dir, wait_until_ready(RunDir(run_dir), pid)
 
 
 def _headless(run_dir: Path) -> int:
     from diagnostics.engine import check
     from diagnostics.report import render
     from supervisor.console import print_stream
-    from supervisor.layout import RunLayout
     from supervisor.protocol import NoSupervisor, SupervisorClient
+    from supervisor.rundir import RunDir
 
-    layout = RunLayout(run_dir)
+    rundir = RunDir(run_dir)
 
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
     status: str | None = None
     try:
-        status = print_stream(SupervisorClient(layout.socket_path).subscribe(), say)
+        status = print_stream(SupervisorClient(rundir.socket_path).subscribe(), say)
     except NoSupervisor:
         pass  # it already finished
     except KeyboardInterrupt:
@@ -71,7 +71,7 @@ def _headless(run_dir: Path) -> int:
         return 130
     if status is not None and status != "succeeded":  # stopped, failed: the report below is of what ran
         say(f"a1x-tui demo: the run {status}; the report is of its logs as they ended")
-    config = layout.train_toml if layout.train_toml.is_file() else None
+    config = rundir.train_toml if rundir.train_toml.is_file() else None
     report = check(run_dir / "logs", config_path=config)
     text = render(report, "text")
     sys.stdout.write(text if text.endswith("\n") else text + "\n")

@@ -18,36 +18,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from supervisor.daemon import Plan, lock_is_held
     from supervisor.launch import start_daemon, wait_until_ready
-    from supervisor.layout import RunLayout
     from supervisor.pipeline import select_stages, stage_names
     from supervisor.protocol import NoSupervisor, SupervisorClient
+    from supervisor.rundir import RunDir
     from supervisor.spec import SpecError, load_spec
     from supervisor.stage import StageError
 
-    layout = RunLayout(args.run_dir.resolve())
-    if not layout.is_run_dir():
+    rundir = RunDir(args.run_dir.resolve())
+    if not rundir.is_run_dir():
         print(f"{args.run_dir}: not a run directory (no run.toml)", file=sys.stderr)
         return 3
     try:
-        select_stages(stage_names(load_spec(layout.spec_path)), from_stage=args.stage, only=None)
+        select_stages(stage_names(load_spec(rundir.spec_path)), from_stage=args.stage, only=None)
     except (SpecError, StageError) as exc:
         print(str(exc), file=sys.stderr)
         return 2
     try:
-        reply = SupervisorClient(layout.socket_path).request({"op": "restart", "stage": args.stage})
+        reply = SupervisorClient(rundir.socket_path).request({"op": "restart", "stage": args.stage})
     except NoSupervisor:
-        if lock_is_held(layout.lock_path):
-            print(f"{layout.run_dir}: a supervisor holds the run but does not answer", file=sys.stderr)
+        if lock_is_held(rundir.lock_path):
+            print(f"{rundir.run_dir}: a supervisor holds the run but does not answer", file=sys.stderr)
             return 1
-        pid = start_daemon(layout.run_dir, Plan(from_stage=args.stage, force=(args.stage,)))
-        error = wait_until_ready(layout, pid)
+        pid = start_daemon(rundir.run_dir, Plan(from_stage=args.stage, force=(args.stage,)))
+        error = wait_until_ready(rundir, pid)
         if error is not None:
             print(error, file=sys.stderr)
             return 1
-        print(f"{layout.run_dir}: no supervisor was running; started pid {pid} to run {args.stage} and what follows")
+        print(f"{rundir.run_dir}: no supervisor was running; started pid {pid} to run {args.stage} and what follows")
         return 0
     if not reply.get("ok"):
-        print(f"{layout.run_dir}: {reply.get('error')}", file=sys.stderr)
+        print(f"{rundir.run_dir}: {reply.get('error')}", file=sys.stderr)
         return 1
-    print(f"{layout.run_dir}: {reply.get('message')}")
+    print(f"{rundir.run_dir}: {reply.get('message')}")
     return 0

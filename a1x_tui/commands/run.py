@@ -50,19 +50,19 @@ def _detach_on_signals() -> None:
 def follow(run_dir: Path, *, print_line: bool = True) -> int:
     """Print the run's events until it ends; 0 when it succeeded. Signals only detach."""
     from supervisor.console import print_stream
-    from supervisor.layout import RunLayout
     from supervisor.protocol import NoSupervisor, SupervisorClient
+    from supervisor.rundir import RunDir
     from supervisor.state import FINAL_RUN_STATUSES, load_state
 
-    layout = RunLayout(run_dir)
+    rundir = RunDir(run_dir)
     _detach_on_signals()
     try:
-        status = print_stream(SupervisorClient(layout.socket_path).subscribe(), _print_event)
+        status = print_stream(SupervisorClient(rundir.socket_path).subscribe(), _print_event)
     except _Detach:
         _safe_print(f"detached; the run goes on: a1x-tui status {run_dir}")
         return 0
     except NoSupervisor as exc:
-        state = load_state(layout.state_path)
+        state = load_state(rundir.state_path)
         if state is not None and state.status in FINAL_RUN_STATUSES:  # it finished before we attached
             _safe_print(f"run {state.status}: {state.message}")
             return 0 if state.status == "succeeded" else 1
@@ -92,13 +92,13 @@ def run(args: argparse.Namespace) -> int:
     from supervisor.console import format_event
     from supervisor.daemon import AlreadySupervised, Plan, Supervisor, lock_is_held
     from supervisor.launch import new_run_dir, prepare_run_dir, start_daemon, wait_until_ready
-    from supervisor.layout import RunDirError, RunLayout
     from supervisor.pipeline import select_stages, stage_names
     from supervisor.preflight import outputs_present, preflight, render_text
+    from supervisor.rundir import RunDir, RunDirError
     from supervisor.spec import SpecError, load_spec
     from supervisor.stage import StageError
 
-    existing = RunLayout(args.run_dir.resolve()) if args.run_dir is not None else None
+    existing = RunDir(args.run_dir.resolve()) if args.run_dir is not None else None
     spec_path = args.spec
     if spec_path is None:
         if existing is None or not existing.is_run_dir():
@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     run_dir = existing.run_dir if existing is not None else new_run_dir(spec)
     try:
-        layout = prepare_run_dir(spec, run_dir)
+        rundir = prepare_run_dir(spec, run_dir)
     except RunDirError as exc:
         print(str(exc), file=sys.stderr)
         return 2
@@ -144,22 +144,22 @@ def run(args: argparse.Namespace) -> int:
     )
 
     if args.foreground:
-        print(f"run {layout.run_dir} (foreground: Ctrl-C stops it)", flush=True)
+        print(f"run {rundir.run_dir} (foreground: Ctrl-C stops it)", flush=True)
         try:
             return Supervisor(
-                layout.run_dir, plan, subreaper=True, on_event=lambda e: _safe_print(format_event(e))
+                rundir.run_dir, plan, subreaper=True, on_event=lambda e: _safe_print(format_event(e))
             ).serve()
         except (AlreadySupervised, RunDirError) as exc:
             print(str(exc), file=sys.stderr)
             return 2
 
-    pid = start_daemon(layout.run_dir, plan)
-    error = wait_until_ready(layout, pid)
+    pid = start_daemon(rundir.run_dir, plan)
+    error = wait_until_ready(rundir, pid)
     if error is not None:
         print(error, file=sys.stderr)
         return 1
-    print(f"run {layout.run_dir}: supervisor pid {pid}, detached from this terminal", flush=True)
-    print(f"  status: a1x-tui status {layout.run_dir}    stop: a1x-tui stop {layout.run_dir}", flush=True)
+    print(f"run {rundir.run_dir}: supervisor pid {pid}, detached from this terminal", flush=True)
+    print(f"  status: a1x-tui status {rundir.run_dir}    stop: a1x-tui stop {rundir.run_dir}", flush=True)
     if args.detach:
         return 0
-    return follow(layout.run_dir)
+    return follow(rundir.run_dir)

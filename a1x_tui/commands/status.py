@@ -22,23 +22,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from supervisor.console import render_state
     from supervisor.launch import offline_status
-    from supervisor.layout import RunLayout
     from supervisor.protocol import NoSupervisor, SupervisorClient
+    from supervisor.rundir import RunDir
 
-    layout = RunLayout(args.run_dir.resolve())
+    rundir = RunDir(args.run_dir.resolve())
     note = None
     try:
-        reply = SupervisorClient(layout.socket_path).request({"op": "status"})
+        reply = SupervisorClient(rundir.socket_path).request({"op": "status"})
         state = reply.get("state") or {}
         state["live"] = True
     except NoSupervisor:
-        offline = offline_status(layout)
+        offline = offline_status(rundir)
         if offline is None:
             print(f"{args.run_dir}: not a run directory (no readable state.json)", file=sys.stderr)
             return 3
         state = offline
         note = (
-            f"no supervisor answers on {layout.socket_path}: this is state.json as last written "
+            f"no supervisor answers on {rundir.socket_path}: this is state.json as last written "
             f"({state.get('updated_at')})"
         )
     from diagnostics.report import redact
@@ -51,5 +51,5 @@ def run(args: argparse.Namespace) -> int:
     if args.follow and state.get("live"):
         from a1x_tui.commands.run import follow
 
-        return follow(layout.run_dir)
+        return follow(rundir.run_dir)
     return 0 if state.get("status") in ("starting", "running", "succeeded") else 1

@@ -20,39 +20,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from supervisor.daemon import read_pid
     from supervisor.launch import offline_status, pid_alive, stop_orphans
-    from supervisor.layout import RunLayout
     from supervisor.protocol import NoSupervisor, SupervisorClient
+    from supervisor.rundir import RunDir
     from supervisor.spec import SpecError, load_spec
 
-    layout = RunLayout(args.run_dir.resolve())
-    if not layout.is_run_dir():
+    rundir = RunDir(args.run_dir.resolve())
+    if not rundir.is_run_dir():
         print(f"{args.run_dir}: not a run directory (no run.toml)", file=sys.stderr)
         return 3
     try:
-        grace = load_spec(layout.spec_path).supervisor.stop_grace_s
+        grace = load_spec(rundir.spec_path).supervisor.stop_grace_s
     except SpecError:
         grace = 30.0
     try:
-        reply = SupervisorClient(layout.socket_path).request({"op": "stop"}, timeout=grace + 60.0)
+        reply = SupervisorClient(rundir.socket_path).request({"op": "stop"}, timeout=grace + 60.0)
     except NoSupervisor:  # none answers, or it went away in the middle of this stop
-        reports = stop_orphans(layout, grace)  # waits a while for a dying supervisor's lock
+        reports = stop_orphans(rundir, grace)  # waits a while for a dying supervisor's lock
         if reports is None:
-            pid = read_pid(layout.pid_path)
+            pid = read_pid(rundir.pid_path)
             if pid is not None and pid_alive(pid):
                 print(
-                    f"{layout.run_dir}: a supervisor (pid {pid}) holds the run but does not answer; "
+                    f"{rundir.run_dir}: a supervisor (pid {pid}) holds the run but does not answer; "
                     f"`kill {pid}` and run `a1x-tui stop` again",
                     file=sys.stderr,
                 )
             else:  # never name a pid that is gone
                 print(
-                    f"{layout.run_dir}: the run's lock ({layout.lock_path}) is still held, but no supervisor "
+                    f"{rundir.run_dir}: the run's lock ({rundir.lock_path}) is still held, but no supervisor "
                     "recorded for the run is alive; run `a1x-tui stop` again in a moment",
                     file=sys.stderr,
                 )
             return 1
         if not reports:
-            print(f"{layout.run_dir}: no supervisor and no recorded process running: nothing to stop")
+            print(f"{rundir.run_dir}: no supervisor and no recorded process running: nothing to stop")
             return 0
         survivors = []
         for stage, report, what in reports:
@@ -64,13 +64,13 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not reply.get("ok"):
         print(
-            f"{layout.run_dir}: {reply.get('error') or 'the supervisor did not finish stopping in time'}",
+            f"{rundir.run_dir}: {reply.get('error') or 'the supervisor did not finish stopping in time'}",
             file=sys.stderr,
         )
         return 1
-    left = (offline_status(layout) or {}).get("processes_alive") or []
+    left = (offline_status(rundir) or {}).get("processes_alive") or []
     if left:
-        print(f"{layout.run_dir}: stopped, but processes survive: {left}", file=sys.stderr)
+        print(f"{rundir.run_dir}: stopped, but processes survive: {left}", file=sys.stderr)
         return 1
-    print(f"{layout.run_dir}: stopped; no process of the run is left")
+    print(f"{rundir.run_dir}: stopped; no process of the run is left")
     return 0

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from supervisor.cosmos_logs import expected_ranks, latest_complete_checkpoint
-from supervisor.layout import RunLayout
 from supervisor.progress import HfDownload, LastLine, TrainSteps
+from supervisor.rundir import RunDir
 from supervisor.spec import RunSpec
 from supervisor.stage import Command, StageError, StageSpec, VerifyResult
 from supervisor.verify import verify_trained
@@ -26,9 +26,9 @@ OPTIONS_FILE = "demo.json"  # in the run directory: {"speed": 1.0}
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def demo_options(layout: RunLayout) -> dict[str, Any]:
+def demo_options(rundir: RunDir) -> dict[str, Any]:
     try:
-        data = json.loads((layout.run_dir / OPTIONS_FILE).read_text(encoding="utf-8"))
+        data = json.loads((rundir.run_dir / OPTIONS_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -45,7 +45,7 @@ def stage_names(spec: RunSpec) -> list[str]:
     return list(DEMO_STAGES)
 
 
-def build_stages(spec: RunSpec, layout: RunLayout, outputs: MutableMapping[str, str]) -> list[StageSpec]:
+def build_stages(spec: RunSpec, rundir: RunDir, outputs: MutableMapping[str, str]) -> list[StageSpec]:
     """Every demo stage; ``outputs`` is shared with the supervisor (the checkpoint, the export folder)."""
     from a1x_tui.demo.programs import configure as configure_program
     from a1x_tui.demo.programs import convert as convert_program
@@ -53,18 +53,18 @@ def build_stages(spec: RunSpec, layout: RunLayout, outputs: MutableMapping[str, 
     from a1x_tui.demo.programs import export as export_program
 
     paths = spec.paths
-    log_dir = layout.log_dir(spec)
+    log_dir = rundir.log_dir(spec)
     env = {"PYTHONPATH": str(_REPO_ROOT)}
 
     def speed() -> str:
-        return repr(float(demo_options(layout).get("speed", 1.0)))
+        return repr(float(demo_options(rundir).get("speed", 1.0)))
 
     def program(name: str, *args: str, label: str) -> Command:
         argv = (sys.executable, "-m", f"a1x_tui.demo.programs.{name}", *args)
-        return Command(argv=argv, cwd=layout.run_dir, env=env, label=label)
+        return Command(argv=argv, cwd=rundir.run_dir, env=env, label=label)
 
     def ranks() -> int | None:
-        return expected_ranks(layout.train_toml)
+        return expected_ranks(rundir.train_toml)
 
     def verify_download() -> VerifyResult:
         record = _read_json(paths.pai_dir / download_program.MARKER)
@@ -79,18 +79,18 @@ def build_stages(spec: RunSpec, layout: RunLayout, outputs: MutableMapping[str, 
         return VerifyResult.passed(f"{paths.model_dir} holds {spec.alpamayo_model}")
 
     def verify_configure() -> VerifyResult:
-        record = _read_json(layout.config_dir / configure_program.RECORD)
-        if not isinstance(record, dict) or not layout.train_toml.is_file():
-            return VerifyResult.failed(f"{layout.train_toml} is missing")
+        record = _read_json(rundir.config_dir / configure_program.RECORD)
+        if not isinstance(record, dict) or not rundir.train_toml.is_file():
+            return VerifyResult.failed(f"{rundir.train_toml} is missing")
         if record.get("spec_digest") != spec.digest():
             return VerifyResult.failed("the run spec changed since the TOML was rendered")
-        return VerifyResult.passed(f"{layout.train_toml}")
+        return VerifyResult.passed(f"{rundir.train_toml}")
 
     def prepare_train() -> list[Command]:
-        if not layout.train_toml.is_file():
-            raise StageError(f"{layout.train_toml} is missing: run the configure stage first")
+        if not rundir.train_toml.is_file():
+            raise StageError(f"{rundir.train_toml} is missing: run the configure stage first")
         log_dir.mkdir(parents=True, exist_ok=True)
-        args = ("--config", str(layout.train_toml), "--log-dir", str(log_dir), "--run-dir", str(layout.run_dir))
+        args = ("--config", str(rundir.train_toml), "--log-dir", str(log_dir), "--run-dir", str(rundir.run_dir))
         return [program("launcher", *args, "--speed", speed(), label="simulated cosmos-rl GRPO training")]
 
     def current_export() -> VerifyResult:
@@ -157,7 +157,7 @@ def build_stages(spec: RunSpec, layout: RunLayout, outputs: MutableMapping[str, 
         StageSpec(
             name="configure",
             title="render the training TOML",
-            prepare=lambda: [program("configure", str(layout.run_dir), label="render the training TOML")],
+            prepare=lambda: [program("configure", str(rundir.run_dir), label="render the training TOML")],
             verify=verify_configure,
             progress=LastLine,
         ),

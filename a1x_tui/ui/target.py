@@ -52,10 +52,10 @@ def resolve_target(path: Path, config: Path | None = None) -> RunTarget:
     run_dir = _our_run_dir(path) if path.is_dir() else None
     if run_dir is None:
         return RunTarget(path, None, config.expanduser().resolve() if config else None)
-    from supervisor.layout import RunLayout
+    from supervisor.rundir import RunDir
     from supervisor.spec import SpecError, load_spec
 
-    layout = RunLayout(run_dir)
+    layout = RunDir(run_dir)
     follow, note = run_dir, None
     try:
         spec = load_spec(layout.spec_path)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from supervisor_helpers import World
 
-from supervisor.layout import RunLayout
 from supervisor.pipeline import build_stages, select_stages, stage_names
+from supervisor.rundir import RunDir
 from supervisor.spec import parse_spec
 from supervisor.stage import Command, StageError, StageSpec
 
@@ -24,7 +24,7 @@ CALIBRATION = ["camera_intrinsics", "sensor_extrinsics", "vehicle_dimensions"]
 
 def _stages(world: World, **overrides: object) -> dict[str, StageSpec]:
     spec = parse_spec(world.spec_text(**overrides), base=world.root)
-    layout = RunLayout(world.run_dir)
+    layout = RunDir(world.run_dir)
     return {s.name: s for s in build_stages(spec, layout, {})}
 
 
@@ -136,7 +136,7 @@ def test_stage_sets_per_reward_mode(world: World) -> None:
 
 
 def _configure_record(world: World, entry_arg: str) -> None:
-    layout = RunLayout(world.run_dir)
+    layout = RunDir(world.run_dir)
     layout.config_dir.mkdir(parents=True)
     record = {"toml": str(layout.train_toml), "entry_arg": entry_arg}
     layout.configure_record.write_text(json.dumps(record))
@@ -194,7 +194,7 @@ def _checkpoint(root: Path, stamp: str, step: int, ranks: int, *, complete: bool
 
 
 def test_export_command_uses_latest_complete_checkpoint_from_the_log_line(world: World) -> None:
-    layout = RunLayout(world.run_dir)
+    layout = RunDir(world.run_dir)
     layout.config_dir.mkdir(parents=True)
     layout.train_toml.write_text("[policy.parallelism]\ndp_shard_size = 2\n")
     done50 = _checkpoint(world.root, "20250101000000", 50, 2, complete=True)

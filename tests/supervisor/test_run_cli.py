@@ -381,7 +381,7 @@ def test_an_existing_run_dir_readable_by_others_is_made_private(world: World) ->
 
 def test_a_run_dir_that_cannot_be_made_private_is_refused(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     from supervisor.daemon import Plan, Supervisor
-    from supervisor.layout import RunDirError, make_private
+    from supervisor.rundir import RunDirError, make_private
 
     world.run_dir.mkdir()
     world.run_dir.chmod(0o755)

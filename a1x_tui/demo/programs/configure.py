@@ -19,18 +19,18 @@ def configure(run_dir: Path) -> Path:
     from configs import render
     from diagnostics.config.edit import Edit, edit_text
     from supervisor.configure_stage import template_choices
-    from supervisor.layout import RunLayout
+    from supervisor.rundir import RunDir
     from supervisor.spec import load_spec
 
-    layout = RunLayout(run_dir)
-    spec = load_spec(layout.spec_path)
+    rundir = RunDir(run_dir)
+    spec = load_spec(rundir.spec_path)
     text = render.render_toml(template_choices(spec))
     text = edit_text(text, [Edit("policy.parallelism.dp_shard_size", 1)])
-    layout.config_dir.mkdir(parents=True, exist_ok=True)
-    layout.train_toml.write_text(text, encoding="utf-8")
-    record = {"spec_digest": spec.digest(), "toml": str(layout.train_toml)}
-    (layout.config_dir / RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    return layout.train_toml
+    rundir.config_dir.mkdir(parents=True, exist_ok=True)
+    rundir.train_toml.write_text(text, encoding="utf-8")
+    record = {"spec_digest": spec.digest(), "toml": str(rundir.train_toml)}
+    (rundir.config_dir / RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    return rundir.train_toml
 
 
 def main(argv: list[str] | None = None) -> int:

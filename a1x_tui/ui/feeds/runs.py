@@ -27,9 +27,9 @@ def default_roots() -> list[Path]:
 def _alive(run_dir: Path) -> bool:
     from supervisor.daemon import read_pid
     from supervisor.launch import pid_alive
-    from supervisor.layout import RunLayout
+    from supervisor.rundir import RunDir
 
-    pid = read_pid(RunLayout(run_dir).pid_path)
+    pid = read_pid(RunDir(run_dir).pid_path)
     return pid is not None and pid_alive(pid)
 
 

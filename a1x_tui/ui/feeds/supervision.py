@@ -34,10 +34,10 @@ Post = Callable[[Message], Any]
 def read_state(run_dir: Path) -> tuple[dict[str, Any] | None, bool, str | None]:
     """(state, live, note) of a run directory now."""
     from supervisor.launch import offline_status
-    from supervisor.layout import RunLayout
     from supervisor.protocol import NoSupervisor, SupervisorClient
+    from supervisor.rundir import RunDir
 
-    layout = RunLayout(run_dir)
+    layout = RunDir(run_dir)
     try:
         reply = SupervisorClient(layout.socket_path, timeout=2.0).request({"op": "status"})
     except NoSupervisor:

@@ -50,7 +50,10 @@ def make_private(run_dir: Path) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class RunLayout:
+class RunDir:
+    """Where each file of one supervised run lives under ``run_dir`` (the table above). Not to be
+    confused with ``diagnostics.parsing.RunLayout``: the log files a reader found for a run."""
+
     run_dir: Path
 
     @property
