@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from supervisor.console import resume_text
 from supervisor.cosmos_logs import expected_ranks
 from supervisor.executor import Executor, LocalExecutor, ProcessHandle, StageProcess, StopReport, become_subreaper
 from supervisor.gpu_helper import GpuAgentHelper
@@ -38,7 +37,7 @@ from supervisor.pipeline import build_stages, select_stages
 from supervisor.protocol import encode, unix_address
 from supervisor.rundir import RunDir, make_private
 from supervisor.secrets import Scrubber, child_environment
-from supervisor.slurm.executor import SubmitError
+from supervisor.slurm.executor import SubmitError, resume_text
 from supervisor.spec import RunSpec, load_spec
 from supervisor.stage import Command, Progress, StageError, StageSpec, VerifyResult
 from supervisor.stagelog import NOTE_PREFIX, StageLog, read_since, strip_timestamp

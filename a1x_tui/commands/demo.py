@@ -50,9 +50,9 @@ def _start(root: Path, speed: float) -> tuple[Path, str | None]:
 
 
 def _headless(run_dir: Path) -> int:
+    from a1x_tui.console import print_stream
     from diagnostics.engine import check
     from diagnostics.report import render
-    from supervisor.console import print_stream
     from supervisor.protocol import NoSupervisor, SupervisorClient
     from supervisor.rundir import RunDir
 

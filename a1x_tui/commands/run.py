@@ -49,7 +49,7 @@ def _detach_on_signals() -> None:
 
 def follow(run_dir: Path, *, print_line: bool = True) -> int:
     """Print the run's events until it ends; 0 when it succeeded. Signals only detach."""
-    from supervisor.console import print_stream
+    from a1x_tui.console import print_stream
     from supervisor.protocol import NoSupervisor, SupervisorClient
     from supervisor.rundir import RunDir
     from supervisor.state import FINAL_RUN_STATUSES, load_state
@@ -89,7 +89,7 @@ def _safe_print(text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from supervisor.console import format_event
+    from a1x_tui.console import format_event
     from supervisor.daemon import AlreadySupervised, Plan, Supervisor, lock_is_held
     from supervisor.launch import new_run_dir, prepare_run_dir, start_daemon, wait_until_ready
     from supervisor.pipeline import select_stages, stage_names

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -20,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from supervisor.console import render_state
+    from a1x_tui.console import render_state
     from supervisor.launch import offline_status
     from supervisor.protocol import NoSupervisor, SupervisorClient
     from supervisor.rundir import RunDir
@@ -47,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(redact(json.dumps(state, indent=2)))
     else:
-        print(redact(render_state(state, note=note)))
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None  # a pipe: lines not wrapped
+        print(redact(render_state(state, note=note, width=width)))
     if args.follow and state.get("live"):
         from a1x_tui.commands.run import follow
 

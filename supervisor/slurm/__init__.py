@@ -41,6 +41,7 @@ _EXPORTS = {
     "prepare_sbatch": "supervisor.slurm.submit",
     "query_job": "supervisor.slurm.tracking",
     "render_sbatch": "supervisor.slurm.sbatch",
+    "resume_text": "supervisor.slurm.executor",
     "write_sbatch": "supervisor.slurm.sbatch",
 }
 
@@ -78,12 +79,13 @@ __all__ = [
     "prepare_sbatch",
     "query_job",
     "render_sbatch",
+    "resume_text",
     "write_sbatch",
 ]
 
 if TYPE_CHECKING:
     from supervisor.slurm.dispatch import DispatchCommand, dispatch_argv
-    from supervisor.slurm.executor import SlurmExecutor, SlurmJob, SubmitError, exit_status
+    from supervisor.slurm.executor import SlurmExecutor, SlurmJob, SubmitError, exit_status, resume_text
     from supervisor.slurm.plan import (
         ConfigSource,
         CosmosRev,

@@ -55,6 +55,17 @@ def exit_status(info: JobInfo) -> int:
     return _STATE_RC.get(info.state, 1)
 
 
+def resume_text(job: Mapping[str, Any]) -> str:
+    """``; part 1 resumed from step 40`` once the job (``SlurmJob.to_json()``) was requeued
+    (docs/slurm.md, "Resuming"); "" before."""
+    part, step = job.get("part"), job.get("resumed_from_step")
+    if isinstance(step, int) and step > 0:
+        return f"; part {part} resumed from step {step}"
+    if isinstance(step, int) and (part or job.get("restarts")):
+        return f"; part {part} trains from step 0 (no complete checkpoint to resume from)"
+    return f"; part {part}" if isinstance(part, int) and part > 0 else ""
+
+
 def _job_number(job_id: str) -> int:
     m = re.match(r"\d+", job_id)
     return int(m.group(0)) if m else 0

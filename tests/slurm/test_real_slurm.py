@@ -267,7 +267,7 @@ def test_a_job_that_reaches_its_time_limit_resumes_from_its_last_complete_checkp
     # The job's state as `status` and the dashboard show it.
     job = run.job.to_json()
     assert (job["part"], job["resumed_from_step"], job["run"]) == (1, resumed, "part_1/run_0")
-    from supervisor.console import slurm_line
+    from a1x_tui.console import slurm_line
 
     assert f"; part 1 resumed from step {resumed}; logs part_1/run_0" in slurm_line(job)
     assert f"slurm: part 1 resumed from checkpoint step {resumed}" in (tmp_path / "stage.log").read_text()

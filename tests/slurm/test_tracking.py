@@ -210,7 +210,7 @@ def test_the_step_a_start_resumed_from_is_read_from_the_latest_run(tmp_path: Pat
 
 
 def test_status_shows_the_part_and_the_step_it_resumed_from() -> None:
-    from supervisor.console import slurm_line
+    from a1x_tui.console import slurm_line
 
     job = {"job_id": "42", "state": "RUNNING", "nodes": "n1", "restarts": 1, "run": "part_1/run_0", "part": 1}
     assert slurm_line({**job, "resumed_from_step": 210}) == (

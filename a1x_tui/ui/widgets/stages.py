@@ -71,7 +71,7 @@ def _note(stage: Mapping[str, Any]) -> str:
     job = stage.get("slurm")
     if not isinstance(job, Mapping) or not job.get("job_id"):
         return reason
-    from supervisor.console import slurm_line
+    from a1x_tui.console import slurm_line
 
     line = slurm_line(job)
     return f"{line} · {reason}" if reason else line

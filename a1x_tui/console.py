@@ -1,7 +1,9 @@
-"""Plain-text views of a run for the terminal: the status table and one line per event."""
+"""Terminal text for a supervised run (``status``, ``run``, ``demo --headless``, the dashboard's stage
+panel): the status table, one line per event, the Slurm job's line, a followed subscription."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
@@ -17,6 +19,7 @@ _MARKS = {
     "stopped": "!",
     "orphaned": "!",
 }
+_UNBOUNDED = 10_000  # columns when the text goes to a file or a pipe: a line is never wrapped there
 
 
 def _clock(ts: str | None) -> str:
@@ -36,8 +39,10 @@ def format_event(event: Mapping[str, Any]) -> str:
     return printable(f"{_clock(event.get('ts'))} {stage}{event.get('kind')}: {event.get('message', '')}")
 
 
-def render_state(state: Mapping[str, Any], *, note: str | None = None) -> str:
-    """The status of a run: one header, one line per stage, its reason underneath."""
+def render_state(state: Mapping[str, Any], *, note: str | None = None, width: int | None = None) -> str:
+    """The status of a run: a header, then a table with one row per stage (its progress, its Slurm
+    job and its reason in the last column). ``width``: the terminal's columns (the last column wraps
+    within them); None for a file or a pipe, where no line is wrapped."""
     lines = []
     if note:
         lines.append(note)
@@ -51,20 +56,9 @@ def render_state(state: Mapping[str, Any], *, note: str | None = None) -> str:
         who += " (holds the lock but does not answer)" if alive else " (not running)"
     lines.append(f"  {who}; updated {_clock(state.get('updated_at'))}")
     lines.append("")
-    for st in state.get("stages", []):
-        mark = _MARKS.get(str(st.get("status")), " ")
-        progress = st.get("progress") or {}
-        extra = ""
-        if st.get("status") in ("running", "retrying") and progress.get("text"):
-            extra = f"  {progress['text']}"
-        proc = st.get("process") or {}
-        if proc.get("pid"):
-            extra += f"  (pid {proc['pid']})"
-        lines.append(f" [{mark}] {st.get('name', '?'):<10} {st.get('status', '?'):<10}{extra}")
-        if st.get("slurm"):
-            lines.append(f"     {slurm_line(st['slurm'])}")
-        if st.get("reason") and st.get("status") not in ("pending",):
-            lines.append(f"     {st['reason']}")
+    stages = list(state.get("stages", []))
+    if stages:
+        lines.append(_stage_table(stages, width))
     for item in state.get("processes_alive") or []:
         what = f"Slurm job {item['job_id']}" if item.get("job_id") else f"pids {item['pids']}"
         lines.append(f"  still running: stage {item['stage']} {what}")
@@ -74,8 +68,47 @@ def render_state(state: Mapping[str, Any], *, note: str | None = None) -> str:
     return "\n".join(lines)
 
 
+def _stage_table(stages: list[Mapping[str, Any]], width: int | None) -> str:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="", padding=(0, 1))
+    for header in ("", "stage", "status", "detail"):
+        table.add_column(header, no_wrap=header != "detail", overflow="fold")
+    for st in stages:
+        status = str(st.get("status", "?"))
+        progress = st.get("progress") or {}
+        first = []
+        if status in ("running", "retrying") and progress.get("text"):
+            first.append(str(progress["text"]))
+        proc = st.get("process") or {}
+        if proc.get("pid"):
+            first.append(f"(pid {proc['pid']})")
+        detail = ["  ".join(first)] if first else []
+        if st.get("slurm"):
+            detail.append(slurm_line(st["slurm"]))
+        if st.get("reason") and status != "pending":
+            detail.append(str(st["reason"]))
+        mark = _MARKS.get(status, " ")
+        table.add_row(Text(f"[{mark}]"), Text(str(st.get("name", "?"))), Text(status), Text("\n".join(detail)))
+    out = io.StringIO()
+    console = Console(
+        file=out,
+        width=max(20, width - 1) if width else _UNBOUNDED,  # one column for the indent below
+        color_system=None,
+        force_terminal=False,
+        highlight=False,
+        emoji=False,
+    )
+    console.print(table)
+    return "\n".join(" " + line.rstrip() for line in out.getvalue().rstrip("\n").split("\n"))
+
+
 def slurm_line(job: Mapping[str, Any]) -> str:
     """``slurm job 4242 PENDING (Resources: waiting for nodes to become free)``, or its nodes and logs."""
+    from supervisor.slurm import resume_text
+
     text = f"slurm job {job.get('job_id')} {job.get('state')}"
     if job.get("reason_text"):
         text += f" ({job['reason_text']})"
@@ -89,16 +122,6 @@ def slurm_line(job: Mapping[str, Any]) -> str:
     if job.get("exit_code") is not None:
         text += f"; exit code {job['exit_code']}"
     return text
-
-
-def resume_text(job: Mapping[str, Any]) -> str:
-    """``; part 1 resumed from step 40`` once the job was requeued (docs/slurm.md, "Resuming")."""
-    part, step = job.get("part"), job.get("resumed_from_step")
-    if isinstance(step, int) and step > 0:
-        return f"; part {part} resumed from step {step}"
-    if isinstance(step, int) and (part or job.get("restarts")):
-        return f"; part {part} trains from step 0 (no complete checkpoint to resume from)"
-    return f"; part {part}" if isinstance(part, int) and part > 0 else ""
 
 
 def print_stream(messages: Iterable[Mapping[str, Any]], out: Callable[[str], None]) -> str | None:
