@@ -2,11 +2,12 @@
 
 Public names (imported lazily, so ``import supervisor.x`` stays cheap):
 ``RunSpec``, ``load_spec``, ``SpecError`` (the run spec); ``StageSpec``, ``Command``,
-``VerifyResult``, ``StageError`` (what a stage runs); ``build_stages``, ``stage_names``,
-``select_stages`` (the pipeline); ``Executor``, ``LocalExecutor``, ``ProcessHandle`` (how a stage
-runs); ``Supervisor``, ``Plan`` (the daemon); ``start_daemon``, ``new_run_dir``,
-``prepare_run_dir`` (detaching); ``SupervisorClient``, ``NoSupervisor`` (the socket);
-``preflight`` (the machine against a spec). See docs/supervisor.md.
+``VerifyResult``, ``StageError`` (what a stage runs; one module per stage in ``supervisor.stages``);
+``build_stages``, ``stage_names``, ``select_stages``, ``Pipeline``, ``register_pipeline`` (the
+pipelines); ``Executor``, ``LocalExecutor``, ``ProcessHandle`` (how a stage runs); ``Supervisor``,
+``Plan`` (the daemon); ``start_daemon``, ``new_run_dir``, ``prepare_run_dir`` (detaching);
+``SupervisorClient``, ``NoSupervisor`` (the socket); ``preflight`` (the machine against a spec).
+See docs/supervisor.md.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ _EXPORTS = {
     "Command": "supervisor.stage",
     "VerifyResult": "supervisor.stage",
     "StageError": "supervisor.stage",
+    "Pipeline": "supervisor.pipeline",
+    "register_pipeline": "supervisor.pipeline",
     "build_stages": "supervisor.pipeline",
     "stage_names": "supervisor.pipeline",
     "select_stages": "supervisor.pipeline",
@@ -43,6 +46,7 @@ __all__ = [
     "Executor",
     "LocalExecutor",
     "NoSupervisor",
+    "Pipeline",
     "Plan",
     "ProcessHandle",
     "RunSpec",
@@ -57,6 +61,7 @@ __all__ = [
     "new_run_dir",
     "preflight",
     "prepare_run_dir",
+    "register_pipeline",
     "select_stages",
     "stage_names",
     "start_daemon",
@@ -66,7 +71,7 @@ if TYPE_CHECKING:
     from supervisor.daemon import Plan, Supervisor
     from supervisor.executor import Executor, LocalExecutor, ProcessHandle
     from supervisor.launch import new_run_dir, prepare_run_dir, start_daemon
-    from supervisor.pipeline import build_stages, select_stages, stage_names
+    from supervisor.pipeline import Pipeline, build_stages, register_pipeline, select_stages, stage_names
     from supervisor.preflight import preflight
     from supervisor.protocol import NoSupervisor, SupervisorClient
     from supervisor.spec import RunSpec, SpecError, load_spec

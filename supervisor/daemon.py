@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 from supervisor.cosmos_logs import expected_ranks
 from supervisor.executor import Executor, LocalExecutor, ProcessHandle, StageProcess, StopReport, become_subreaper
 from supervisor.gpu_helper import GpuAgentHelper
-from supervisor.hf_errors import scan_hf_problem
 from supervisor.pids import PidsFile, ReplicaLabeler
 from supervisor.pipeline import build_stages, select_stages
 from supervisor.protocol import encode, unix_address
@@ -41,6 +40,7 @@ from supervisor.slurm.executor import SubmitError, resume_text
 from supervisor.spec import RunSpec, load_spec
 from supervisor.stage import Command, Progress, StageError, StageSpec, VerifyResult
 from supervisor.stagelog import NOTE_PREFIX, StageLog, read_since, strip_timestamp
+from supervisor.stages.train import verify_trained
 from supervisor.state import (
     FINAL_RUN_STATUSES,
     EventLog,
@@ -54,7 +54,6 @@ from supervisor.state import (
     now_iso,
 )
 from supervisor.train_monitor import TrainMonitor, TrainVerdict, describe_finding, load_diagnosis
-from supervisor.verify import verify_trained
 
 if TYPE_CHECKING:
     from diagnostics.live import DiagnosisFactory
@@ -524,20 +523,20 @@ class Supervisor:
                 self.events.emit("stage_succeeded", reason, stage=name)
                 return "succeeded"
             text = read_since(log_path, offset)
-            problem = scan_hf_problem(text) if stage.hf_retry else None
-            if problem is not None and stage.kind == "train" and (problem.kind == "rate_limited" or outcome.verdict):
-                problem = None  # a training run is not retried, and a dead replica says more than a Hub line
-            retries = self.spec.supervisor.hf_retries
-            if problem is not None and problem.kind == "rate_limited" and stage.kind != "train" and attempt <= retries:
-                delay = self.spec.supervisor.hf_backoff_s * (2 ** (attempt - 1))
-                reason = f"Hugging Face rate limit (429): retry {attempt}/{retries} in {delay:.0f}s"
-                self._set_stage(name, status="retrying", reason=reason, exit_code=outcome.rc)
-                self.events.emit("stage_retry", reason, stage=name, delay_s=delay, line=problem.line)
+            decision = (
+                stage.retry.after_failure(text, attempt, monitor_stopped=outcome.verdict is not None)
+                if stage.retry is not None
+                else None
+            )
+            if decision is not None and decision.retry_in_s is not None:
+                delay = decision.retry_in_s
+                self._set_stage(name, status="retrying", reason=decision.reason, exit_code=outcome.rc)
+                self.events.emit("stage_retry", decision.reason, stage=name, delay_s=delay, line=decision.line)
                 if self._sleep(delay):
                     return self._stopped(name)
                 continue
-            if problem is not None:
-                reason = problem.fix(str(self.rundir.run_dir), name)
+            if decision is not None:
+                reason = decision.reason
             else:
                 reason = self._failure_reason(stage, outcome, result, text)
             failure = outcome.verdict.failure if outcome.verdict is not None else None
@@ -738,7 +737,7 @@ class Supervisor:
         job = proc.handle.job_id or ""
         cluster = self.spec.cluster
         if cluster is not None and cluster.method == "cosmos-dispatch":
-            from supervisor.cluster import dispatch_logs_target, link_slurm_dir
+            from supervisor.stages.train_cluster import dispatch_logs_target, link_slurm_dir
 
             target = dispatch_logs_target(self.spec, job, getattr(proc, "slurm_dir", None))
             problem = link_slurm_dir(self.rundir, target) if target is not None else "dispatch_job.py named no run dir"

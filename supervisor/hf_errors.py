@@ -1,4 +1,5 @@
-"""Hugging Face failures read from a stage log: rate limits (retry) and gated repos (one-line fix).
+"""Hugging Face failures read from a stage log: rate limits (retry) and gated repos (one-line fix);
+``HfRetry``, the retry policy of the stages that talk to the Hub.
 
 alpamayo-recipe.md §14 rows 3 and 4, §4 failures (``GatedRepoError`` ... ``Cannot access gated
 repo for url {url}.``; 401 ``Repository Not Found for url``), §5 (HF 429: re-run with backoff,
@@ -11,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from supervisor.stage import AfterFailure
 from supervisor.stagelog import strip_timestamp
 
 _GATED_RE = re.compile(
@@ -86,3 +88,29 @@ def scan_hf_problem(text: str) -> HfProblem | None:
                     return HfProblem(problem.kind, problem.line, repo_from_url(url.group(0)))
             return problem
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class HfRetry:
+    """A Hub stage's retry policy (docs/supervisor.md "Stages"): a rate limit (429) is retried with
+    backoff, ``backoff_s`` doubling, ``retries`` times (files already present are skipped, so a retry
+    resumes); a gated or unauthorized repo fails with the line that says what to do, and the
+    ``restart`` command to run after."""
+
+    run_dir: str
+    stage: str
+    retries: int
+    backoff_s: float
+    retry_rate_limits: bool = True  # False for training: a run is not retried, a dead replica says more
+
+    def after_failure(self, output: str, attempt: int, *, monitor_stopped: bool) -> AfterFailure | None:
+        problem = scan_hf_problem(output)
+        if problem is None:
+            return None
+        if not self.retry_rate_limits and (problem.kind == "rate_limited" or monitor_stopped):
+            return None
+        if problem.kind == "rate_limited" and attempt <= self.retries:
+            delay = self.backoff_s * (2 ** (attempt - 1))
+            reason = f"Hugging Face rate limit (429): retry {attempt}/{self.retries} in {delay:.0f}s"
+            return AfterFailure(reason, retry_in_s=delay, line=problem.line)
+        return AfterFailure(problem.fix(self.run_dir, self.stage))

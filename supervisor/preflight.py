@@ -21,13 +21,10 @@ from supervisor.secrets import hf_token_file, read_secret, secret_source
 from supervisor.slurm.container import hf_hub_cache
 from supervisor.slurm.spec import ClusterSpec
 from supervisor.spec import RunSpec
-from supervisor.verify import (
-    verify_converted,
-    verify_curated,
-    verify_download_joint,
-    verify_download_motion,
-    verify_grader,
-)
+from supervisor.stages.convert import verify_converted
+from supervisor.stages.curate import verify_curated
+from supervisor.stages.download import verify_download_joint, verify_download_motion
+from supervisor.stages.grader import verify_grader
 
 if TYPE_CHECKING:
     from supervisor.hub import HubRepo
@@ -616,8 +613,8 @@ def _check_container_paths(
 ) -> None:
     """cosmos-dispatch: every path the job opens must be visible in its containers (docs/slurm.md)."""
     from configs import render
-    from supervisor.cluster import dispatch_needed_paths
     from supervisor.slurm.container import describe, job_mounts, unmounted
+    from supervisor.stages.train_cluster import dispatch_needed_paths
 
     cid = "container_path_unmounted"
     cluster = spec.cluster
@@ -651,8 +648,8 @@ def _check_wall_time(spec: RunSpec, todo: Sequence[str], checks: _Checks) -> Non
     import tomlkit
 
     from configs import render
-    from supervisor.configure_stage import template_choices
     from supervisor.slurm.walltime import wall_time_problems
+    from supervisor.stages.configure import template_choices
 
     cid = "checkpoint_after_time_limit"
     cluster = spec.cluster

@@ -115,6 +115,23 @@ class ProgressParser(Protocol):
     def feed(self, line: str) -> Progress | None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class AfterFailure:
+    """What a stage's retry policy makes of a failed attempt: run the stage again in ``retry_in_s``
+    seconds (``reason`` says so meanwhile), or, with ``retry_in_s`` None, fail with ``reason``."""
+
+    reason: str
+    retry_in_s: float | None = None
+    line: str = ""  # the output line it read
+
+
+class RetryPolicy(Protocol):
+    """Reads a failed attempt's output (``attempt`` counts from 1); None: no opinion, the stage fails
+    with its own reason. ``monitor_stopped``: the train monitor ended the attempt (a dead replica)."""
+
+    def after_failure(self, output: str, attempt: int, *, monitor_stopped: bool) -> AfterFailure | None: ...
+
+
 StageKind = Literal["process", "train", "check"]
 
 
@@ -135,5 +152,5 @@ class StageSpec:
     progress: Callable[[], ProgressParser] | None = None
     kind: StageKind = "process"
     skip_if_verified: bool = True
-    hf_retry: bool = False  # retry Hugging Face 429s with backoff; explain gated-repo refusals
+    retry: RetryPolicy | None = None  # e.g. supervisor.hf_errors.HfRetry: Hub 429s retried, gated repos explained
     after_success: Callable[[], None] | None = None

@@ -39,11 +39,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _start(root: Path, speed: float) -> tuple[Path, str | None]:
+    from a1x_tui.demo.pipeline import register as register_demo
     from a1x_tui.demo.setup import DemoOptions, prepare_demo_run
     from supervisor.daemon import Plan
     from supervisor.launch import start_daemon, wait_until_ready
     from supervisor.rundir import RunDir
 
+    register_demo()  # the daemon forked below builds the demo's stages
     run_dir = prepare_demo_run(DemoOptions(root=root, speed=speed))
     pid = start_daemon(run_dir, Plan())
     return run_dir, wait_until_ready(RunDir(run_dir), pid)

@@ -20,11 +20,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from a1x_tui.demo.pipeline import register as register_demo
     from supervisor.pipeline import select_stages, stage_names
     from supervisor.preflight import outputs_present, preflight, render_text
     from supervisor.spec import SpecError, load_spec
     from supervisor.stage import StageError
 
+    register_demo()  # a demo run's spec names the demo's pipeline
     try:
         spec = load_spec(args.spec)
         stages = select_stages(stage_names(spec), from_stage=args.from_stage, only=args.only)

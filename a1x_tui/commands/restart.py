@@ -16,6 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from a1x_tui.demo.pipeline import register as register_demo
     from supervisor.daemon import Plan, lock_is_held
     from supervisor.launch import start_daemon, wait_until_ready
     from supervisor.pipeline import select_stages, stage_names
@@ -24,6 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from supervisor.spec import SpecError, load_spec
     from supervisor.stage import StageError
 
+    register_demo()  # a demo run's spec names the demo's pipeline
     rundir = RunDir(args.run_dir.resolve())
     if not rundir.is_run_dir():
         print(f"{args.run_dir}: not a run directory (no run.toml)", file=sys.stderr)

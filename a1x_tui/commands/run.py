@@ -90,6 +90,7 @@ def _safe_print(text: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from a1x_tui.console import format_event
+    from a1x_tui.demo.pipeline import register as register_demo
     from supervisor.daemon import AlreadySupervised, Plan, Supervisor, lock_is_held
     from supervisor.launch import new_run_dir, prepare_run_dir, start_daemon, wait_until_ready
     from supervisor.pipeline import select_stages, stage_names
@@ -98,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
     from supervisor.spec import SpecError, load_spec
     from supervisor.stage import StageError
 
+    register_demo()  # a demo run's spec names the demo's pipeline
     existing = RunDir(args.run_dir.resolve()) if args.run_dir is not None else None
     spec_path = args.spec
     if spec_path is None:

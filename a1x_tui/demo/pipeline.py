@@ -1,4 +1,6 @@
-"""The demo's stage list, for the real supervisor: the same ``StageSpec`` contract as the real pipeline.
+"""The demo's pipeline, for the real supervisor: the same ``StageSpec`` contract as the real pipeline,
+added to the supervisor's pipelines by ``register()`` (``supervisor.pipeline``: the supervisor imports
+no application; the commands that read stage names or start a supervisor register it first).
 
 Stage names are a subset of the real ones (``--from``, ``--only`` and restart work unchanged);
 each runs one program of ``a1x_tui.demo.programs`` and is judged by its ``verify()``. The train
@@ -15,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from supervisor.cosmos_logs import expected_ranks, latest_complete_checkpoint
+from supervisor.pipeline import Pipeline, register_pipeline
 from supervisor.progress import HfDownload, LastLine, TrainSteps
 from supervisor.rundir import RunDir
 from supervisor.spec import RunSpec
 from supervisor.stage import Command, StageError, StageSpec, VerifyResult
-from supervisor.verify import verify_trained
+from supervisor.stages.train import verify_trained
 
 DEMO_STAGES: tuple[str, ...] = ("download", "convert", "configure", "train", "export", "verify")
 OPTIONS_FILE = "demo.json"  # in the run directory: {"speed": 1.0}
@@ -199,3 +202,11 @@ def build_stages(spec: RunSpec, rundir: RunDir, outputs: MutableMapping[str, str
         ),
     ]
     return stages
+
+
+PIPELINE = Pipeline("demo", stage_names, build_stages)
+
+
+def register() -> None:
+    """Specs with ``pipeline = "demo"`` get these stages in this process (and in a daemon it forks)."""
+    register_pipeline(PIPELINE)

@@ -272,7 +272,7 @@ def test_a_job_that_reaches_its_time_limit_resumes_from_its_last_complete_checkp
     assert f"; part 1 resumed from step {resumed}; logs part_1/run_0" in slurm_line(job)
     assert f"slurm: part 1 resumed from checkpoint step {resumed}" in (tmp_path / "stage.log").read_text()
     # What the train stage's verdict reads: the last start reached 400/400 with a complete checkpoint.
-    from supervisor.verify import verify_trained
+    from supervisor.stages.train import verify_trained
 
     verdict = verify_trained(run.slurm, ranks=4)
     assert verdict.ok and verdict.reason == "step 400/400; checkpoint step_400 complete", verdict.reason

@@ -256,9 +256,9 @@ def test_the_monitor_follows_the_newest_start_of_the_job_and_leaves_failures_to_
     from diagnostics.live import FollowOptions
     from supervisor.cosmos_logs import latest_complete_checkpoint
     from supervisor.secrets import Scrubber
+    from supervisor.stages.train import verify_trained
     from supervisor.state import FindingsLog
     from supervisor.train_monitor import TrainMonitor
-    from supervisor.verify import verify_trained
 
     slurm = tmp_path / "run" / "slurm"
     earlier = _slurm_run(slurm, "part_0/run_0", 0, 4)  # an earlier submission: never this attempt's

@@ -9,14 +9,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from supervisor.cosmos_logs import checkpoint_incomplete_reason, latest_complete_checkpoint
-from supervisor.verify import (
-    verify_converted,
-    verify_curated,
-    verify_download_joint,
-    verify_download_motion,
-    verify_export,
-    verify_trained,
-)
+from supervisor.stages.convert import verify_converted
+from supervisor.stages.curate import verify_curated
+from supervisor.stages.download import verify_download_joint, verify_download_motion
+from supervisor.stages.export import verify_export
+from supervisor.stages.train import verify_trained
 
 
 def _index(path: Path, rows: dict[int, int], *, column: str = "chunk") -> None:

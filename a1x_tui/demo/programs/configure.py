@@ -18,9 +18,9 @@ RECORD = "demo-configure.json"
 def configure(run_dir: Path) -> Path:
     from configs import render
     from diagnostics.config.edit import Edit, edit_text
-    from supervisor.configure_stage import template_choices
     from supervisor.rundir import RunDir
     from supervisor.spec import load_spec
+    from supervisor.stages.configure import template_choices
 
     rundir = RunDir(run_dir)
     spec = load_spec(rundir.spec_path)

@@ -1,4 +1,5 @@
-"""The ``train`` stage of a cluster run: the Slurm submission, prepared and checked on this node.
+"""The ``train`` stage of a cluster run (``supervisor.stages.train``): the Slurm submission, prepared
+and checked on this node, and the link to where a cosmos-dispatch job writes its logs.
 
 With ``compute = "cluster"`` the train stage's one command is the submission (docs/slurm.md):
 ``sbatch --parsable <run>/slurm/sbatch_script.sh`` (``method = "sbatch"``) or Cosmos-RL's
