@@ -15,9 +15,10 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from supervisor.daemon import AlreadySupervised, Plan, RunLock, Supervisor, lock_is_held
+from supervisor.daemon import AlreadySupervised, Plan, Supervisor
 from supervisor.executor import Executor, LocalExecutor, ProcessHandle, StopReport
 from supervisor.protocol import NoSupervisor, SupervisorClient
+from supervisor.recovery import RunLock, lock_is_held
 from supervisor.rundir import RunDir, RunDirError, make_private
 from supervisor.secrets import Scrubber
 from supervisor.spec import RunSpec, dump_spec

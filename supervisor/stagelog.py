@@ -142,3 +142,13 @@ def strip_timestamp(line: str) -> str:
     """The text of a stage-log line without its timestamp."""
     head, sep, rest = line.partition(" ")
     return rest if sep and len(head) >= 19 and head[4:5] == "-" and head[10:11] == "T" else line
+
+
+def last_output_line(text: str, width: int) -> str:
+    """The last line of a stage log's text that its program wrote (not a note), without its
+    timestamp, cut to ``width``; "" when there is none."""
+    for raw in reversed(text.splitlines()):
+        line = strip_timestamp(raw).strip()
+        if line and not line.startswith(NOTE_PREFIX.strip()):
+            return line[:width]
+    return ""

@@ -17,10 +17,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from a1x_tui.demo.pipeline import register as register_demo
-    from supervisor.daemon import Plan, lock_is_held
+    from supervisor.daemon import Plan
     from supervisor.launch import start_daemon, wait_until_ready
     from supervisor.pipeline import select_stages, stage_names
     from supervisor.protocol import NoSupervisor, SupervisorClient
+    from supervisor.recovery import lock_is_held
     from supervisor.rundir import RunDir
     from supervisor.spec import SpecError, load_spec
     from supervisor.stage import StageError

@@ -91,10 +91,11 @@ def _safe_print(text: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from a1x_tui.console import format_event
     from a1x_tui.demo.pipeline import register as register_demo
-    from supervisor.daemon import AlreadySupervised, Plan, Supervisor, lock_is_held
+    from supervisor.daemon import AlreadySupervised, Plan, Supervisor
     from supervisor.launch import new_run_dir, prepare_run_dir, start_daemon, wait_until_ready
     from supervisor.pipeline import select_stages, stage_names
     from supervisor.preflight import outputs_present, preflight, render_text
+    from supervisor.recovery import lock_is_held
     from supervisor.rundir import RunDir, RunDirError
     from supervisor.spec import SpecError, load_spec
     from supervisor.stage import StageError

@@ -18,9 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from supervisor.daemon import read_pid
     from supervisor.launch import offline_status, pid_alive, stop_orphans
     from supervisor.protocol import NoSupervisor, SupervisorClient
+    from supervisor.recovery import read_pid
     from supervisor.rundir import RunDir
     from supervisor.spec import SpecError, load_spec
 

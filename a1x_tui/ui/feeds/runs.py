@@ -25,8 +25,8 @@ def default_roots() -> list[Path]:
 
 
 def _alive(run_dir: Path) -> bool:
-    from supervisor.daemon import read_pid
     from supervisor.launch import pid_alive
+    from supervisor.recovery import read_pid
     from supervisor.rundir import RunDir
 
     pid = read_pid(RunDir(run_dir).pid_path)

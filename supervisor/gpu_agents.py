@@ -1,11 +1,13 @@
-"""The GPU agent as a helper process of the local ``train`` stage.
+"""The GPU agent beside the local ``train`` stage, and the pid labels it reads: one agent process per
+run of the stage, started and stopped with it, its end recorded once; ``pids.json`` kept current.
 
 While ``cosmos-rl`` runs on this node the supervisor also runs ``a1x-tui gpu-agent <run>
 --pids-file <run>/supervisor/pids.json`` (docs/gpu.md): GPU samples go to ``<run>/gpu/``, and the
 agent joins GPU processes to roles from the labels the supervisor keeps in ``pids.json``. The agent
 runs in its own process group and is stopped with the stage (SIGTERM, then SIGKILL), so it never
 outlives training. Its output goes to ``<run>/supervisor/gpu-agent.log``. Training never depends on
-it: an agent that exits (exit 1 with one line when this machine has no usable NVML) is noted once.
+it: an agent that exits (exit 1 with one line when this machine has no usable NVML) is noted once,
+and not started again by this supervisor.
 
 For cluster runs the sbatch script runs the agent on every node as a job step instead
 (``supervisor.slurm.sbatch``).
@@ -18,12 +20,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from supervisor.executor import LocalExecutor, LocalProcess, StopReport
+from supervisor.executor import LocalExecutor, LocalProcess, StageProcess, StopReport
+from supervisor.pids import PidsFile, ReplicaLabeler
 from supervisor.rundir import RunDir
 from supervisor.secrets import Scrubber, child_environment
-from supervisor.stagelog import NOTE_PREFIX, StageLog, read_since, strip_timestamp
+from supervisor.stagelog import StageLog, last_output_line, read_since
+from supervisor.state import EventLog
 
-_REPO_ROOT = Path(__file__).resolve().parent.parent  # `python -m a1x_tui` from a checkout too
+_REPO_ROOT = Path(__file__).resolve().parent.parent  # the agent runs from a checkout too (PYTHONPATH)
 STOP_GRACE_S = 5.0  # the agent writes its last line and exits within a second of SIGTERM
 
 
@@ -72,7 +76,7 @@ class GpuAgentHelper:
             return None
         self.proc.close()  # the output is read to its end before the line is taken
         self._closed = True
-        last = _last_line(read_since(self.rundir.gpu_agent_log, self._offset))
+        last = last_output_line(read_since(self.rundir.gpu_agent_log, self._offset), 300)
         self.exit_line = f"GPU agent exited with code {rc}" + (f": {last}" if last else "")
         return self.exit_line
 
@@ -87,9 +91,47 @@ class GpuAgentHelper:
         return report
 
 
-def _last_line(text: str) -> str:
-    for raw in reversed(text.splitlines()):
-        line = strip_timestamp(raw).strip()
-        if line and not line.startswith(NOTE_PREFIX.strip()):
-            return line[:300]
-    return ""
+class GpuAgents:
+    """The daemon's side: whether to run an agent (``setting``: True for ``a1x-tui gpu-agent``, False
+    for none, or an argv), each agent's start, end and stop, and the pid labels in ``pids.json``."""
+
+    def __init__(self, rundir: RunDir, events: EventLog, setting: Sequence[str] | bool = True) -> None:
+        self.rundir = rundir
+        self.events = events
+        self.pids = PidsFile(rundir.pids_path)
+        self._setting = setting
+        self._note: str | None = None  # why the GPU agent is not run again (recorded once)
+
+    def start(self, log: StageLog) -> GpuAgentHelper | None:
+        if self._setting is False or self._note is not None:
+            return None
+        argv = None if self._setting is True else list(self._setting)
+        agent = GpuAgentHelper(self.rundir, argv)
+        problem = agent.start()
+        if problem is not None:
+            self.ended(problem, log)
+            return None
+        log.note(f"GPU agent pid {agent.pid}: samples in {self.rundir.run_dir / 'gpu'}, roles from {self.pids.path}")
+        return agent
+
+    def ended(self, line: str, log: StageLog) -> None:
+        """Recorded once per supervisor (no NVML here: every later start would say the same); training goes on."""
+        self._note = line
+        log.note(f"{line}; training goes on without GPU samples")
+        self.events.emit("note", f"{line}; training goes on without GPU samples", stage="train")
+
+    def stop(self, agent: GpuAgentHelper, log: StageLog) -> None:
+        report = agent.stop()
+        if report is not None and report.survivors:
+            text = f"GPU agent: STILL ALIVE after SIGKILL: {report.survivors}"
+            self.events.emit("processes_survived", text, pids=report.survivors)
+            log.note(text)
+
+    def label_replicas(self, proc: StageProcess, labeler: ReplicaLabeler) -> None:
+        """The controller and replicas under the training's process tree, by role (``supervisor.pids``)."""
+        try:
+            labels = labeler.labels(pid for pid, _ in proc.handle.descendants)
+        except Exception as exc:  # a role join that fails must not stop training
+            self.events.emit("note", f"pids.json: role join failed: {type(exc).__name__}: {exc}", stage="train")
+            return
+        self.pids.set_replicas(labels)
