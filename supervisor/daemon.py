@@ -18,7 +18,6 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +26,7 @@ from supervisor.gpu_agents import GpuAgents
 from supervisor.pipeline import build_stages, select_stages
 from supervisor.recovery import RunLock, block, read_pid, recover
 from supervisor.run_context import Controls, Executors, RunContext
-from supervisor.run_loop import RunLoop
+from supervisor.run_loop import Plan, RunLoop
 from supervisor.rundir import RunDir, make_private
 from supervisor.secrets import Scrubber
 from supervisor.socket_server import SocketServer
@@ -49,24 +48,11 @@ from supervisor.state import (
 if TYPE_CHECKING:
     from diagnostics.live import DiagnosisFactory
 
-__all__ = ["AlreadySupervised", "Plan", "Supervisor"]
+__all__ = ["AlreadySupervised", "Plan", "Supervisor"]  # Plan is run_loop's, named here for the callers
 
 
 class AlreadySupervised(Exception):
     """Another supervisor holds the run's lock."""
-
-
-@dataclass(frozen=True, slots=True)
-class Plan:
-    """Which stages a supervisor runs. ``force`` stages run even when their outputs verify."""
-
-    from_stage: str | None = None
-    only: str | None = None
-    force: tuple[str, ...] = ()
-    preflight: dict[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"from": self.from_stage, "only": self.only, "force": list(self.force)}
 
 
 class Supervisor:

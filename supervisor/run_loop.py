@@ -5,7 +5,8 @@ policy; the one line saying why a stage failed), and the run's end (docs/supervi
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from supervisor.cosmos_logs import expected_ranks
 from supervisor.run_context import RunContext
@@ -16,8 +17,18 @@ from supervisor.stagelog import StageLog, last_output_line, read_since
 from supervisor.stages.train import verify_trained
 from supervisor.state import RunState, now_iso
 
-if TYPE_CHECKING:
-    from supervisor.daemon import Plan
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Which stages a supervisor runs. ``force`` stages run even when their outputs verify."""
+
+    from_stage: str | None = None
+    only: str | None = None
+    force: tuple[str, ...] = ()
+    preflight: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"from": self.from_stage, "only": self.only, "force": list(self.force)}
 
 
 class RunLoop:
