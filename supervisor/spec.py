@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from tomlkit.items import Table
 
 from diagnostics.inputs import InputError, read_input
+from supervisor.path_checks import must_be_folder as must_be_folder  # named here too: the wizard checks answers
 from supervisor.slurm.spec import ClusterSpec
 
 AlpamayoVersion = Literal["1", "1.5"]
@@ -84,21 +85,6 @@ class WandbSpec(_Section):
 class ReplicaSpec(_Section):
     policy: int = Field(1, ge=1, le=MAX_REPLICAS, description="cosmos-rl --policy")
     rollout: int = Field(1, ge=1, le=MAX_REPLICAS, description="cosmos-rl --rollout")
-
-
-def must_be_folder(value: Path | None) -> Path | None:
-    """Every path of the spec names a folder; one that exists as something else is refused now, not
-    when a stage writes into it (a folder that does not exist yet is fine: a stage makes it)."""
-    if value is not None and value.exists() and not value.is_dir():
-        raise ValueError(f"{value} is a file, not a folder")
-    return value
-
-
-def must_be_file(value: Path | None) -> Path | None:
-    """A script the spec names: a folder there is refused (a missing one is preflight's to report)."""
-    if value is not None and value.is_dir():
-        raise ValueError(f"{value} is a folder, not a file")
-    return value
 
 
 class PathsSpec(_Section):

@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from supervisor.path_checks import must_be_file, must_be_folder
 from supervisor.slurm.plan import CosmosRev, Packing
 
 # sbatch --time formats: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S (sbatch(1)).
@@ -82,15 +83,11 @@ class ClusterSpec(BaseModel):
     @field_validator("output_root", "repo_root")
     @classmethod
     def _a_folder(cls, value: Path | None) -> Path | None:
-        from supervisor.spec import must_be_folder
-
         return must_be_folder(value)
 
     @field_validator("dispatch_script")
     @classmethod
     def _a_file(cls, value: Path | None) -> Path | None:
-        from supervisor.spec import must_be_file
-
         return must_be_file(value)
 
     @field_validator("time")
