@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import shlex
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from supervisor.cosmos_logs import expected_ranks
@@ -38,7 +38,6 @@ class Outcome:
     error: str | None = None
     label: str = ""
     monitor: TrainMonitor | None = None
-    notes: list[str] = field(default_factory=list)
     slurm: dict[str, Any] | None = None  # the Slurm job of a cluster train stage, as last seen
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping
-from pathlib import Path
 
 from supervisor.cosmos_logs import expected_ranks
 from supervisor.hf_errors import HfRetry
@@ -43,12 +42,11 @@ class StageContext:
         label: str,
         env: Mapping[str, str] | None = None,
         secrets: tuple[str, ...] = (),
-        cwd: Path | None = None,
     ) -> Command:
         """A command run in the workspace with the venv's ``bin/`` first on ``PATH``."""
         return Command(
             argv=argv,
-            cwd=cwd or self.workspace,
+            cwd=self.workspace,
             env=self.venv_env if env is None else env,
             path_prepend=(str(self.venv_bin),),
             secrets=secrets,
