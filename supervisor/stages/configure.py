@@ -13,18 +13,19 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tomlkit
 
-from configs import render
-from configs.render import TemplateChoices
 from supervisor.progress import LastLine
 from supervisor.rundir import RunDir
 from supervisor.spec import RunSpec, SpecError, load_spec
 from supervisor.stage import Command, StageSpec, VerifyResult
 from supervisor.stages._context import StageContext
 from supervisor.stages._files import read_json
+
+if TYPE_CHECKING:
+    from configs.render import TemplateChoices
 
 # alpamayo-recipe.md §8.1: the name both shipped entry scripts use.
 SHIPPED_HYDRA_CONFIG = "alpamayo1_5_rvla_rl_pai"
@@ -35,6 +36,8 @@ _REPO_ROOT = Path(__file__).resolve().parents[2]  # for `python -m supervisor.st
 
 def template_choices(spec: RunSpec) -> TemplateChoices:
     """``configs.render.TemplateChoices`` for this spec."""
+    from configs.render import TemplateChoices  # only the program and preflight render: the daemon need not load it
+
     return TemplateChoices(
         alpamayo_version=spec.alpamayo_version,
         reward_mode=spec.reward_mode,
@@ -66,6 +69,8 @@ def entry_for_version(source: Path, hydra_name: str, out_dir: Path) -> Path:
 
 def configure(run_dir: Path) -> dict[str, Any]:
     """What the program does: write the TOML, the entry copy and the record; returns the record."""
+    from configs import render
+
     rundir = RunDir(run_dir)
     spec = load_spec(rundir.spec_path)
     text = render.render_toml(template_choices(spec))
