@@ -8,7 +8,7 @@ Builds ``<DIR>/run/logs`` as a Cosmos-RL ``--log-dir`` whose run has the 193 fil
 Alpamayo 1.5 cluster job (``controller.log``, 64 ``policy_<i>.log``, 128 ``rollout_<i>.log``;
 ``--history-mb`` already written, the lines of ``live_follow_writer.py``). For each mode, in a
 fresh process that drives a ``supervisor.train_monitor.TrainMonitor`` as the daemon's
-``_supervise`` loop does (``tick(running=True)`` every 0.5 s):
+stage runner (``supervisor/stage_runner.py``) does (``tick(running=True)`` every 0.5 s):
 
 1. the monitor is created, then this attempt's ``logs_<ts>`` appears (moved in, ``logs_latest``
    re-pointed), as when the launcher starts;
@@ -57,7 +57,7 @@ from live_follow import drive_load  # the writer protocol shared with the follow
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RUN = "logs_20250609-101500"
-TICK_S = 0.5  # the daemon's _supervise loop: proc.wait(0.5), then monitor.tick()
+TICK_S = 0.5  # the stage runner's loop: proc.wait(0.5), then monitor.tick()
 
 
 def cpu_seconds() -> float:
