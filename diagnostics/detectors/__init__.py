@@ -29,7 +29,8 @@ from diagnostics.detectors._base import (
 )
 from diagnostics.detectors._config import ConfigLike, DumpConfig, RunConfig
 from diagnostics.detectors._store import EventStore, FileFacts, Retained
-from diagnostics.detectors.outcome import RunFacts, decide_outcome
+from diagnostics.detectors.facts import RunFacts
+from diagnostics.detectors.outcome import decide_outcome
 from diagnostics.findings import CheckResult, CheckState, Finding, Outcome, RunOutcome
 
 

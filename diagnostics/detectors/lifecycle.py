@@ -12,8 +12,6 @@ rollout never unregisters, the launcher never returns (0.4.4 and 747d1bd, §15).
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
-from datetime import datetime
 
 from diagnostics.detectors._base import (
     Conclusion,
@@ -30,118 +28,11 @@ from diagnostics.detectors._base import (
     ts_of,
     verdict_of,
 )
-from diagnostics.detectors._config import clip_text
 from diagnostics.detectors._probes import Hit
 from diagnostics.detectors._store import FileFacts
-from diagnostics.detectors.outcome import REPLICA_ROLES, TAIL_LINES, after_end, handled
+from diagnostics.detectors.facts import REPLICA_ROLES, Death, after_end, collect_deaths
 from diagnostics.events import Event, Role, Signal, SignalKind, Traceback
 from diagnostics.findings import Finding
-
-
-@dataclass
-class Death:
-    replica: str
-    items: list[Event | Hit] = field(default_factory=list)
-    ts: float | None = None
-    cause: str | None = None
-    exact: bool = False  # ts comes from torchrun's own failure time
-
-
-def _announced_as_caught(facts: FileFacts, tb: Traceback) -> bool:
-    """Cosmos logs some caught errors as a line, then ``traceback.print_exc()`` (cosmos-rl.md §6.3:
-    'Failed in rollout generation', the batch is discarded and the replica goes on): a traceback that
-    starts right after such a line proves no death."""
-    return tb.line in facts.caught_tracebacks
-
-
-def _when(ctx: DetectorContext, event: Event) -> float | None:
-    """An event's time; for the unstamped lines of a replica log (tracebacks, torchrun's summary), the
-    newest stamp of that file: a process writes its failure last."""
-    t = ts_of(event) or _child_time(event)
-    if t is None:
-        facts = ctx.store.files.get(event.source.path)
-        if facts is not None:
-            t = facts.last_ts
-    return t
-
-
-def _child_time(event: Event) -> float | None:
-    """torchrun's summary says when the worker failed: ``time : 2025-06-11_09:03:00`` (local time)."""
-    value = event.fields.get("time") if isinstance(event, Signal) else None
-    if not isinstance(value, str):
-        return None
-    try:
-        # whole seconds: the failure happened within that second, after what was logged during it
-        return datetime.strptime(value.strip(), "%Y-%m-%d_%H:%M:%S").timestamp() + 0.999
-    except ValueError:
-        return None
-
-
-def _child_cause(event: Event) -> str | None:
-    fields = event.fields if isinstance(event, Signal) else {}
-    code = fields.get("exitcode")
-    sig = fields.get("signal")
-    if sig:
-        return f"killed by {sig}"
-    if code == -9 or "exitcode  : -9" in event.text or "SIGKILL" in event.text:
-        return "killed by SIGKILL (exit code -9: the host's OOM killer, or a kill)"
-    if isinstance(code, int):
-        return f"exit code {code}"
-    return None
-
-
-def collect_deaths(ctx: DetectorContext) -> dict[str, Death]:
-    """One entry per dead replica (keyed by its log file, or by UUID when no file is known)."""
-    deaths: dict[str, Death] = {}
-
-    def add(key: str, replica: str, item: Event | Hit, cause: str | None = None) -> None:
-        death = deaths.get(key)
-        if death is None:
-            death = deaths[key] = Death(replica)
-        death.items.append(item)
-        event = item.event if isinstance(item, Hit) else item
-        exact = _child_time(event)
-        if exact is not None:
-            death.ts, death.exact = exact, True
-        elif not death.exact:
-            t = _when(ctx, event)
-            if t is not None and (death.ts is None or t < death.ts):
-                death.ts = t
-        if cause and (not death.cause or death.cause.startswith("it raised torch.distributed.elastic")):
-            death.cause = cause  # torchrun's wrapper exception says less than its exit code
-
-    for facts in ctx.files(*REPLICA_ROLES, Role.UNKNOWN):
-        tb = facts.last_traceback
-        if (
-            tb is None
-            or handled(tb)
-            or _announced_as_caught(facts, tb)
-            or facts.last_line - tb.last_line > TAIL_LINES
-            or after_end(ctx, _when(ctx, tb))
-        ):
-            continue
-        if facts.source.role is Role.UNKNOWN and not ctx.hits("child_failed"):
-            continue
-        error = facts.last_error if facts.last_error is not None and not handled(facts.last_error) else tb
-        if facts.last_line - error.last_line > TAIL_LINES:
-            error = tb
-        exc = f"{error.exc_type}: {error.exc_message}" if error.exc_type else (error.lines[-1] if error.lines else None)
-        cause = f"it raised {clip_text(exc, 160).rstrip('.')}" if exc else None
-        add(facts.source.path, facts.source.replica, error, cause)
-    for hit in ctx.hits("child_failed"):
-        if after_end(ctx, _when(ctx, hit.event)):
-            continue
-        add(hit.event.source.path, hit.event.source.replica, hit, _child_cause(hit.event))
-    for sig in ctx.signals(SignalKind.REPLICA_DEAD):
-        if after_end(ctx, ts_of(sig)):
-            continue
-        uuid = str(sig.fields.get("uuid") or "")
-        source = ctx.store.source_of_uuid(uuid) if uuid else None
-        role = str(sig.fields.get("role") or "replica").lower()
-        key = source.path if source is not None else f"uuid:{uuid or sig.line}"
-        name = source.replica if source is not None else f"{role} {uuid[:8]}"
-        add(key, name, sig, "no heartbeat reached the controller for the heartbeat timeout")
-    return deaths
 
 
 def _launcher_failures(ctx: DetectorContext) -> list[Signal]:
