@@ -2,7 +2,7 @@
 
 A pure function of the troubles to play, the speed and a seed: ``script(role, ...)`` returns the
 entries one replica writes (seconds after the replicas start, already divided by ``speed``). The
-numbers follow the recipe's healthy motion run (alpamayo-recipe.md §10: reward mean ≈ −0.28 → −0.21,
+numbers follow the recipe's healthy motion run (alpamayo-recipe.md §8.8, §10: reward mean ≈ −0.28 → −0.21,
 ``train/traj_L2`` ≈ 1.66 → 1.34) and three troubles, each ended by the fix the dashboard proposes:
 
 - ``buffer_growth``: ``pending rollouts`` in the controller's ``Stat:`` lines climbs step after step
