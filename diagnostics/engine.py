@@ -55,6 +55,8 @@ class Collector:
         self.store = EventStore(keep)
         self.metrics = Metrics(series_capacity)
         self.checks: list[CheckResult] = []
+        # A closed-loop run's reader (``diagnostics.alpagym.reader.ClosedLoopRun``): set for AlpaGym runs.
+        self.closed_loop: Any = None
 
     def add(self, event: Event) -> None:
         self.metrics.add(event, self.store.add(event))  # the store's epoch(event.ts), not computed twice
@@ -91,8 +93,12 @@ class Collector:
 
     def context(self, now: float | None = None, config: ConfigLike | None = None,
                 activity: float | None = None) -> DetectorContext:
+        closed = None
+        if self.closed_loop is not None:  # hook: the closed-loop series and facts, before every evaluation
+            self.closed_loop.finish(self.metrics)
+            closed = self.closed_loop.state
         return DetectorContext(store=self.store, metrics=self.metrics, config=self.run_config(config), now=now,
-                               activity=activity)
+                               activity=activity, closed_loop=closed)
 
     def assess(self, now: float | None = None, config: ConfigLike | None = None,
                activity: float | None = None) -> Assessment:
@@ -100,7 +106,10 @@ class Collector:
         ``activity``: when a live follower last saw it written (``DetectorContext``)."""
         findings, checks, outcome = run_detectors(self.context(now, config, activity))
         self.checks = checks
-        return Assessment(findings, checks, self.metrics.summary(), outcome)
+        summary = self.metrics.summary()
+        if self.closed_loop is not None:
+            summary.update(self.closed_loop.state.summary())
+        return Assessment(findings, checks, summary, outcome)
 
     def evaluate(self, now: float | None = None, config: ConfigLike | None = None,
                  activity: float | None = None) -> list[Finding]:
@@ -277,6 +286,12 @@ def _read_into(collector: Collector, layout: RunLayout, deadline: float | None) 
     (bulk lines as records), else ``read_run``. Raises ``CheckTimeout`` past ``deadline``."""
     from diagnostics.parsing import _bulk, read_run
 
+    if layout.closed_loop is not None:  # the role logs only: the closed-loop reader takes the rest
+        from dataclasses import replace
+
+        from diagnostics.alpagym.reader import generic_files
+
+        layout = replace(layout, files=generic_files(layout.files))
     if _bulk.available():
         add = collector.add
         n = DEADLINE_EVERY  # look at the clock after the first item, then every DEADLINE_EVERY events
@@ -325,6 +340,25 @@ def _lint(loaded: Any, notes: list[str]) -> list[Finding]:
         return []
 
 
+def _closed_loop_toml(found: Any, notes: list[str]) -> Any:
+    """The Cosmos-RL TOML an AlpaGym host generated for its run: the config the detectors see."""
+    if found.cosmos_config is None:
+        return None
+    return _load_toml(found.cosmos_config, notes)
+
+
+def _closed_loop_lint(cl: Any, loaded: Any, config_path: Any, notes: list[str]) -> list[Finding]:
+    """An AlpaGym run's own generated configs, linted as ``a1x-tui lint`` lints them (the open-loop rules
+    its TOML shares, and the Hydra choices of ``resolved_config.yaml``)."""
+    from diagnostics.alpagym.lint import lint_closed_loop
+
+    try:
+        return [f for f in lint_closed_loop(loaded, cl.config, env={}) if f.id not in _ENVIRONMENT_RULES]
+    except Exception as exc:  # the linter's failure must not lose the log findings
+        notes.append(f"config lint failed: {type(exc).__name__}: {exc}")
+        return []
+
+
 def _no_files_reason(target: str, layout: RunLayout) -> str:
     reason = f"{target}: no log files in this run"
     if layout.run_name:
@@ -357,6 +391,8 @@ def unknown_reason(path: str | os.PathLike[str], run: str | None = None) -> str 
         layout = discover(Path(path), run)
     except LayoutError as exc:
         return str(exc)
+    if layout.closed_loop is not None:
+        return None  # an AlpaGym run folder is a run from the moment the host wrote its configs
     if not layout.files:
         return _no_files_reason(target, layout)
     events = read_run(layout)
@@ -389,10 +425,17 @@ def check(
         layout = discover(Path(path), run)
     except LayoutError as exc:
         return unknown_report(target, str(exc), run=run, notes=notes)
-    if not layout.files:
+    if not layout.files and layout.closed_loop is None:
         return unknown_report(target, _no_files_reason(target, layout), run=layout.run_name, notes=notes)
 
     collector = Collector()
+    if layout.closed_loop is not None:  # hook: an AlpaGym run (diagnostics/alpagym/)
+        from diagnostics.alpagym.reader import ClosedLoopRun
+
+        collector.closed_loop = ClosedLoopRun(layout.closed_loop)
+        notes.extend(collector.closed_loop.notes)
+        if loaded is None:
+            loaded = _closed_loop_toml(layout.closed_loop, notes)
     for file_path, source in layout.files:
         try:
             st = file_path.stat()
@@ -405,19 +448,26 @@ def check(
         progress(f"reading {len(layout.files)} file(s), {size / 1e6:.1f} MB")
     try:
         _read_into(collector, layout, deadline)
+        if collector.closed_loop is not None:
+            from diagnostics.alpagym.reader import read_into
+
+            read_into(collector, collector.closed_loop, layout.files, deadline=deadline,
+                      unreadable=layout.unreadable.append)
     except CheckTimeout:
         return unknown_report(
             target, f"timed out after {timeout:g} s while reading the logs", run=layout.run_name, notes=notes
         )
     notes.extend(f"unreadable: {u}" for u in layout.unreadable)
     files = [src.path for _, src in layout.files]
-    if collector.store.event_count == 0:
+    if collector.store.event_count == 0 and collector.closed_loop is None:
         reason = _no_events_reason(target, layout)
         return unknown_report(target, reason, run=layout.run_name, files=files, notes=notes)
 
     assessment = collector.assess(now, loaded)
     findings = assessment.findings
-    if loaded is not None:
+    if collector.closed_loop is not None:
+        findings = merge_findings(findings, _closed_loop_lint(collector.closed_loop, loaded, config_path, notes))
+    elif loaded is not None:
         findings = merge_findings(findings, _lint(loaded, notes))
     return build_report(
         target=target,

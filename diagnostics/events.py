@@ -29,6 +29,7 @@ class Role(str, Enum):
     REFERENCE = "reference"
     LAUNCHER = "launcher"  # cosmos-rl's own stdout/stderr, a SLURM .out, a pasted console
     STAGE = "stage"  # one of our pipeline stages (stages/<stage>.log)
+    SIMULATOR = "simulator"  # AlpaSim's runtime worker in a closed-loop run (docs/reference/alpagym.md §3.2)
     UNKNOWN = "unknown"
 
 

@@ -567,6 +567,21 @@ class Metrics:
         if adv_std is not None or adv_max is not None:
             self.collapse_reports.observe(step, zero_adv, event)
 
+    # --- closed-loop runs (``diagnostics.alpagym``): their series and step facts --------------
+    def put(self, name: str, value: float, ts: float | None, step: float | None = None) -> None:
+        """One point of series ``name`` (``step`` None: the current step)."""
+        self._put(name, value, ts, step)
+
+    def note_step(self, step: int, total: int | None, ts: float | None) -> None:
+        """A step the controller's ``Step:`` lines did not log (an AlpaGym trainer's own step line)."""
+        if self.step_lines == 0 and self.train_reports == 0 and self._note_step(step, total, ts):
+            self._put("step", step, ts, float(step))
+
+    def assume_total(self, total: int) -> None:
+        """The run's total steps from its config, when no line said it."""
+        if self.total_steps is None and total > 0:
+            self.total_steps = self.max_total_steps = self.first_total_steps = total
+
     # --- queries -------------------------------------------------------------------------------
     def get(self, name: str) -> Series | None:
         return self.series.get(name)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from diagnostics.detectors import (  # noqa: F401 - imported for their @detector registrations
     buffer,
+    closed_loop,
     collapse,
     config_runtime,
     failures,

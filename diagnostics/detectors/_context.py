@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from diagnostics.detectors._config import RunConfig
 from diagnostics.detectors._errors import stopped_from_outside
@@ -34,6 +35,8 @@ class DetectorContext:
     config: RunConfig
     now: float | None = None  # seconds since the epoch, for runs still being written; None = post-mortem
     activity: float | None = None  # wall-clock time of the newest write a live follower observed
+    # A closed-loop AlpaGym run: its ``diagnostics.alpagym.state.ClosedLoopState`` (None for every other run).
+    closed_loop: Any = None
 
     # --- time facts --------------------------------------------------------------------------------
     @property

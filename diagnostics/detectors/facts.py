@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from diagnostics.alpagym.events import PROGRESS_MARKS as CLOSED_LOOP_PROGRESS
+from diagnostics.alpagym.events import STARTUP_MARKS as CLOSED_LOOP_STARTUP
 from diagnostics.detectors._config import clip_text
 from diagnostics.detectors._context import DetectorContext, ts_of
 from diagnostics.detectors._errors import exception_text, stopped_from_outside
@@ -44,6 +46,7 @@ STARTUP_MARKS = (
     SignalKind.REPLICA_ATOMS_SET.value,
     SignalKind.ENGINE_INITIALIZED.value,
     SignalKind.TRAINING_STARTED.value,
+    *CLOSED_LOOP_STARTUP,  # an AlpaGym run: the host, the simulator's bring-up, the rollout backend
 )
 PROGRESS_MARKS = (
     "stat",
@@ -57,6 +60,7 @@ PROGRESS_MARKS = (
     "ckpt:saving",
     SignalKind.VALIDATION.value,
     *STARTUP_MARKS,
+    *CLOSED_LOOP_PROGRESS,  # an AlpaGym run: episodes simulated, packed, trained on
 )
 # The job ended by itself (not from outside): the controller finalized, the launcher saw its processes end.
 SELF_END_KINDS = (

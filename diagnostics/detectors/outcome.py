@@ -93,6 +93,12 @@ def decide_outcome(ctx: DetectorContext, facts: RunFacts | None = None) -> RunOu
     newest = max((f for f in ctx.files() if f.last_ts is not None), key=lambda f: f.last_ts or 0.0, default=None)
     tail = newest.last_event if newest is not None else None
     if step is None:
+        if ctx.closed_loop is not None and not ctx.files(*PROCESS_ROLES):
+            notes = "; ".join(ctx.closed_loop.layout_notes) or "no Cosmos-RL log"
+            return out(Outcome.NOT_STARTED, f"the AlpaGym host wrote its configs, then no training step ({notes}): "
+                       "it stopped before or during the simulator's bring-up, or is in it; the host writes its own "
+                       "lines to its terminal only (save them as host.log in the run folder to have them read)",
+                       [tail])
         if last_progress(ctx, PROGRESS_MARKS)[0] is None and not ctx.files(*PROCESS_ROLES):
             return out(Outcome.NOT_STARTED, "no Cosmos-RL start-up or step line in these logs (another trainer's "
                        "capture, or a run that ended before it started): its progress cannot be read", [tail])

@@ -25,6 +25,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from diagnostics.events import Role, Source
 from diagnostics.parsing._runs import PINNED_LOG_RE as _SLURM_747
@@ -36,7 +37,7 @@ _PART_RUN = re.compile(r"part_(\d+)")
 _RUN_M = re.compile(r"run_(\d+)")
 _LOG_SUFFIXES = (".log", ".out", ".err")
 _ROLE_ORDER = {Role.CONTROLLER: 0, Role.POLICY: 1, Role.ROLLOUT: 2, Role.REFERENCE: 3, Role.LAUNCHER: 4,
-               Role.STAGE: 5, Role.UNKNOWN: 6}
+               Role.STAGE: 5, Role.SIMULATOR: 6, Role.UNKNOWN: 7}
 
 
 class LayoutError(Exception):
@@ -52,6 +53,8 @@ class RunLayout:
     available_runs: list[str]
     files: list[tuple[Path, Source]]
     unreadable: list[str] = field(default_factory=list)  # filled by read_run: "path: reason"
+    # Closed-loop runs: the ``diagnostics.alpagym.layout.AlpaGymRun`` of kind ``alpagym`` (else None).
+    closed_loop: Any = None
 
 
 def classify_file(path: Path, root: Path | None = None) -> Source | None:
@@ -162,6 +165,9 @@ def discover(path: Path, run: str | None = None) -> RunLayout:
     if not os.access(path, os.R_OK | os.X_OK):
         raise LayoutError(f"{path}: not readable (permission denied)")
 
+    closed = _closed_loop(path, run)  # hook: an AlpaGym run folder (diagnostics/alpagym/layout.py)
+    if closed is not None:
+        return closed
     if (path / "run.toml").is_file() and ((path / "logs").is_dir() or (path / "slurm").exists()):
         return _run_dir(path, run)
     slurm = _slurm_root(path)
@@ -183,6 +189,26 @@ def discover(path: Path, run: str | None = None) -> RunLayout:
         f"{path}: no Cosmos-RL logs here (expected logs_<ts>/ folders, controller.log, policy_<i>.log, "
         "rollout_<i>.log, a SLURM job folder, or a log file)"
     )
+
+
+def _closed_loop(path: Path, run: str | None) -> RunLayout | None:
+    """An AlpaGym run folder, its ``logs/`` or a run root of them: kind ``alpagym``, every log file of
+    the run (docs/parsing.md "Closed-loop runs"); None for anything else."""
+    if not ((path / "resolved_config.yaml").exists() or path.name == "logs" or any(
+            n.endswith("Z") or "Z-" in n for n in _safe_names(path)[:4096])):
+        return None  # the cheap test first: most folders are not AlpaGym's
+    from diagnostics.alpagym.layout import NotAlpaGym, find_run, line_files
+
+    try:
+        found = find_run(path, run)
+    except NotAlpaGym as exc:
+        raise LayoutError(str(exc)) from None
+    if found is None:
+        return None
+    if run is not None and not found.runs:
+        raise LayoutError(f"{path}: one AlpaGym run; --run {run} needs the folder of several runs above it")
+    files = sorted(line_files(found), key=_sort_key)
+    return RunLayout(path, "alpagym", found.root, found.name, found.runs, files, closed_loop=found)
 
 
 def _log_runs(d: Path) -> list[str]:
