@@ -38,7 +38,9 @@ def add_context_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("toml", type=Path, metavar="TOML", help="the recipe TOML to check")
+    parser.add_argument("toml", type=Path, metavar="TOML",
+                        help="the recipe TOML to check (or an AlpaGym run's cosmos_config.toml, resolved_config.yaml "
+                        "or run folder)")
     add_context_arguments(parser)
     parser.add_argument("--format", choices=("text", "json"), default="text", help="report format (default: text)")
 
@@ -71,10 +73,16 @@ def render_text(report: Report) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from diagnostics.alpagym.lint import lint_target
     from diagnostics.config import lint_report
     from diagnostics.report import redact_report
 
+    # An AlpaGym run's generated configs (its TOML, its resolved_config.yaml, or the run folder): the closed-loop
+    # lint (docs/config.md "Closed-loop runs"); any other TOML: the recipe's.
+    closed = lint_target(args.toml, gpus_per_node=args.gpus)
+    report = closed if closed is not None else lint_report(args.toml, gpus_per_node=args.gpus, nodes=args.nodes,
+                                                           compute=args.compute)
     # Evidence quotes TOML lines: a key or token written in the file is masked as --check masks it.
-    report = redact_report(lint_report(args.toml, gpus_per_node=args.gpus, nodes=args.nodes, compute=args.compute))
+    report = redact_report(report)
     print(report.model_dump_json(indent=2) if args.format == "json" else render_text(report))
     return report.exit_code

@@ -215,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
     if unknown is not None:  # what --check calls UNKNOWN is never followed (and never ends OK)
         print(f"a1x-tui watch: {unknown}", file=sys.stderr)
         return Status.UNKNOWN.exit_code
-    factory, notes = engine_diagnosis(args.config)
+    factory, notes = engine_diagnosis(args.config, target=args.path)
     for note in notes:
         print(f"a1x-tui watch: {note}", file=sys.stderr)
     options = FollowOptions(

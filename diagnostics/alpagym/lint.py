@@ -186,22 +186,18 @@ def lint_closed_loop(loaded: Any, resolved: ResolvedConfig | None, *, gpus_per_n
 
 def _run(loaded: Any, resolved: ResolvedConfig | None, *, gpus_per_node: int | None,
          env: Mapping[str, str] | None) -> tuple[list[Finding], list[CheckResult]]:
-    from diagnostics.config import RULES, make_context
-    from diagnostics.config.rules import Skipped
+    from diagnostics.config import make_context
+    from diagnostics.config.rules import run_rule
 
     findings: list[Finding] = []
     checks: list[CheckResult] = []
     if loaded is not None:
         ctx = make_context(gpus_per_node=gpus_per_node, env=env)
         for rule_id in SHARED:
-            result = RULES[rule_id](loaded, ctx)
-            if isinstance(result, Finding):
-                findings.append(result)
-                checks.append(CheckResult(id=rule_id, state=CheckState.FINDING))
-            elif isinstance(result, Skipped):
-                checks.append(CheckResult(id=rule_id, state=CheckState.SKIPPED, note=result.note))
-            else:
-                checks.append(CheckResult(id=rule_id, state=CheckState.OK))
+            finding, check = run_rule(rule_id, loaded, ctx)
+            if finding is not None:
+                findings.append(finding)
+            checks.append(check)
         checks.extend(CheckResult(id=rid, state=CheckState.SKIPPED, note=why) for rid, why in NOT_HERE.items())
     if resolved is not None:
         found = lint_resolved(resolved, gpus_per_node=gpus_per_node)
@@ -254,3 +250,27 @@ def report(toml: Path | None, yaml_path: Path | None, *, gpus_per_node: int | No
 
 
 __all__ = ["NOT_HERE", "SHARED", "is_alpagym_toml", "lint_closed_loop", "lint_resolved", "report"]
+
+
+def lint_target(path: Path, *, gpus_per_node: int | None = None, env: Mapping[str, str] | None = None) -> Report | None:
+    """``a1x-tui lint PATH`` when PATH is an AlpaGym run's config (its ``cosmos_config.toml``, its
+    ``resolved_config.yaml``, or the run folder): both files, side by side; None for any other TOML."""
+    from diagnostics.alpagym.layout import COSMOS_TOML, RESOLVED, is_run_folder
+
+    path = Path(path)
+    if path.is_dir():
+        if not is_run_folder(path):
+            return None
+        return report(path / COSMOS_TOML, path / RESOLVED, gpus_per_node=gpus_per_node, env=env)
+    if path.suffix in (".yaml", ".yml"):
+        toml = path.parent / COSMOS_TOML
+        return report(toml if toml.is_file() else None, path, gpus_per_node=gpus_per_node, env=env)
+    try:
+        with path.open("rb") as f:
+            head = f.read(1 << 20)
+    except OSError:
+        return None
+    if b'"alpagym_rollout"' not in head and b"resolved_config_path" not in head:
+        return None
+    yaml_path = path.parent / RESOLVED
+    return report(path, yaml_path if yaml_path.is_file() else None, gpus_per_node=gpus_per_node, env=env)

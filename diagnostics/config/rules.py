@@ -835,19 +835,25 @@ RULES: dict[str, Rule] = {
 }
 
 
+def run_rule(rule_id: str, cfg: LoadedConfig, ctx: LintContext) -> tuple[Finding | None, CheckResult]:
+    """One rule: its finding (or None) and its check line (ok / finding / skipped)."""
+    result = RULES[rule_id](cfg, ctx)
+    if isinstance(result, Finding):
+        return result, CheckResult(id=rule_id, state=CheckState.FINDING)
+    if isinstance(result, Skipped):
+        return None, CheckResult(id=rule_id, state=CheckState.SKIPPED, note=result.note)
+    return None, CheckResult(id=rule_id, state=CheckState.OK)
+
+
 def run_rules(cfg: LoadedConfig, ctx: LintContext) -> tuple[list[Finding], list[CheckResult]]:
     """Every rule: the findings, and one check line per rule (ok / finding / skipped)."""
     findings: list[Finding] = []
     checks: list[CheckResult] = []
-    for rule_id, rule in RULES.items():
-        result = rule(cfg, ctx)
-        if isinstance(result, Finding):
-            findings.append(result)
-            checks.append(CheckResult(id=rule_id, state=CheckState.FINDING))
-        elif isinstance(result, Skipped):
-            checks.append(CheckResult(id=rule_id, state=CheckState.SKIPPED, note=result.note))
-        else:
-            checks.append(CheckResult(id=rule_id, state=CheckState.OK))
+    for rule_id in RULES:
+        finding, check = run_rule(rule_id, cfg, ctx)
+        if finding is not None:
+            findings.append(finding)
+        checks.append(check)
     checks.append(
         CheckResult(
             id="wrong_alpamayo_version",
@@ -888,4 +894,4 @@ def lint_config(
     return run_rules(loaded, ctx)[0]
 
 
-__all__ = ["RULES", "LintContext", "Skipped", "lint_config", "make_context", "run_rules"]
+__all__ = ["RULES", "LintContext", "Skipped", "lint_config", "make_context", "run_rule", "run_rules"]

@@ -36,8 +36,10 @@ _URGENT_KINDS = frozenset({
 
 
 class EngineDiagnosis:
-    def __init__(self, config: Any = None, lint: Sequence[Finding] = ()) -> None:
+    def __init__(self, config: Any = None, lint: Sequence[Finding] = (), closed_loop: Any = None) -> None:
         self.collector = Collector()
+        # An AlpaGym run (``diagnostics.alpagym.reader.ClosedLoopRun``): its lines and artifacts too.
+        self.collector.closed_loop = closed_loop
         self.config = config
         self.lint = list(lint)
         self._parsers: dict[str, LineParser] = {}
@@ -46,6 +48,11 @@ class EngineDiagnosis:
         self.urgent = False  # an event that may be a failure came in since the follower last looked
 
     def feed(self, source: Source, first_lineno: int, lines: Sequence[str]) -> None:
+        if self.collector.closed_loop is not None:
+            kept = self.collector.closed_loop.feed(self.collector, source, first_lineno, lines)
+            if kept is None:
+                return
+            lines = kept
         parser = self._parsers.get(source.path)
         if parser is None:
             parser = LineParser(source, mtime=self._mtimes.get(source.path), keep_unknown=False)
@@ -94,6 +101,10 @@ class EngineDiagnosis:
         # Following a run being written: its newest write, as the follower saw it, dates the silence since
         # (the wall clock on both sides, whatever time zone the log stamps were written in).
         activity = max(self._mtimes.values()) if self._mtimes else None
+        if self.collector.closed_loop is not None:
+            from diagnostics.alpagym.reader import ARTIFACTS_PER_POLL
+
+            self.collector.closed_loop.poll(ARTIFACTS_PER_POLL)
         assessment = self.collector.assess(now, self.config, activity)
         findings = assessment.findings
         if self.lint:
@@ -104,11 +115,13 @@ class EngineDiagnosis:
                           outcome=assessment.outcome)
 
 
-def engine_diagnosis(config_path: str | os.PathLike[str] | None = None) -> tuple[DiagnosisFactory, list[str]]:
+def engine_diagnosis(config_path: str | os.PathLike[str] | None = None, *,
+                     target: str | os.PathLike[str] | None = None) -> tuple[DiagnosisFactory, list[str]]:
     """A factory of ``EngineDiagnosis`` for the run, and notes for the user (a TOML not used...).
 
     The TOML is loaded and linted once; every run followed (``logs_latest`` moving) starts a
-    fresh collector with it.
+    fresh collector with it. ``target``: the path followed; an AlpaGym run there is read closed-loop
+    (its AlpaGym and AlpaSim lines, its artifacts, its generated configs as the TOML).
     """
     notes: list[str] = []
     config: Any = None
@@ -127,6 +140,37 @@ def engine_diagnosis(config_path: str | os.PathLike[str] | None = None) -> tuple
                 notes.append(f"config lint failed: {type(exc).__name__}: {exc}")
 
     def factory() -> EngineDiagnosis:
-        return EngineDiagnosis(config, lint)
+        closed = _closed_loop(target)
+        if closed is not None and config is None:
+            return EngineDiagnosis(_generated_toml(closed), lint, closed)
+        return EngineDiagnosis(config, lint, closed)
 
     return factory, notes
+
+
+def _closed_loop(target: str | os.PathLike[str] | None) -> Any:
+    """The AlpaGym run at ``target`` as a ``ClosedLoopRun`` (None for other runs, or no target)."""
+    if target is None:
+        return None
+    from diagnostics.alpagym.layout import NotAlpaGym, find_run
+
+    try:
+        found = find_run(Path(target))
+    except (NotAlpaGym, OSError):
+        return None
+    if found is None:
+        return None
+    from diagnostics.alpagym.reader import ClosedLoopRun
+
+    return ClosedLoopRun(found)
+
+
+def _generated_toml(closed: Any) -> Any:
+    if closed.found.cosmos_config is None:
+        return None
+    from diagnostics.config import ConfigError, load_config
+
+    try:
+        return load_config(closed.found.cosmos_config)
+    except ConfigError:
+        return None

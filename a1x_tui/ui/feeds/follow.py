@@ -41,6 +41,11 @@ PLOTTED = (
     "weight_staleness_max",
     "prompt_version_gap",
     "step_time_s",
+    # closed-loop (AlpaGym) runs: diagnostics.alpagym.state.ClosedLoopState.publish
+    "cl_collision_rate",
+    "cl_offroad_rate",
+    "cl_progress",
+    "cl_episodes_completed",
 )
 
 Post = Callable[[Message], Any]
@@ -50,7 +55,7 @@ def source_label(source: Source) -> str:
     """``controller``, ``policy_0``, ``[train]`` (a stage's log), ``launcher``."""
     if source.role is Role.STAGE:
         return f"[{Path(source.path).stem}]"
-    if source.role in (Role.LAUNCHER, Role.UNKNOWN):
+    if source.role in (Role.LAUNCHER, Role.UNKNOWN, Role.SIMULATOR):
         return Path(source.path).stem
     return source.replica
 
@@ -104,7 +109,7 @@ class FollowFeed:
             # Called again for every new logs_<ts>: the TOML is read then, so one written by the configure
             # stage after the dashboard opened (or changed by a fix) is used from the next attempt on.
             config = self.config if self.config is not None and self.config.is_file() else None
-            factory, notes = engine_diagnosis(config)
+            factory, notes = engine_diagnosis(config, target=self.path)
             for note in notes:
                 self.post(FollowProblem(note))
             self._diagnosis = SeriesDiagnosis(factory())

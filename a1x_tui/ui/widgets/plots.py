@@ -2,6 +2,9 @@
 
 Series come from the diagnostics' metrics (``diagnostics.metrics``: one value per step for the
 Step-line metrics, one per ``Stat:`` line for pending rollouts), cut to the last few hundred values.
+A closed-loop (AlpaGym) run has no trajectory L2 and no pending-rollout counts worth plotting: those
+two places show its collision rate (offroad in the caption) and progress per step, and the episodes
+completed per step (``diagnostics.alpagym.state``: the ``cl_*`` series), beside the same reward plot.
 """
 
 from __future__ import annotations
@@ -46,6 +49,14 @@ def metrics_text(metrics: Mapping[str, Any]) -> Text:
         ("tokens_per_s", "tokens/s"),
         ("step_time_s", "step time s"),
         ("weight_version_gap", "weight gap"),
+        ("episodes_completed", "episodes"),
+        ("episodes_retried", "retried"),
+        ("episodes_dropped", "dropped"),
+        ("collision_rate", "collisions"),
+        ("offroad_rate", "offroad"),
+        ("progress", "progress"),
+        ("sim_episode_s", "sim ep. s"),
+        ("stale_rollouts_used", "stale used"),
     )
     text = Text("last values\n", style="bold")
     for key, label in names:
@@ -83,13 +94,29 @@ class PlotsPanel(Grid):
         band = std if len(std) == len(reward) else None
         caption = _last(reward, 4) + (f" ± {std[-1]:.4f}" if std else "")
         self.query_one("#plot-reward", Chart).set_data(reward, band=band, caption=caption)
-        traj = list(series.get("traj_l2", []))
-        self.query_one("#plot-traj", Chart).set_data(traj, caption=_last(traj))
-        pending = list(series.get("pending_rollouts", []))
-        self.query_one("#plot-pending", Chart).set_data(pending, caption=_last(pending, 0))
+        if series.get("cl_collision_rate") or series.get("cl_progress"):
+            self._closed_loop(series)
+        else:
+            traj = list(series.get("traj_l2", []))
+            self.query_one("#plot-traj", Chart).set_data(traj, caption=_last(traj))
+            pending = list(series.get("pending_rollouts", []))
+            self.query_one("#plot-pending", Chart).set_data(pending, caption=_last(pending, 0))
         gap, what = gap_series(series)
         self.query_one("#plot-gap", Chart).set_data(gap, caption=f"{_last(gap, 0)} ({what})" if gap else "")
         steps = list(series.get("step_time_s", []))
         self.query_one("#plot-step", Chart).set_data(steps, caption=_last(steps, 2))
         if metrics:
             self.query_one("#metrics-now", Static).update(metrics_text(metrics))
+
+    def _closed_loop(self, series: Mapping[str, list[float]]) -> None:
+        """A closed-loop run: collision rate (offroad in the caption), and progress with the episodes per step."""
+        collision = list(series.get("cl_collision_rate", []))
+        offroad = list(series.get("cl_offroad_rate", []))
+        chart = self.query_one("#plot-traj", Chart)
+        chart.chart_title = "collision rate per step"
+        chart.set_data(collision, caption=_last(collision, 2) + (f", offroad {offroad[-1]:.2f}" if offroad else ""))
+        progress = list(series.get("cl_progress", []))
+        episodes = list(series.get("cl_episodes_completed", []))
+        chart = self.query_one("#plot-pending", Chart)
+        chart.chart_title = "progress per step"
+        chart.set_data(progress, caption=_last(progress, 2) + (f", {int(episodes[-1])} episodes" if episodes else ""))
