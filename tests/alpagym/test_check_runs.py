@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from diagnostics.engine import check, unknown_reason
-from diagnostics.findings import SCHEMA_VERSION, Report
+from diagnostics.findings import SCHEMA_VERSION, Finding, Report
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "alpagym"
 
@@ -21,7 +21,7 @@ def ids(report: Report) -> list[str]:
     return [f.id for f in report.findings]
 
 
-def finding(report: Report, fid: str):  # noqa: ANN201
+def finding(report: Report, fid: str) -> Finding:
     return next(f for f in report.findings if f.id == fid)
 
 
@@ -49,7 +49,7 @@ def test_the_schema_says_1_2() -> None:
 @pytest.mark.parametrize(
     ("name", "fid", "quoted", "exit_code", "outcome"),
     [
-        ("bringup_failed", "alpasim_bringup_failed", "AlpaSim Wizard exited before readiness with code 1", 2, "crashed"),
+        ("bringup_failed", "alpasim_bringup_failed", "Wizard exited before readiness with code 1", 2, "crashed"),
         ("horizon", "horizon_mismatch", "AlpaSim rollout horizon does not match", 2, "crashed"),
         ("nurec_denied", "nurec_access_denied", "cannot access the gated dataset", 2, "crashed"),
         ("retry_storm", "episode_failures", "Dropping payload after exhausted retries", 2, "crashed"),

@@ -19,7 +19,7 @@ from diagnostics.parsing import discover
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "alpagym"
 
 
-def kinds(events: list) -> list:  # noqa: ANN001
+def kinds(events: list) -> list:
     return [e.kind for e in events]
 
 
