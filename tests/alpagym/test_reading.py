@@ -99,7 +99,7 @@ def test_a_bad_resolved_config_is_a_note_not_a_traceback(tmp_path: Path) -> None
 @pytest.mark.parametrize("name", ["healthy", "retry_storm", "reward_hacking", "port_conflict"])
 def test_watch_reads_a_closed_loop_run_as_check_does(name: str) -> None:
     target = FIXTURES / name
-    factory, notes = engine_diagnosis(target=target)
+    factory, _notes = engine_diagnosis(target=target)
     diagnosis = factory()
     for path, source in discover(target).files:
         lines = path.read_text(encoding="utf-8").split("\n")
