@@ -94,7 +94,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("episode_failures", W, "Simulator episodes fail and are retried or dropped", "logs"),
     _e("nonfinite_values", C, "Non-finite trajectories, log-probs or gradients", "logs"),
     _e("horizon_mismatch", C, "The episode horizon does not match expected_valid_steps", "logs", "config"),
-    _e("nurec_access_denied", C, "No access to the gated NuRec scenes on Hugging Face", "logs"),
+    _e("nurec_access_denied", C, "No access to the gated NuRec scenes on Hugging Face", "logs", "preflight"),
     _e("port_conflict", W, "A port the run needs was taken", "logs"),
     _e("host_config_rejected", C, "The AlpaGym host refused its config", "logs", "config"),
     _e("reward_hacking", W, "The reward may be gamed or blind: terms never move, or collisions rise with it", "logs"),
@@ -114,6 +114,9 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("recipe_checkout_missing", C, "The alpamayo-recipes checkout is not where the spec says", "preflight"),
     _e("container_path_unmounted", C, "A path the job needs is not mounted in its container", "preflight"),
     _e("checkpoint_after_time_limit", C, "The job cannot save a checkpoint before its time limit", "preflight"),
+    # --- preflight of the alpagym pipeline (issue 19; supervisor/stages/alpagym/preflight.py) ---
+    _e("alpagym_checkout_missing", C, "The AlpaGym checkout is not where the spec says", "preflight"),
+    _e("docker_unusable", C, "Docker cannot run AlpaSim's services (compose, daemon or NVIDIA toolkit)", "preflight"),
 )
 
 CATALOG: dict[str, CatalogEntry] = {e.id: e for e in _ENTRIES}
@@ -154,7 +157,11 @@ RAISED_IN: dict[str, tuple[str, ...]] = {
     "run_incomplete": ("diagnostics/detectors/outcome.py",),
     "unexplained_error": ("diagnostics/detectors/outcome.py",),
     "hydra_none_string": ("diagnostics/detectors/recipe.py",),
-    "gated_repo": ("diagnostics/detectors/recipe.py", "supervisor/preflight.py"),
+    "gated_repo": (
+        "diagnostics/detectors/recipe.py",
+        "supervisor/preflight.py",
+        "supervisor/stages/alpagym/preflight.py",
+    ),
     "hf_rate_limit": ("diagnostics/detectors/recipe.py", "supervisor/preflight.py"),
     "grader_missing": ("diagnostics/detectors/recipe.py", "diagnostics/config/rules.py", "supervisor/preflight.py"),
     "mini_parquet_missing": ("diagnostics/detectors/recipe.py",),
@@ -176,7 +183,11 @@ RAISED_IN: dict[str, tuple[str, ...]] = {
     "grpo_became_sft": ("diagnostics/config/rules.py",),
     "no_group_signal": ("diagnostics/config/rules.py",),
     "gpu_memory_utilization_range": ("diagnostics/config/rules.py",),
-    "wandb_key_missing": ("diagnostics/config/rules.py", "supervisor/preflight.py"),
+    "wandb_key_missing": (
+        "diagnostics/config/rules.py",
+        "supervisor/preflight.py",
+        "supervisor/stages/alpagym/preflight.py",
+    ),
     "outdated_steps_below_sync": ("diagnostics/detectors/config_runtime.py", "diagnostics/config/rules.py"),
     "tp_size_implicit": ("diagnostics/detectors/config_runtime.py", "diagnostics/config/rules.py"),
     "checkpointing_disabled": ("diagnostics/config/rules.py",),
@@ -186,7 +197,7 @@ RAISED_IN: dict[str, tuple[str, ...]] = {
     "episode_failures": ("diagnostics/detectors/closed_loop.py",),
     "nonfinite_values": ("diagnostics/detectors/closed_loop.py",),
     "horizon_mismatch": ("diagnostics/detectors/closed_loop.py", "diagnostics/alpagym/lint.py"),
-    "nurec_access_denied": ("diagnostics/detectors/closed_loop.py",),
+    "nurec_access_denied": ("diagnostics/detectors/closed_loop.py", "supervisor/stages/alpagym/preflight.py"),
     "port_conflict": ("diagnostics/detectors/closed_loop.py",),
     "host_config_rejected": ("diagnostics/detectors/closed_loop.py", "diagnostics/alpagym/lint.py"),
     "reward_hacking": ("diagnostics/detectors/closed_loop.py",),
@@ -195,15 +206,21 @@ RAISED_IN: dict[str, tuple[str, ...]] = {
     "gpu_idle": ("diagnostics/gpu/detect.py",),
     "gpu_memory_near_limit": ("diagnostics/gpu/detect.py",),
     "gpu_unavailable": ("diagnostics/gpu/detect.py",),
-    "gpus_too_few": ("supervisor/preflight.py", "diagnostics/alpagym/lint.py"),
-    "disk_space_low": ("supervisor/preflight.py",),
-    "hf_token_missing": ("supervisor/preflight.py",),
-    "hf_token_invalid": ("supervisor/preflight.py",),
+    "gpus_too_few": (
+        "supervisor/preflight.py",
+        "diagnostics/alpagym/lint.py",
+        "supervisor/stages/alpagym/preflight.py",
+    ),
+    "disk_space_low": ("supervisor/preflight.py", "supervisor/stages/alpagym/preflight.py"),
+    "hf_token_missing": ("supervisor/preflight.py", "supervisor/stages/alpagym/preflight.py"),
+    "hf_token_invalid": ("supervisor/preflight.py", "supervisor/stages/alpagym/preflight.py"),
     "hf_cache_missing": ("supervisor/preflight.py",),
-    "binary_missing": ("supervisor/preflight.py",),
+    "binary_missing": ("supervisor/preflight.py", "supervisor/stages/alpagym/preflight.py"),
     "recipe_checkout_missing": ("supervisor/preflight.py",),
     "container_path_unmounted": ("supervisor/preflight.py", "supervisor/slurm/submit.py"),
     "checkpoint_after_time_limit": ("supervisor/preflight.py", "supervisor/slurm/submit.py"),
+    "alpagym_checkout_missing": ("supervisor/stages/alpagym/preflight.py",),
+    "docker_unusable": ("supervisor/stages/alpagym/preflight.py",),
 }
 
 

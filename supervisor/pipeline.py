@@ -63,7 +63,7 @@ def select_stages(names: Sequence[str], *, from_stage: str | None, only: str | N
         if wanted not in STAGE_NAMES:
             raise StageError(f"unknown stage {wanted!r} (stages: {', '.join(names)})")
         if wanted not in names:
-            raise StageError(f"stage {wanted!r} does not apply to this reward mode (stages: {', '.join(names)})")
+            raise StageError(f"stage {wanted!r} does not apply to this run (stages: {', '.join(names)})")
     if only is not None:
         return [only]
     if from_stage is not None:
@@ -86,9 +86,9 @@ _ALPAMAYO: dict[str, Callable[[StageContext], StageSpec]] = {
 
 
 def _alpamayo_names(spec: RunSpec) -> list[str]:
-    """Every stage in ``STAGE_NAMES`` order: curate is motion-only, grader joint-only."""
-    skip = "grader" if spec.reward_mode == "motion" else "curate"
-    return [name for name in STAGE_NAMES if name != skip]
+    """Every stage in ``STAGE_NAMES`` order: curate is motion-only, grader joint-only, p2p closed-loop only."""
+    skip = ("grader" if spec.reward_mode == "motion" else "curate", "p2p")
+    return [name for name in STAGE_NAMES if name not in skip]
 
 
 def _alpamayo_stages(spec: RunSpec, rundir: RunDir, outputs: MutableMapping[str, str]) -> list[StageSpec]:
@@ -97,3 +97,20 @@ def _alpamayo_stages(spec: RunSpec, rundir: RunDir, outputs: MutableMapping[str,
 
 
 register_pipeline(Pipeline("alpamayo", _alpamayo_names, _alpamayo_stages))
+
+
+# -- the alpagym pipeline: closed-loop training with AlpaGym (docs/supervisor.md "The alpagym pipeline",
+# docs/reference/alpagym.md). Its stage modules are loaded only for such a run.
+def _alpagym_names(spec: RunSpec) -> list[str]:
+    from supervisor.stages.alpagym import stage_names as alpagym_stage_names
+
+    return alpagym_stage_names(spec)
+
+
+def _alpagym_stages(spec: RunSpec, rundir: RunDir, outputs: MutableMapping[str, str]) -> list[StageSpec]:
+    from supervisor.stages.alpagym import build as build_alpagym
+
+    return build_alpagym(StageContext(spec, rundir, outputs))
+
+
+register_pipeline(Pipeline("alpagym", _alpagym_names, _alpagym_stages))

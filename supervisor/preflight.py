@@ -157,6 +157,54 @@ class _Checks:
         if check_id not in self.results or self.results[check_id].state is not CheckState.FINDING:
             self.results[check_id] = CheckResult(id=check_id, state=state, note=note)
 
+    def report(self, target: str, stages: Sequence[str], *, pipeline: str = "") -> Report:
+        status = overall_status(self.findings)
+        worst = ", ".join(f.id for f in self.findings) or "none"
+        which = f"{pipeline} stages" if pipeline else "stages"
+        count = f"{len(self.findings)} finding(s)"
+        summary = f"PREFLIGHT {status.value.upper()} - {count}: {worst} ({which}: {', '.join(stages)})"
+        return Report(
+            kind="preflight",
+            target=target,
+            status=status,
+            exit_code=status.exit_code,
+            summary=summary,
+            findings=self.findings,
+            checks=list(self.results.values()),
+            notes=self.notes,
+        )
+
+    def disk(self, cid: str, needs: Sequence[tuple[Path, int, str]], free_of: Callable[[Path], int], *,
+             explanation: str, action: str) -> None:
+        """``disk_space_low`` (``cid``) for ``needs`` (path, bytes, what for), summed per filesystem."""
+        if not needs:
+            self.other(cid, CheckState.SKIPPED, "no stage of this run writes large files")
+            return
+        by_device: dict[int, list[tuple[Path, Path, int, str]]] = {}
+        for path, size, what in needs:
+            anchor = _existing_parent(path)
+            try:
+                dev = anchor.stat().st_dev
+            except OSError:
+                dev = -1
+            by_device.setdefault(dev, []).append((path, anchor, size, what))
+        short = []
+        for items in by_device.values():
+            anchor = items[0][1]
+            try:
+                free = free_of(anchor)
+            except OSError as exc:
+                self.notes.append(f"cannot read free space of {anchor}: {exc}")
+                continue
+            total = sum(size for _, _, size, _ in items)
+            if free < total:
+                parts = "; ".join(f"{size / GB:.0f} GB in {path} for {what}" for path, _, size, what in items)
+                short.append(f"{free / GB:.1f} GB free, about {total / GB:.0f} GB needed on one filesystem: {parts}")
+        if short:
+            self.finding(cid, explanation, evidence=short, action=action)
+        else:
+            self.ok(cid, "; ".join(f"{items[0][1]}: enough free space" for items in by_device.values()))
+
 
 def _existing_parent(path: Path) -> Path:
     for candidate in (path, *path.parents):
@@ -187,6 +235,11 @@ def preflight(
     ``<workspace>/runs``). ``hub`` asks the Hugging Face Hub (``HF_ENDPOINT``) about the token and
     the gated repositories (``supervisor.hub``). The other callables exist for tests.
     """
+    if spec.pipeline == "alpagym":  # its own checks (docker, 2 x 40 GB, NuRec): supervisor/stages/alpagym
+        from supervisor.stages.alpagym.preflight import alpagym_preflight
+
+        return alpagym_preflight(spec, stages=stages, target=target, environ=environ, gpu_probe=gpu_probe,
+                                 disk_free=disk_free, which=which, skip_verified=skip_verified, hub=hub)
     env = os.environ if environ is None else environ
     find = which or (lambda name: shutil.which(name, path=env.get("PATH")))
     free_of = disk_free or (lambda p: shutil.disk_usage(p).free)
@@ -207,21 +260,7 @@ def preflight(
     _check_wall_time(spec, todo, checks)
     _check_reused_outputs(spec, stages, todo, checks)
 
-    status = overall_status(checks.findings)
-    worst = ", ".join(f.id for f in checks.findings) or "none"
-    summary = (
-        f"PREFLIGHT {status.value.upper()} - {len(checks.findings)} finding(s): {worst} (stages: {', '.join(stages)})"
-    )
-    return Report(
-        kind="preflight",
-        target=target,
-        status=status,
-        exit_code=status.exit_code,
-        summary=summary,
-        findings=checks.findings,
-        checks=list(checks.results.values()),
-        notes=checks.notes,
-    )
+    return checks.report(target, stages)
 
 
 def _check_gpus(
@@ -268,7 +307,6 @@ def _check_gpus(
 def _check_disk(
     spec: RunSpec, todo: Sequence[str], checks: _Checks, env: Mapping[str, str], free_of: Callable[[Path], int]
 ) -> None:
-    cid = "disk_space_low"
     needs: list[tuple[Path, int, str]] = []
     if "convert" in todo:
         needs.append((hf_hub_cache(env), MODEL_BYTES, "model weights in the Hugging Face cache (convert)"))
@@ -279,39 +317,14 @@ def _check_disk(
             needs.append((spec.paths.reasoning_dir, JOINT_DATA_BYTES, "joint PAI reasoning data (download)"))
     if "export" in todo:
         needs.append((spec.paths.export_dir, EXPORT_BYTES, "exported checkpoint (export)"))
-    if not needs:
-        checks.other(cid, CheckState.SKIPPED, "no stage of this run writes large files")
-        return
-    by_device: dict[int, list[tuple[Path, Path, int, str]]] = {}
-    for path, size, what in needs:
-        anchor = _existing_parent(path)
-        try:
-            dev = anchor.stat().st_dev
-        except OSError:
-            dev = -1
-        by_device.setdefault(dev, []).append((path, anchor, size, what))
-    short = []
-    for items in by_device.values():
-        anchor = items[0][1]
-        try:
-            free = free_of(anchor)
-        except OSError as exc:
-            checks.notes.append(f"cannot read free space of {anchor}: {exc}")
-            continue
-        total = sum(size for _, _, size, _ in items)
-        if free < total:
-            parts = "; ".join(f"{size / GB:.0f} GB in {path} for {what}" for path, _, size, what in items)
-            short.append(f"{free / GB:.1f} GB free, about {total / GB:.0f} GB needed on one filesystem: {parts}")
-    if short:
-        checks.finding(
-            cid,
-            "A stage would run out of disk: the model weights are about 22 GB, motion PAI data 5-10 GB, "
-            "joint PAI data 85-90 GB (alpamayo-recipe.md §1).",
-            evidence=short,
-            action="free disk space or point the spec's paths (and HF_HOME) at a larger filesystem",
-        )
-    else:
-        checks.ok(cid, "; ".join(f"{items[0][1]}: enough free space" for items in by_device.values()))
+    checks.disk(
+        "disk_space_low",
+        needs,
+        free_of,
+        explanation="A stage would run out of disk: the model weights are about 22 GB, motion PAI data 5-10 GB, "
+        "joint PAI data 85-90 GB (alpamayo-recipe.md §1).",
+        action="free disk space or point the spec's paths (and HF_HOME) at a larger filesystem",
+    )
 
 
 def _check_hf_token(todo: Sequence[str], checks: _Checks, env: Mapping[str, str]) -> None:
@@ -706,6 +719,12 @@ def _check_reused_outputs(spec: RunSpec, stages: Sequence[str], todo: Sequence[s
 
 def outputs_present(spec: RunSpec, stage: str) -> bool:
     """Whether a data stage's outputs already verify (cheap filesystem checks only)."""
+    if spec.pipeline == "alpagym":
+        from supervisor.stages.alpagym.convert import verify_alpagym_checkpoint, verify_release
+
+        if stage == "download" and spec.alpagym is not None:
+            return verify_release(spec.alpagym.release_dir).ok
+        return stage == "convert" and verify_alpagym_checkpoint(spec.paths.model_dir).ok
     data = spec.data
     if stage == "convert":
         return verify_converted(spec.paths.model_dir, alpamayo_model=spec.alpamayo_model).ok

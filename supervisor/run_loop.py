@@ -191,6 +191,9 @@ class RunLoop:
     def _judge(self, stage: StageSpec, outcome: Outcome) -> VerifyResult:
         if outcome.error is not None:
             return VerifyResult.failed(outcome.error)
+        if stage.kind == "train" and stage.run_folders is not None:
+            # a program with its own run folder (AlpaGym's host): the stage judges that folder
+            return self._safe_verify(stage)
         if stage.kind == "train":
             # cosmos-rl.md §2.7: the launcher's exit code says nothing; steps and checkpoints do.
             logs_dir = outcome.monitor.logs_dir if outcome.monitor is not None else None
@@ -221,7 +224,8 @@ class RunLoop:
             if outcome.slurm is not None:
                 job = outcome.slurm
                 return f"Slurm job {job['job_id']} ended {job['state']} (exit code {outcome.rc}); {result.reason}"
-            return f"cosmos-rl exited with code {outcome.rc}; {result.reason}"
+            program = outcome.label if stage.run_folders is not None else "cosmos-rl"
+            return f"{program} exited with code {outcome.rc}; {result.reason}"
         if outcome.rc not in (0, None):
             last = last_output_line(text, 240)
             return f"{outcome.label or stage.name} exited with code {outcome.rc}" + (f": {last}" if last else "")

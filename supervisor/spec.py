@@ -40,6 +40,8 @@ DEFAULT_LABELS: dict[str, list[str]] = {
     "joint": ["egomotion", "egomotion.offline", "obstacle.offline"],
 }
 
+CLOSED_LOOP_PIPELINES = ("alpagym", "demo-alpagym")
+OPEN_LOOP_ONLY_PATHS = ("pai_dir", "reasoning_dir", "grader_dir", "output_dir")  # closed loop: unused
 _SECRET_KEY_WORDS = ("token", "api_key", "apikey", "password", "secret")
 MAX_SPEC_BYTES = 1 << 20  # a spec is about 2 KB
 
@@ -144,6 +146,57 @@ class SupervisorSpec(_Section):
     )
 
 
+# docs/reference/alpagym.md §2.2-§2.4: the Hydra keys the alpagym pipeline sets itself, so an override
+# of them would make the supervisor's record of the run wrong (where it runs, which model it trains).
+_OWNED_OVERRIDES = (
+    "run_root", "policy.model.path", "experiment", "deploy", "command", "execution.resolved_config_path",
+)
+
+
+class AlpaGymSpec(_Section):
+    """The closed-loop pipeline (``pipeline = "alpagym"``): NVIDIA AlpaGym's host CLI trains in AlpaSim.
+    ``paths.workspace`` is the AlpaGym checkout, ``paths.model_dir`` the converted AlpaGym checkpoint,
+    ``paths.export_dir`` where inference-format exports go (docs/supervisor.md "The alpagym pipeline")."""
+
+    release_dir: Path = Field(
+        description="the released Alpamayo 1.5 checkpoint (convert's --input); downloaded there from "
+        "nvidia/Alpamayo-1.5-10B when it holds no config.json"
+    )
+    experiment: str = Field("alpamayo_1_5_local_2gpu_smoke", description="experiment=<name> of the host CLI")
+    overrides: list[str] = Field(
+        default_factory=lambda: ["reward=progress_safety"],
+        description="further Hydra overrides of the host CLI, each key=value (e.g. reward=progress_safety)",
+    )
+    deploy: Literal["local", "slurm"] = Field(
+        "local", description='"local" (this node, docker compose) or "slurm" (deploy=slurm: the host submits a job)'
+    )
+
+    @field_validator("release_dir")
+    @classmethod
+    def _a_folder(cls, value: Path) -> Path:
+        checked = must_be_folder(value)
+        assert checked is not None
+        return checked
+
+    @field_validator("experiment")
+    @classmethod
+    def _experiment_name(cls, value: str) -> str:
+        if not value or not all(c.isalnum() or c in "_-./" for c in value):
+            raise ValueError(f"{value!r} is not an experiment name (letters, digits, _ - . /)")
+        return value
+
+    @field_validator("overrides")
+    @classmethod
+    def _hydra_overrides(cls, values: list[str]) -> list[str]:
+        for value in values:
+            key = value.split("=", 1)[0].lstrip("+~")
+            if "=" not in value or not key or any(c.isspace() for c in key) or "\x00" in value:
+                raise ValueError(f"{value!r} is not a Hydra override (key=value)")
+            if key in _OWNED_OVERRIDES:
+                raise ValueError(f"{value!r}: {key} is set by the pipeline from the spec, not by an override")
+        return values
+
+
 class RunSpec(_Section):
     alpamayo_version: AlpamayoVersion = Field("1.5", description='"1" or "1.5"')
     reward_mode: RewardMode = Field("motion", description='"motion" or "joint" (reasoning + motion)')
@@ -156,9 +209,27 @@ class RunSpec(_Section):
     cluster: ClusterSpec | None = Field(
         None, description='Slurm submission of the train stage (compute = "cluster"); docs/slurm.md'
     )
-    pipeline: Literal["alpamayo", "demo"] = Field(
-        "alpamayo", description='the stage list: "demo" = `a1x-tui demo`\'s simulated stages (no GPU, no network)'
+    pipeline: Literal["alpamayo", "alpagym", "demo", "demo-alpagym"] = Field(
+        "alpamayo",
+        description='the stage list: "alpagym" = closed-loop training with AlpaGym ([alpagym]); "demo" and '
+        '"demo-alpagym" = `a1x-tui demo`\'s simulated stages (no GPU, no network)',
     )
+    alpagym: AlpaGymSpec | None = Field(
+        None, description='pipeline = "alpagym": AlpaGym\'s host CLI (docs/supervisor.md)'
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _closed_loop_paths(cls, data: Any) -> Any:
+        # The open-loop data paths mean nothing to AlpaGym (its scenes come from AlpaSim): not asked for.
+        closed = isinstance(data, dict) and data.get("pipeline") in CLOSED_LOOP_PIPELINES
+        if closed and isinstance(data.get("paths"), dict):
+            paths = dict(data["paths"])
+            for key in OPEN_LOOP_ONLY_PATHS:
+                if paths.get(key) in (None, ""):
+                    paths[key] = paths.get("workspace")
+            data = {**data, "paths": paths}
+        return data
 
     @field_validator("alpamayo_version", mode="before")
     @classmethod
@@ -186,6 +257,29 @@ class RunSpec(_Section):
         elif self.supervisor.executor == "slurm":
             raise ValueError('supervisor.executor = "slurm" needs compute = "cluster" and a [cluster] section')
         return self
+
+    @model_validator(mode="after")
+    def _alpagym_section(self) -> RunSpec:
+        if self.pipeline == "alpagym":
+            if self.alpagym is None:
+                raise ValueError(
+                    'pipeline = "alpagym" needs an [alpagym] section (release_dir, experiment, overrides)'
+                )
+            if self.compute != "local":
+                raise ValueError(
+                    'pipeline = "alpagym" submits to Slurm its own way: [alpagym] deploy = "slurm", '
+                    'not compute = "cluster"'
+                )
+            if self.alpamayo_version != "1.5":
+                raise ValueError('pipeline = "alpagym" trains Alpamayo 1.5 only (docs/reference/alpagym.md §2.3)')
+        elif self.alpagym is not None and self.pipeline != "demo-alpagym":
+            raise ValueError('an [alpagym] section needs pipeline = "alpagym"')
+        return self
+
+    @property
+    def closed_loop(self) -> bool:
+        """An AlpaGym run (or the demo of one): its training writes an AlpaGym run folder."""
+        return self.pipeline in CLOSED_LOOP_PIPELINES
 
     @property
     def on_slurm(self) -> bool:
@@ -242,6 +336,7 @@ def _reject_secrets(data: Any, where: str = "") -> None:
 def _resolve_paths(data: dict[str, Any], base: Path) -> None:
     sections: list[tuple[Any, frozenset[str] | None]] = [(data.get("paths"), None)]
     sections.append((data.get("cluster"), _CLUSTER_PATH_KEYS))
+    sections.append((data.get("alpagym"), _ALPAGYM_PATH_KEYS))
     for paths, only in sections:
         if not isinstance(paths, dict):
             continue
@@ -257,6 +352,7 @@ def _resolve_paths(data: dict[str, Any], base: Path) -> None:
 
 # [cluster] keys that are paths (relative to the spec file, like [paths]).
 _CLUSTER_PATH_KEYS = frozenset({"output_root", "repo_root", "dispatch_script"})
+_ALPAGYM_PATH_KEYS = frozenset({"release_dir"})
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -336,6 +432,11 @@ def dump_spec(spec: RunSpec) -> str:
     for key, value in list(data["paths"].items()):
         if value is None:
             data["paths"][key] = ""
+    if data.get("alpagym") is None:
+        data.pop("alpagym", None)
+    else:  # the open-loop data paths are the workspace's stand-ins (see _closed_loop_paths)
+        for key in OPEN_LOOP_ONLY_PATHS:
+            data["paths"].pop(key, None)
     if data.get("cluster") is None:
         data.pop("cluster", None)
     else:  # None = the submitting tool's default: left out (TOML has no null)
@@ -348,6 +449,7 @@ def default_spec_text() -> str:
     data = RunSpec(paths=PathsSpec(**{k: v or None for k, v in default_paths().items()})).model_dump(mode="json")
     data["paths"] = default_paths()
     data.pop("cluster", None)  # written below as a commented example
+    data.pop("alpagym", None)  # pipeline = "alpagym" only: docs/supervisor.md "The alpagym pipeline"
     header = [
         "a1x-tui run spec: the choices a run needs up front. `a1x-tui run --spec FILE` starts a run.",
         "Secrets are never written here: HF_TOKEN comes from the environment or the Hugging Face token",
@@ -383,6 +485,7 @@ _SECTION_MODELS: dict[str, type[BaseModel]] = {
     "paths": PathsSpec,
     "supervisor": SupervisorSpec,
     "cluster": ClusterSpec,
+    "alpagym": AlpaGymSpec,
 }
 
 

@@ -20,12 +20,14 @@ STAGE_NAMES: tuple[str, ...] = (
     "download",
     "curate",
     "grader",
+    "p2p",
     "configure",
     "train",
     "export",
     "verify",
 )
-"""Every stage in pipeline order. ``curate`` is motion-only, ``grader`` joint-only."""
+"""Every stage in pipeline order. ``curate`` is motion-only, ``grader`` joint-only; ``p2p`` (the NCCL
+peer-to-peer check) is the alpagym pipeline's only (docs/supervisor.md "The alpagym pipeline")."""
 
 
 class StageError(Exception):
@@ -154,3 +156,10 @@ class StageSpec:
     skip_if_verified: bool = True
     retry: RetryPolicy | None = None  # e.g. supervisor.hf_errors.HfRetry: Hub 429s retried, gated repos explained
     after_success: Callable[[], None] | None = None
+    # A train stage whose program makes its own run folder (AlpaGym's host CLI): the run folders there,
+    # oldest first. The train monitor follows the first one this attempt makes, and the stage's
+    # ``verify`` judges it (not the Cosmos-RL checkpoint rule of ``supervisor.stages.train``).
+    run_folders: Callable[[], Sequence[Path]] | None = None
+    # Called after every attempt, once its processes are gone (stopped, failed or done): ends what they
+    # leave outside their process tree (AlpaSim's docker containers); the lines go to the stage log.
+    cleanup: Callable[[], Sequence[str]] | None = None

@@ -8,7 +8,9 @@ from __future__ import annotations
 import os
 import shlex
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from supervisor.cosmos_logs import expected_ranks
@@ -66,6 +68,8 @@ class StageRunner:
                 findings=self.ctx.findings,
                 emit=lambda kind, message, **data: self.ctx.events.emit(kind, message, stage=stage.name, **data),
                 slurm=any(cmd.executor == "slurm" for cmd in commands),
+                run_folders=stage.run_folders,
+                diagnosis_for=self._diagnosis_for() if stage.run_folders is not None else None,
             )
             outcome.monitor = monitor
         try:
@@ -79,7 +83,27 @@ class StageRunner:
         finally:
             if monitor is not None:
                 monitor.close()  # stops the live follower: no thread outlives the stage
+            if stage.cleanup is not None:
+                self._cleanup(stage)
         return outcome
+
+    def _cleanup(self, stage: StageSpec) -> None:
+        """What the stage's processes leave outside their tree (AlpaSim's containers), after every attempt."""
+        assert stage.cleanup is not None
+        log = StageLog(self.ctx.rundir.stage_log(stage.name), scrubber=Scrubber.from_environment())
+        try:
+            for line in stage.cleanup():
+                log.note(f"cleanup: {line}")
+        except Exception as exc:  # a cleanup bug must not kill the supervisor
+            log.note(f"cleanup failed: {type(exc).__name__}: {exc}")
+        finally:
+            log.close()
+
+    def _diagnosis_for(self) -> Callable[[Path], DiagnosisFactory] | None:
+        """For a stage with its own run folder: the live diagnostics of that folder (closed-loop)."""
+        if self._diagnose is not True or not self.ctx.spec.supervisor.live_diagnostics:
+            return None  # off, or a factory handed in (tests): that one is used as it is
+        return load_diagnosis
 
     def _diagnosis(self) -> DiagnosisFactory | None:
         if self._diagnose is False or self._diagnose is None or not self.ctx.spec.supervisor.live_diagnostics:

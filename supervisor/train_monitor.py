@@ -29,12 +29,14 @@ retries last, so a ``replica_died`` finding is recorded but does not cancel the 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 from diagnostics.parsing import controller_logs, latest_logs_dir, log_runs, replica_logs, run_name
 from supervisor.cosmos_logs import LogFollower, checkpoint_incomplete_reason, parse_saved, replica_failure_cause
@@ -47,16 +49,22 @@ if TYPE_CHECKING:
 
 EmitFn = Callable[..., Any]
 MAX_ERROR_NOTES = 5  # the follower's own errors recorded as notes, then one line saying more were left out
+# The program's own output saved in its run folder: a local AlpaGym host writes its lines (bring-up, the
+# Hugging Face check) to its terminal only, and the closed-loop reader reads this capture
+# (docs/reference/alpagym.md §3.1; diagnostics/alpagym/layout.py).
+HOST_CAPTURE = "host.log"
+MAX_EARLY_LINES = 20_000  # kept until the run folder is there
 
 
-def load_diagnosis() -> DiagnosisFactory:
+def load_diagnosis(target: Path | None = None) -> DiagnosisFactory:
     """The live diagnostics the train stage follows the run with: ``diagnostics.live``'s engine (the
     same parsers and detectors as ``--check``, fed line by line), without a TOML: the log findings, as
     ``--check <logs>`` gives them. Imported here, not at the top: the daemon loads it only for a train
-    stage with live diagnostics on."""
+    stage with live diagnostics on. ``target``: an AlpaGym run folder, read closed-loop (its AlpaGym and
+    AlpaSim lines, its artifacts, its generated TOML: docs/parsing.md "Closed-loop runs")."""
     from diagnostics.live import engine_diagnosis
 
-    factory, _notes = engine_diagnosis()  # no TOML, so no notes about it
+    factory, _notes = engine_diagnosis(target=target)  # no --config, so no notes about it
     return factory
 
 
@@ -118,9 +126,15 @@ class TrainMonitor:
         clock: Callable[[], float] = time.monotonic,
         slurm: bool = False,
         options: FollowOptions | None = None,
+        run_folders: Callable[[], Sequence[Path]] | None = None,
+        diagnosis_for: Callable[[Path], DiagnosisFactory] | None = None,
     ) -> None:
         """``diagnosis``: a ``diagnostics.live`` ``DiagnosisFactory`` (``load_diagnosis()``), None for
-        no live diagnostics. ``options``: the follower's, ``follow_options(interval_s)`` by default."""
+        no live diagnostics. ``options``: the follower's, ``follow_options(interval_s)`` by default.
+
+        ``run_folders``: the stage's program makes its own run folder (AlpaGym's host, ``StageSpec.run_folders``):
+        the monitor waits for the first one this attempt makes, then reads its ``logs/`` and follows the
+        whole folder (``log_dir`` is unused until then); ``diagnosis_for(folder)`` then gives the diagnosis."""
         self.log_dir = log_dir
         self.slurm = slurm
         self._ranks = ranks
@@ -132,7 +146,14 @@ class TrainMonitor:
         self._emit = emit
         self._clock = clock
         # Runs of earlier attempts, by real path (a cosmos-dispatch <run>/slurm link moves per job).
-        self._known_dirs = {p.resolve() for p in log_runs(log_dir)}
+        self._known_dirs = {p.resolve() for p in log_runs(log_dir)} if run_folders is None else set()
+        self._run_folders = run_folders
+        self._known_folders = {p.resolve() for p in run_folders()} if run_folders is not None else set()
+        self._diagnosis_for = diagnosis_for
+        self.run_folder: Path | None = None  # the program's own run folder, once this attempt made it
+        self._host_lock = threading.Lock()  # on_launcher_line comes from the output thread
+        self._early_lines: list[str] = []
+        self._host_log: IO[str] | None = None
         self.logs_dir: Path | None = None
         self.run_name: str | None = None  # logs_<ts> or part_<N>/run_<M> being read for steps
         self.progress: Progress | None = None
@@ -164,6 +185,14 @@ class TrainMonitor:
             m = self._launcher_failed.search(line)
             if m:
                 self.launcher_failure = line.strip()[:300]
+        if self._run_folders is not None:
+            with self._host_lock:
+                if self._host_log is not None:
+                    with contextlib.suppress(OSError, ValueError):
+                        self._host_log.write(line + "\n")
+                        self._host_log.flush()
+                elif len(self._early_lines) < MAX_EARLY_LINES:
+                    self._early_lines.append(line)
 
     def tick(self, *, running: bool) -> TrainVerdict | None:
         """Called about once a second. Returns a verdict at most once, while the launcher runs."""
@@ -183,6 +212,11 @@ class TrainMonitor:
         if self._closed:
             return
         self._closed = True
+        with self._host_lock:
+            if self._host_log is not None:
+                with contextlib.suppress(OSError):
+                    self._host_log.close()
+                self._host_log = None
         follower, self.follower = self.follower, None
         if follower is None:
             return
@@ -192,7 +226,31 @@ class TrainMonitor:
         self._record(flush=True)  # the last content of the findings still open
 
     # -- logs --------------------------------------------------------------------------------------
+    def _locate(self) -> bool:
+        """Whether the logs can be read: the program's run folder is found (or there is none to find)."""
+        if self._run_folders is None or self.run_folder is not None:
+            return True
+        fresh = [p for p in self._run_folders() if p.resolve() not in self._known_folders]
+        if not fresh:
+            return False
+        self.run_folder = fresh[-1]
+        self.log_dir = self.run_folder / "logs"
+        with self._host_lock:
+            try:
+                self._host_log = open(self.run_folder / HOST_CAPTURE, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+                self._host_log.write("".join(line + "\n" for line in self._early_lines))
+                self._host_log.flush()
+            except OSError as exc:
+                self._emit("note", f"cannot save the program's output in {self.run_folder}: {exc.strerror or exc}")
+            self._early_lines = []
+        if self._diagnosis_for is not None:
+            self._diagnosis = self._diagnosis_for(self.run_folder)
+        self._emit("note", f"run folder: {self.run_folder}", run_folder=str(self.run_folder))
+        return True
+
     def _read_logs(self) -> None:
+        if not self._locate():
+            return
         if self.logs_dir is None or self.slurm:  # a Slurm job makes a new run per start (requeue, autoresume)
             fresh = [p for p in log_runs(self.log_dir) if p.resolve() not in self._known_dirs]
             if not fresh:
@@ -245,9 +303,14 @@ class TrainMonitor:
     # -- live diagnostics ------------------------------------------------------------------------------
     def _start_follower(self) -> None:
         """Start following once this attempt's run is there and is the one the source points at."""
-        if self.follower is not None or self._diagnosis is None or self.logs_dir is None or self._closed:
+        if self.follower is not None or self._diagnosis is None or self._closed:
             return
-        if self.slurm:  # follows latest_run as the job is requeued
+        if self.logs_dir is None and self.run_folder is None:  # a run folder is followed from its start
+            return
+        follow = str(self.log_dir)
+        if self.run_folder is not None:  # the whole run folder, as `a1x-tui watch` reads it
+            follow, run = str(self.run_folder), None
+        elif self.slurm:  # follows latest_run as the job is requeued
             latest = latest_logs_dir(self.log_dir)
             if latest is None or latest.resolve() in self._known_dirs:
                 return  # latest_run still names an earlier start: wait for the job to re-point it
@@ -267,7 +330,7 @@ class TrainMonitor:
             )
 
             follower = RunFollower(
-                str(self.log_dir),
+                follow,
                 run=run,
                 options=self._options or follow_options(self._interval_s),
                 diagnosis=self._diagnosis,
@@ -282,7 +345,7 @@ class TrainMonitor:
             return
         self.follower = follower
         how = f"polling: {follower.why_polling}" if follower.polling else "inotify"
-        self._emit("note", f"live diagnostics follow {self.log_dir} ({how})")
+        self._emit("note", f"live diagnostics follow {follow} ({how})")
 
     def _take_live(self) -> None:
         """The follower's messages since the last tick, in order."""

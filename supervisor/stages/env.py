@@ -24,7 +24,15 @@ def verify_env(venv_dir: Path, *, timeout_s: float = 900.0) -> VerifyResult:
     python = venv_dir / "bin" / "python"
     if not python.exists():
         return VerifyResult.failed(f"no venv at {venv_dir}")
-    code = "; ".join(IMPORT_CONTRACT) + "; print('ok')"
+    failure = run_imports(python, "; ".join(IMPORT_CONTRACT), timeout_s=timeout_s)
+    if failure is not None:
+        return VerifyResult.failed(f"import contract fails: {failure}")
+    return VerifyResult.passed(f"venv {venv_dir} passes the import contract")
+
+
+def run_imports(python: Path, code: str, *, timeout_s: float) -> str | None:
+    """Run ``code`` (imports) in ``python``; None when it works, else the line that says why not."""
+    code += "; print('ok')"
     try:
         done = subprocess.run(
             [str(python), "-c", code],
@@ -35,13 +43,13 @@ def verify_env(venv_dir: Path, *, timeout_s: float = 900.0) -> VerifyResult:
             start_new_session=True,
         )
     except subprocess.TimeoutExpired:
-        return VerifyResult.failed(f"the import contract did not finish within {timeout_s:.0f}s")
+        return f"the imports did not finish within {timeout_s:.0f}s"
     except OSError as exc:
-        return VerifyResult.failed(f"cannot run {python}: {exc.strerror or exc}")
+        return f"cannot run {python}: {exc.strerror or exc}"
     if done.returncode != 0 or "ok" not in done.stdout:
         lines = [ln for ln in (done.stderr or done.stdout).splitlines() if ln.strip()]
-        return VerifyResult.failed(f"import contract fails: {lines[-1][:200] if lines else f'rc {done.returncode}'}")
-    return VerifyResult.passed(f"venv {venv_dir} passes the import contract")
+        return lines[-1][:200] if lines else f"rc {done.returncode}"
+    return None
 
 
 def stage(ctx: StageContext) -> StageSpec:

@@ -1,0 +1,37 @@
+"""The alpagym pipeline: closed-loop training with NVIDIA AlpaGym, one module per stage
+(docs/supervisor.md "The alpagym pipeline"; the facts and their upstream lines: docs/reference/alpagym.md).
+
+``env`` (``uv sync --all-packages``), ``download`` (the release checkpoint), ``convert`` (to AlpaGym's
+format), ``p2p`` (the NCCL peer-to-peer check, local runs), ``train`` (``python -m alpagym_host.cli``,
+followed in the AlpaGym run folder it makes; Stop also removes AlpaSim's containers), ``export`` (to
+the inference format) and ``verify``. ``preflight`` checks the machine before any of them.
+"""
+
+from __future__ import annotations
+
+from supervisor.spec import RunSpec
+from supervisor.stage import StageSpec
+from supervisor.stages._context import StageContext
+
+
+def stage_names(spec: RunSpec) -> list[str]:
+    """The stages in order; ``p2p`` only where the GPUs are this node's (deploy = "local")."""
+    names = ["env", "download", "convert", "p2p", "train", "export", "verify"]
+    if spec.alpagym is not None and spec.alpagym.deploy == "slurm":
+        names.remove("p2p")
+    return names
+
+
+def build(ctx: StageContext) -> list[StageSpec]:
+    from supervisor.stages.alpagym import convert, env, export, p2p, train
+
+    makers = {
+        "env": env.stage,
+        "download": convert.download_stage,
+        "convert": convert.stage,
+        "p2p": p2p.stage,
+        "train": train.stage,
+        "export": export.stage,
+        "verify": export.verify_stage,
+    }
+    return [makers[name](ctx) for name in stage_names(ctx.spec)]
