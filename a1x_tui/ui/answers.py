@@ -8,6 +8,7 @@ parses it with ``supervisor.spec.parse_spec``, so the wizard refuses exactly wha
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,8 +19,14 @@ CLUSTER_FIELDS: tuple[tuple[str, str], ...] = (
     ("nodes", "nodes"),
     ("time", "wall time"),
 )
+# pipeline = "alpagym" (closed loop): its [alpagym] answers (docs/supervisor.md "The alpagym pipeline").
+ALPAGYM_FIELDS: tuple[tuple[str, str], ...] = (
+    ("release_dir", "AlpaGym: release ckpt"),
+    ("experiment", "AlpaGym: experiment"),
+    ("overrides", "AlpaGym: Hydra overrides"),
+)
 PATH_FIELDS: tuple[tuple[str, str], ...] = (
-    ("workspace", "alpamayo-recipes checkout"),
+    ("workspace", "recipes / AlpaGym checkout"),
     ("model_dir", "converted model"),
     ("pai_dir", "PAI data (motion)"),
     ("reasoning_dir", "PAI reasoning (joint)"),
@@ -53,6 +60,9 @@ class AnswerError(ValueError):
 # The spec's keys (``loc`` of its errors) -> the wizard's widgets.
 _SPEC_FIELDS = {
     "alpamayo_version": "version",
+    "pipeline": "pipeline",
+    "alpagym.deploy": "deploy",
+    **{f"alpagym.{name}": f"alpagym-{name}" for name, _ in ALPAGYM_FIELDS},
     "reward_mode": "reward",
     "compute": "compute",
     "data.chunk_ids": "chunks",
@@ -67,8 +77,9 @@ _SPEC_FIELDS = {
     **{f"cluster.{name}": f"cluster-{name}" for name, _ in CLUSTER_FIELDS},
 }
 _FORM_ORDER = [
-    "version", "reward", "chunks", "clips", "wandb", "wandb-project", "wandb-experiment", "compute", "policy",
-    "rollout", *(f"cluster-{name}" for name, _ in CLUSTER_FIELDS), *(f"path-{name}" for name, _ in PATH_FIELDS),
+    "pipeline", *(f"alpagym-{name}" for name, _ in ALPAGYM_FIELDS), "deploy", "version", "reward", "chunks", "clips",
+    "wandb", "wandb-project", "wandb-experiment", "compute", "policy", "rollout",
+    *(f"cluster-{name}" for name, _ in CLUSTER_FIELDS), *(f"path-{name}" for name, _ in PATH_FIELDS),
 ]
 
 
@@ -92,13 +103,18 @@ class Answers:
     rollout_replicas: str = "1"
     paths: dict[str, str] = field(default_factory=dict)
     cluster: dict[str, str] = field(default_factory=dict)  # compute = "cluster": Slurm partition, account...
+    pipeline: str = "alpamayo"  # "alpagym": closed loop with AlpaGym, the answers below
+    alpagym: dict[str, str] = field(default_factory=dict)  # release_dir, experiment, overrides (as typed)
+    deploy: str = "local"  # alpagym: "local" or "slurm"
 
 
 def default_answers(home: str = "~") -> Answers:
     from supervisor.spec import default_paths
 
     defaults = default_paths(home)
-    return Answers(paths={name: defaults[name] for name, _ in PATH_FIELDS})
+    alpagym = {"release_dir": f"{home}/alpagym/tmp/checkpoints/Alpamayo-1.5-10B",
+               "experiment": "alpamayo_1_5_local_2gpu_smoke", "overrides": "reward=progress_safety"}
+    return Answers(paths={name: defaults[name] for name, _ in PATH_FIELDS}, alpagym=alpagym)
 
 
 def _int(text: str, what: str, field: str, problems: list[Problem]) -> int:
@@ -147,7 +163,20 @@ def spec_from_answers(answers: Answers) -> object:
         "replicas": replicas,
         "paths": paths,
     }
-    if answers.compute == "cluster":  # docs/slurm.md: the train stage becomes a Slurm job
+    if answers.pipeline == "alpagym":  # closed loop: AlpaGym's host CLI (docs/supervisor.md)
+        data["pipeline"] = "alpagym"
+        try:
+            overrides = shlex.split(answers.alpagym.get("overrides", ""))
+        except ValueError as exc:
+            problems.append(Problem("alpagym-overrides", f"Hydra overrides: {exc}"))
+            overrides = []
+        data["alpagym"] = {
+            "release_dir": answers.alpagym.get("release_dir", "").strip(),
+            "experiment": answers.alpagym.get("experiment", "").strip(),
+            "overrides": overrides,
+            "deploy": answers.deploy,
+        }
+    elif answers.compute == "cluster":  # docs/slurm.md: the train stage becomes a Slurm job
         cluster: dict[str, object] = {k: v.strip() for k, v in answers.cluster.items() if v.strip()}
         if "nodes" in cluster:
             cluster["nodes"] = _int(str(cluster["nodes"]), "nodes", "cluster-nodes", problems)

@@ -135,3 +135,34 @@ async def test_choices_preflight_one_confirmation_then_the_dashboard(
     for file in run_dir.rglob("*"):
         if file.is_file():
             assert SECRET not in file.read_text(encoding="utf-8", errors="replace")
+
+
+@run_async
+async def test_the_closed_loop_choice_makes_an_alpagym_spec_and_its_preflight(tmp_path: Path) -> None:
+    app = A1xApp(roots=[tmp_path / "workspace" / "runs"], live=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.push_screen(WizardScreen(environ={"PATH": "/nonexistent"}))
+        await pilot.pause()
+        wizard = app.screen
+        assert isinstance(wizard, WizardScreen)
+        fill(wizard, tmp_path)
+        wizard.query_one("#pipeline-alpagym").value = True
+        wizard.query_one("#alpagym-release_dir", Input).value = str(tmp_path / "release")
+        wizard.query_one("#alpagym-overrides", Input).value = "reward=progress_safety run_root=/elsewhere"
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        error = str(wizard.query_one("#error-alpagym-overrides", Static).render())
+        assert "run_root is set by the pipeline" in error  # the spec's own one line, beside the answer
+        assert not isinstance(app.screen, PreflightScreen)
+
+        wizard.query_one("#alpagym-overrides", Input).value = "reward=progress_safety cosmos.train.max_num_steps=3"
+        await pilot.press("ctrl+n")
+        await until(pilot, lambda: isinstance(app.screen, PreflightScreen) and app.screen.report is not None)
+        preflight = app.screen
+        assert isinstance(preflight, PreflightScreen)
+        spec = preflight.spec
+        assert spec.pipeline == "alpagym" and spec.alpagym is not None
+        assert spec.alpagym.overrides == ["reward=progress_safety", "cosmos.train.max_num_steps=3"]
+        assert "closed loop with AlpaGym" in str(preflight.query_one("#summary", Static).render())
+        report = str(preflight.query_one("#report", Static).render())
+        assert "alpagym stages" in report and "alpagym_checkout_missing" in report

@@ -1,6 +1,7 @@
 """The set-up wizard: every up-front choice once, then the preflight report and one confirmation.
 
-One form (it scrolls at 80×24): Alpamayo version, reward mode, PAI chunks and clips, W&B (project,
+One form (it scrolls at 80×24): open or closed loop (AlpaGym: the release checkpoint, experiment,
+Hydra overrides, local or deploy=slurm), Alpamayo version, reward mode, PAI chunks and clips, W&B (project,
 experiment; the key from the environment, or typed masked — it is passed to the supervisor in its
 environment only, never written), compute shape and replicas, and the paths with the free space
 beside each. "Check" builds the run spec (``supervisor.spec`` validates it) and shows preflight;
@@ -25,6 +26,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Footer, Input, Label, RadioButton, RadioSet, Static
 
 from a1x_tui.ui.answers import (
+    ALPAGYM_FIELDS,
     CLUSTER_FIELDS,
     PATH_FIELDS,
     AnswerError,
@@ -102,6 +104,13 @@ class WizardScreen(Screen[None]):
                 yield Static("", id=f"error-{field}", classes="field-error")
 
         with VerticalScroll(id="form"):
+            yield Label("Training", classes="section")
+            loops = [("alpamayo", "open loop (alpamayo-recipes)"), ("alpagym", "closed loop (AlpaGym + AlpaSim)")]
+            yield _radio("pipeline", loops, a.pipeline)
+            for name, label in ALPAGYM_FIELDS:
+                widget = Input(a.alpagym.get(name, ""), id=f"alpagym-{name}")
+                yield from row(f"alpagym-{name}", label, widget, classes="alpagym")
+            yield _radio("deploy", [("local", "this node (docker compose)"), ("slurm", "deploy=slurm")], a.deploy)
             yield Label("Alpamayo version", classes="section")
             yield _radio("version", [("1.5", "Alpamayo 1.5"), ("1", "Alpamayo 1 (R1)")], a.alpamayo_version)
             yield Label("Reward", classes="section")
@@ -175,6 +184,9 @@ class WizardScreen(Screen[None]):
             rollout_replicas=value("rollout"),
             paths={name: value(f"path-{name}") for name, _ in PATH_FIELDS},
             cluster={name: value(f"cluster-{name}") for name, _ in CLUSTER_FIELDS},
+            pipeline=self._choice("pipeline"),
+            alpagym={name: value(f"alpagym-{name}") for name, _ in ALPAGYM_FIELDS},
+            deploy=self._choice("deploy"),
         )
 
     def typed_key(self) -> str | None:
@@ -261,11 +273,15 @@ class PreflightScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         s = self.spec
+        what = (
+            f"closed loop with AlpaGym: experiment {s.alpagym.experiment}, deploy={s.alpagym.deploy}, "
+            if s.alpagym is not None
+            else f"Alpamayo {s.alpamayo_version}, {s.reward_mode} reward, {s.compute} compute, "
+            f"{s.replicas.policy} policy + {s.replicas.rollout} rollout replica(s), "
+        )
         summary = Text.assemble(
             ("New run: ", "bold"),
-            f"Alpamayo {s.alpamayo_version}, {s.reward_mode} reward, {s.compute} compute, "
-            f"{s.replicas.policy} policy + {s.replicas.rollout} rollout replica(s), "
-            f"W&B {'on: ' + s.wandb.project if s.wandb.enabled else 'off'}\n",
+            what + f"W&B {'on: ' + s.wandb.project if s.wandb.enabled else 'off'}\n",
             ("runs go under ", "dim"),
             str(s.paths.workspace / "runs"),
         )
