@@ -29,7 +29,7 @@ def new_run_dir(spec: RunSpec, root: Path | None = None) -> Path:
     """A fresh run directory under ``<workspace>/runs`` (or ``root``), mode 0700."""
     base = root if root is not None else spec.paths.workspace / "runs"
     base.mkdir(parents=True, exist_ok=True)
-    stem = time.strftime("%Y%m%d-%H%M%S") + f"-{spec.reward_mode}"
+    stem = time.strftime("%Y%m%d-%H%M%S") + ("-closed-loop" if spec.closed_loop else f"-{spec.reward_mode}")
     candidate, n = base / stem, 2
     while True:
         try:

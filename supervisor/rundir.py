@@ -13,6 +13,7 @@
     <run>/stages/<stage>.log  each stage's output, one timestamped line per line
     <run>/config/             the training TOML, the entry-script copy, configure.json
     <run>/logs/               cosmos-rl --log-dir (unless the spec names another)
+    <run>/alpagym/            pipeline = "alpagym": the AlpaGym host's run_root, one run folder per attempt
     <run>/slurm/              compute = "cluster": the Slurm job's layout (part_<N>/run_<M>/, latest_run);
                               a link to dispatch_job.py's run directory for method = "cosmos-dispatch"
     <run>/supervisor/         pids.json ({"pid": "label"} for the GPU agent), gpu-agent.log
@@ -108,10 +109,17 @@ class RunDir:
         return self.config_dir / "configure.json"
 
     def log_dir(self, spec: RunSpec) -> Path:
-        """Where the training logs are: the Slurm layout for cluster runs, else cosmos-rl's --log-dir."""
+        """Where the training logs are: the Slurm layout for cluster runs, the AlpaGym run folders of a
+        closed-loop run, else cosmos-rl's --log-dir."""
         if spec.on_slurm:
             return self.slurm_dir
+        if spec.closed_loop:  # the AlpaGym run folders: the closed-loop reader picks the newest
+            return self.closed_loop_dir
         return spec.paths.log_dir if spec.paths.log_dir is not None else self.run_dir / "logs"
+
+    @property
+    def closed_loop_dir(self) -> Path:
+        return self.run_dir / "alpagym"
 
     @property
     def slurm_dir(self) -> Path:

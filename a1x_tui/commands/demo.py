@@ -7,6 +7,10 @@ pending rollouts growing, a vLLM out-of-memory in the rollout replica, a stretch
 reward std. The real detectors raise ``rollout_buffer_growth``, ``vllm_oom`` and
 ``grpo_collapse``; apply their fixes and restart training from the dashboard to see them go.
 
+``--closed-loop`` plays a closed-loop run instead (the AlpaGym pipeline's train, export and verify with
+a simulated AlpaGym host: AlpaSim's and AlpaGym's lines, episode artifacts, about 50 s): a scene that
+fails and is retried raises ``episode_failures``, collisions rising with the reward ``reward_hacking``.
+
 ``--headless`` runs the same without the UI: the supervisor's events on stderr, then the final
 ``a1x-tui --check`` report on stdout, and its exit code (0 ok, 1 warning, 2 critical, 3 unknown).
 """
@@ -34,11 +38,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dir", type=Path, metavar="DIR", help="demo workspace (default: ~/.cache/a1x-tui/demo); runs go in DIR/runs"
     )
     parser.add_argument(
+        "--closed-loop", action="store_true", help="a closed-loop run (AlpaGym + AlpaSim, simulated) instead"
+    )
+    parser.add_argument(
         "--speed", type=_speed, default=1.0, metavar="X", help="play the training scenario X times faster (default 1)"
     )
 
 
-def _start(root: Path, speed: float) -> tuple[Path, str | None]:
+def _start(root: Path, speed: float, closed_loop: bool = False) -> tuple[Path, str | None]:
     from a1x_tui.demo.pipeline import register as register_demo
     from a1x_tui.demo.setup import DemoOptions, prepare_demo_run
     from supervisor.daemon import Plan
@@ -46,7 +53,7 @@ def _start(root: Path, speed: float) -> tuple[Path, str | None]:
     from supervisor.rundir import RunDir
 
     register_demo()  # the daemon forked below builds the demo's stages
-    run_dir = prepare_demo_run(DemoOptions(root=root, speed=speed))
+    run_dir = prepare_demo_run(DemoOptions(root=root, speed=speed, closed_loop=closed_loop))
     pid = start_daemon(run_dir, Plan())
     return run_dir, wait_until_ready(RunDir(run_dir), pid)
 
@@ -74,7 +81,8 @@ def _headless(run_dir: Path) -> int:
     if status is not None and status != "succeeded":  # stopped, failed: the report below is of what ran
         say(f"a1x-tui demo: the run {status}; the report is of its logs as they ended")
     config = rundir.train_toml if rundir.train_toml.is_file() else None
-    report = check(run_dir / "logs", config_path=config)
+    closed = rundir.closed_loop_dir.is_dir()  # the closed-loop demo: its AlpaGym run, generated TOML and all
+    report = check(rundir.closed_loop_dir if closed else run_dir / "logs", config_path=config)
     text = render(report, "text")
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return report.exit_code
@@ -85,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
 
     root = args.dir if args.dir is not None else default_root()
     try:
-        run_dir, error = _start(root, args.speed)
+        run_dir, error = _start(root, args.speed, args.closed_loop)
     except OSError as exc:
         print(f"a1x-tui demo: cannot prepare {root}: {exc.strerror or exc}", file=sys.stderr)
         return 2

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
@@ -206,7 +207,104 @@ def build_stages(spec: RunSpec, rundir: RunDir, outputs: MutableMapping[str, str
 
 PIPELINE = Pipeline("demo", stage_names, build_stages)
 
+# The closed-loop demo (``a1x-tui demo --closed-loop``): the alpagym pipeline's train, export and verify,
+# judged by the real stages' checks (supervisor.stages.alpagym), with the demo's AlpaGym host.
+CLOSED_LOOP_STAGES: tuple[str, ...] = ("convert", "train", "export", "verify")
+
+
+def closed_loop_stage_names(spec: RunSpec) -> list[str]:
+    return list(CLOSED_LOOP_STAGES)
+
+
+def build_closed_loop_stages(spec: RunSpec, rundir: RunDir, outputs: MutableMapping[str, str]) -> list[StageSpec]:
+    from supervisor.stages.alpagym._common import latest_run, run_folders, runs_root
+    from supervisor.stages.alpagym.convert import verify_alpagym_checkpoint
+    from supervisor.stages.alpagym.export import PROVENANCE, verify_inference_export
+    from supervisor.stages.alpagym.train import verify_alpagym_trained
+
+    paths, env = spec.paths, {"PYTHONPATH": str(_REPO_ROOT)}
+
+    def speed() -> str:
+        return repr(float(demo_options(rundir).get("speed", 1.0)))
+
+    def program(*args: str, label: str) -> Command:
+        argv = (sys.executable, "-m", "a1x_tui.demo.programs.closed_loop", *args)
+        return Command(argv=argv, cwd=rundir.run_dir, env=env, label=label)
+
+    def verify_train() -> VerifyResult:
+        result = verify_alpagym_trained(latest_run(rundir), runs_root(rundir))
+        if result.ok:
+            outputs["checkpoint"] = str(result.data["checkpoint"])
+        return result
+
+    def prepare_export() -> list[Command]:
+        trained = verify_train()
+        if not trained.ok:
+            raise StageError(f"nothing to export: {trained.reason}")
+        out = paths.export_dir / f"step_{trained.data['total']}-{time.strftime('%Y%m%d-%H%M%S')}"
+        outputs["export_dir"] = str(out)
+        return [program("--export", str(out), label="simulated convert_alpagym_checkpoint_to_inference.py")]
+
+    def verify_export() -> VerifyResult:
+        folder = outputs.get("export_dir")
+        if not folder:
+            return VerifyResult.failed("nothing exported yet")
+        return verify_inference_export(Path(folder), source=None, provenance=False)
+
+    def record_export() -> None:
+        record = {"source": outputs.get("checkpoint"), "run_dir": str(rundir.run_dir)}
+        (Path(outputs["export_dir"]) / PROVENANCE).write_text(json.dumps(record) + "\n", encoding="utf-8")
+
+    def verify_final() -> VerifyResult:
+        folder, source = outputs.get("export_dir"), outputs.get("checkpoint")
+        if not folder:
+            return VerifyResult.failed("nothing exported")
+        return verify_inference_export(Path(folder), source=Path(source) if source else None)
+
+    return [
+        StageSpec(
+            name="convert",
+            title="convert to the AlpaGym checkpoint (simulated)",
+            prepare=lambda: [program("--convert", str(paths.model_dir), label="simulated conversion")],
+            verify=lambda: verify_alpagym_checkpoint(paths.model_dir),
+            progress=LastLine,
+        ),
+        StageSpec(
+            name="train",
+            title="closed-loop GRPO training (simulated AlpaGym host)",
+            prepare=lambda: [
+                program("--run-root", str(runs_root(rundir)), "--model", str(paths.model_dir), "--speed", speed(),
+                        label="simulated python -m alpagym_host.cli")
+            ],
+            verify=verify_train,
+            progress=TrainSteps,
+            kind="train",
+            run_folders=lambda: run_folders(rundir),
+        ),
+        StageSpec(
+            name="export",
+            title="export the final step to the inference format (simulated)",
+            prepare=prepare_export,
+            verify=verify_export,
+            progress=LastLine,
+            after_success=record_export,
+        ),
+        StageSpec(
+            name="verify",
+            title="check the inference-format export",
+            prepare=lambda: [],
+            verify=verify_final,
+            kind="check",
+            skip_if_verified=False,
+        ),
+    ]
+
+
+CLOSED_LOOP_PIPELINE = Pipeline("demo-alpagym", closed_loop_stage_names, build_closed_loop_stages)
+
 
 def register() -> None:
-    """Specs with ``pipeline = "demo"`` get these stages in this process (and in a daemon it forks)."""
+    """Specs with ``pipeline = "demo"`` or ``"demo-alpagym"`` get these stages in this process (and in a
+    daemon it forks)."""
     register_pipeline(PIPELINE)
+    register_pipeline(CLOSED_LOOP_PIPELINE)

@@ -27,23 +27,25 @@ def default_root() -> Path:
 class DemoOptions:
     root: Path
     speed: float = 1.0  # 2.0 plays the training scenario twice as fast
+    closed_loop: bool = False  # the AlpaGym scenario (pipeline "demo-alpagym") instead of the open-loop one
 
 
-def demo_spec(root: Path) -> RunSpec:
-    """The run spec of a demo: the ``demo`` stage list, every path under ``root``, quick supervision."""
+def demo_spec(root: Path, *, closed_loop: bool = False) -> RunSpec:
+    """The run spec of a demo: the ``demo`` (or ``demo-alpagym``) stage list, every path under ``root``,
+    quick supervision."""
     return RunSpec(
-        pipeline="demo",
+        pipeline="demo-alpagym" if closed_loop else "demo",
         alpamayo_version="1.5",
         reward_mode="motion",
         compute="local",
         paths=PathsSpec(
             workspace=root,
-            model_dir=root / "alpamayo_model_converted_from_hf",
+            model_dir=root / ("alpamayo-1.5-10B_alpagym_ckpt" if closed_loop else "alpamayo_model_converted_from_hf"),
             pai_dir=root / "PAI_mini",
             reasoning_dir=root / "PAI_Reasoning_mini",
             grader_dir=root / "lingo_judge_model",
             output_dir=root / "alpamayo_cosmos_rl_job" / "outputs",
-            export_dir=root / "alpamayo_cosmos_rl_job" / "exported_model",
+            export_dir=root / ("alpagym_exports" if closed_loop else "alpamayo_cosmos_rl_job/exported_model"),
         ),
         supervisor=SupervisorSpec(stop_grace_s=5.0, diagnostics_interval_s=2.0, shutdown_grace_s=20.0),
     )
@@ -55,7 +57,7 @@ def prepare_demo_run(options: DemoOptions) -> Path:
 
     root = options.root.expanduser().resolve()
     root.mkdir(parents=True, exist_ok=True)
-    spec = demo_spec(root)
+    spec = demo_spec(root, closed_loop=options.closed_loop)
     run_dir = new_run_dir(spec)
     layout = prepare_run_dir(spec, run_dir)
     layout.log_dir(spec).mkdir(exist_ok=True)  # so the run folder is followable from the first stage on

@@ -63,7 +63,9 @@ def resolve_target(path: Path, config: Path | None = None) -> RunTarget:
         note = f"run.toml not read ({exc}); following the run folder"
     else:
         log_dir = layout.log_dir(spec)
-        if log_dir.resolve() != (run_dir / "logs").resolve():
+        if spec.closed_loop:  # the newest AlpaGym run folder there, read closed-loop
+            follow, note = log_dir, f"AlpaGym run folders are in {log_dir}; stage logs are not shown"
+        elif log_dir.resolve() != (run_dir / "logs").resolve():
             follow, note = log_dir, f"Cosmos-RL logs are in {log_dir}; stage logs are not shown"
     toml = config.expanduser().resolve() if config else layout.train_toml
     return RunTarget(follow, run_dir, toml, note)

@@ -166,6 +166,8 @@ def discover(path: Path, run: str | None = None) -> RunLayout:
         raise LayoutError(f"{path}: not readable (permission denied)")
 
     closed = _closed_loop(path, run)  # hook: an AlpaGym run folder (diagnostics/alpagym/layout.py)
+    if closed is None and (path / "run.toml").is_file() and (path / "alpagym").is_dir():
+        closed = _closed_loop(path / "alpagym", run)  # a closed-loop run of our supervisor: its AlpaGym runs
     if closed is not None:
         return closed
     if (path / "run.toml").is_file() and ((path / "logs").is_dir() or (path / "slurm").exists()):

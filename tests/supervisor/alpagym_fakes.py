@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 import uuid
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(os.environ["A1X_FAKE_DIR"])
@@ -105,7 +105,7 @@ def _host(argv: list[str]) -> int:
     mode = modes().get("host", "ok")
     fixture = {"ok": "healthy", "hang": "config_only", "bringup_failed": "bringup_failed"}.get(mode, "healthy")
     source = next((FIXTURES / fixture).iterdir())
-    run = Path(overrides["run_root"]) / f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex}"
+    run = Path(overrides["run_root"]) / f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex}"
     shutil.copytree(source, run, ignore=shutil.ignore_patterns("host.log"))
     (run / "alpasim" / "wizard_0").mkdir(parents=True, exist_ok=True)
     host_log = source / "host.log"

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ui_helpers import COLLAPSE_RUN, FIXED_NOW, dashboard_messages, fixture_messages, run_async
+from ui_helpers import COLLAPSE_RUN, FIXED_NOW, REPO, dashboard_messages, fixture_messages, run_async
 
 from a1x_tui.ui import A1xApp, resolve_target
 from a1x_tui.ui.screens.confirm import ConfirmScreen
@@ -158,3 +158,26 @@ async def test_a_finding_raised_later_is_announced(run_dir: Path) -> None:
         titles = [n.title for n in app._notifications]
         assert any("grpo_collapse" in (t or "") for t in titles)
         assert screen.query_one("#tabs").get_tab("findings").label.plain.startswith("4 Findings (")  # type: ignore[attr-defined]
+
+
+@run_async
+async def test_attached_to_an_alpagym_run_folder_its_closed_loop_findings_and_plots_show() -> None:
+    """issue 19 point 1: `a1x-tui attach <AlpaGym run>` reads it closed-loop (a fixture built from the
+    upstream message strings: tests/fixtures/alpagym/README.md)."""
+    run = next((REPO / "tests" / "fixtures" / "alpagym" / "reward_hacking").iterdir())
+    from diagnostics.engine import unknown_reason
+
+    target = resolve_target(run)
+    assert not target.controllable and unknown_reason(target.follow) is None  # attach would not refuse it
+    app = A1xApp(target=target)  # live: the real follower and the closed-loop diagnostics
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, DashboardScreen)
+        for _ in range(100):
+            await pilot.pause(0.1)
+            found = {f.id for f in screen.findings_open.values()}
+            if "reward_hacking" in found and screen.series.get("cl_collision_rate"):
+                break
+        assert "reward_hacking" in {f.id for f in screen.findings_open.values()}
+        assert screen.series.get("cl_collision_rate")  # the closed-loop plot, beside the open-loop ones
+        assert any("rollout_0" in f.label for f in screen.store.files.values())

@@ -176,3 +176,25 @@ def test_a_stopped_demo_is_reported_as_stopped_not_ok(tmp_path: Path) -> None:
     assert report.outcome is not None and report.outcome.state.value == "terminated"
     assert report.outcome.summary.startswith("stopped from outside at step")
     assert report.exit_code == 2 and report.status.value != "ok"
+
+
+def test_the_closed_loop_demo_runs_the_alpagym_stages_and_its_two_findings_are_raised(tmp_path: Path) -> None:
+    """`a1x-tui demo --closed-loop`: the supervisor follows the simulated AlpaGym run folder with the
+    closed-loop reader; the retried scene and the collisions rising with the reward are what it reports."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "a1x_tui", "demo", "--closed-loop", "--headless", "--speed", "10", "--dir",
+         str(tmp_path)],
+        capture_output=True, text=True, timeout=180, cwd=REPO, env=env, check=False,
+    )
+    assert done.returncode == 1, done.stderr  # warnings: a closed-loop run that completed
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    state = json.loads((run_dir / "state.json").read_text())
+    assert [(s["name"], s["status"]) for s in state["stages"]] == [
+        ("convert", "succeeded"), ("train", "succeeded"), ("export", "succeeded"), ("verify", "succeeded")]
+    events = _json_lines((run_dir / "events.jsonl").read_text())
+    raised = sorted(e["data"]["finding_id"] for e in events if e["kind"] == "finding_raised")
+    assert raised == ["episode_failures", "reward_hacking"]
+    assert done.stdout.startswith("A1X-TUI WARNING - completed: episode_failures, reward_hacking (step 10/10)")
+    (alpagym_run,) = (run_dir / "alpagym").iterdir()
+    assert "Cosmos launcher completed" in (alpagym_run / "host.log").read_text()

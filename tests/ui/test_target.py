@@ -28,3 +28,31 @@ def test_bad_paths_are_one_line(tmp_path: Path) -> None:
         resolve_target(tmp_path / "missing")
     with pytest.raises(TargetError, match="--config is not a file"):
         resolve_target(COLLAPSE_RUN, tmp_path / "missing.toml")
+
+
+def test_a_closed_loop_run_of_ours_follows_its_alpagym_run_folders(tmp_path: Path) -> None:
+    """issue 19: a supervised alpagym run keeps the host's run folders under <run>/alpagym; attach follows
+    them (the newest, read closed-loop) and stays controllable; --check of the run dir reads the same."""
+    import shutil
+
+    from diagnostics.engine import check
+    from supervisor.launch import prepare_run_dir
+    from supervisor.spec import parse_spec
+
+    spec = parse_spec(f"""pipeline = "alpagym"
+[paths]
+workspace = "{tmp_path / 'ws'}"
+model_dir = "{tmp_path / 'ckpt'}"
+export_dir = "{tmp_path / 'export'}"
+[alpagym]
+release_dir = "{tmp_path / 'release'}"
+""", base=tmp_path)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    prepare_run_dir(spec, run_dir)
+    fixture = next((Path(__file__).resolve().parents[1] / "fixtures" / "alpagym" / "reward_hacking").iterdir())
+    shutil.copytree(fixture, run_dir / "alpagym" / fixture.name)
+    target = resolve_target(run_dir)
+    assert target.controllable and target.follow == run_dir / "alpagym"
+    report = check(run_dir)
+    assert "reward_hacking" in {f.id for f in report.findings}

@@ -11,7 +11,6 @@ from supervisor.spec import AlpaGymSpec, RunSpec
 from supervisor.stage import Command, StageError
 from supervisor.stages._context import StageContext
 
-RUNS_FOLDER = "alpagym"  # <run>/alpagym: the host CLI's run_root, so each of its run folders is this run's
 ALPAMAYO_1_5 = "nvidia/Alpamayo-1.5-10B"  # the only model AlpaGym trains (docs/reference/alpagym.md §2.3)
 LOCAL_BIN = str(Path("~/.local/bin").expanduser())  # where uv's installer puts uv
 
@@ -23,7 +22,8 @@ def settings(spec: RunSpec) -> AlpaGymSpec:
 
 
 def runs_root(rundir: RunDir) -> Path:
-    return rundir.run_dir / RUNS_FOLDER
+    """``<run>/alpagym``: the host CLI's ``run_root``, so each run folder there is one of this run's attempts."""
+    return rundir.closed_loop_dir
 
 
 def run_folders(rundir: RunDir) -> list[Path]:
