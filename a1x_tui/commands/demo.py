@@ -8,7 +8,7 @@ reward std. The real detectors raise ``rollout_buffer_growth``, ``vllm_oom`` and
 ``grpo_collapse``; apply their fixes and restart training from the dashboard to see them go.
 
 ``--closed-loop`` plays a closed-loop run instead (the AlpaGym pipeline's train, export and verify with
-a simulated AlpaGym host: AlpaSim's and AlpaGym's lines, episode artifacts, about 50 s): a scene that
+a simulated AlpaGym host: AlpaSim's and AlpaGym's lines, episode artifacts, about 45 s): a scene that
 fails and is retried raises ``episode_failures``, collisions rising with the reward ``reward_hacking``.
 
 ``--headless`` runs the same without the UI: the supervisor's events on stderr, then the final

@@ -228,3 +228,32 @@ def test_preflight_and_check_load_huggingface_hub_only_when_asking() -> None:
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60, check=False)
     assert p.returncode == 0, p.stderr
+
+
+NUREC = "nvidia/PhysicalAI-Autonomous-Vehicles-NuRec"
+
+
+def test_alpagym_preflight_asks_the_hub_about_the_gated_nurec_scenes(world: World, hub: Hub) -> None:
+    """pipeline = "alpagym": the scenes AlpaSim downloads are gated; a token without access is
+    nurec_access_denied before anything runs (the host would refuse it first, docs/reference/alpagym.md §1.3)."""
+    text = f"""pipeline = "alpagym"
+[paths]
+workspace = "{world.ws}"
+model_dir = "{world.root / 'ckpt'}"
+export_dir = "{world.root / 'export'}"
+[alpagym]
+release_dir = "{world.root / 'release'}"
+"""
+    spec = parse_spec(text, base=world.root)
+    hub.answer(WHOAMI, body={"name": "ana", "type": "user"})
+    hub.answer(check_path(NUREC, "datasets"), 403, X_Error_Code="GatedRepo")
+    hub.answer(check_path(ALPAMAYO))
+    environ = {"HF_TOKEN": TOKEN, "HF_HOME": str(world.root / "hfhome"), "HF_ENDPOINT": hub.endpoint}
+    report = preflight(spec, stages=["download", "train"], target="run.toml", environ=environ,
+                       gpu_probe=lambda: "none", disk_free=lambda _p: 10**15, which=lambda name: None)
+    finding = _finding(report, "nurec_access_denied")
+    assert finding.severity.value == "critical"
+    assert finding.evidence[0].text == f"{NUREC}: gated, and access is not granted to this token's account"
+    assert f"{hub.endpoint}/datasets/{NUREC}" in (finding.action or "")
+    assert _state(report, "gated_repo") == ("ok", f"the token may read {ALPAMAYO}")
+    assert TOKEN not in render_text(report) + report.model_dump_json()

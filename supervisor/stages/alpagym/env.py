@@ -1,5 +1,5 @@
 """The alpagym ``env`` stage: ``uv sync --all-packages`` in the AlpaGym checkout (docs/reference/alpagym.md
-§2 "Install"; upstream docs/ONBOARDING.md:86). Verified by importing the host, the runtime, the policy
+§5 "Set-up"; upstream docs/ONBOARDING.md:86). Verified by importing the host, the runtime, the policy
 bundle and Cosmos-RL in the checkout's venv (``<checkout>/.venv``)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The alpagym ``p2p`` stage: AlpaGym's NCCL peer-to-peer check on this node's two GPUs
-(``torchrun --nproc-per-node=2 install/check_nccl_p2p.py``; docs/reference/alpagym.md §2 "P2P check",
+(``torchrun --nproc-per-node=2 install/check_nccl_p2p.py``; docs/reference/alpagym.md §5 "P2P",
 upstream docs/ONBOARDING.md:148-172). The policy and rollout replicas exchange weights over NCCL
 send/recv; where the direct transport stalls, the first weight sync hangs.
 

@@ -1,5 +1,5 @@
 """Preflight of the alpagym pipeline: this machine against what AlpaGym needs, before anything runs
-(docs/reference/alpagym.md §2; upstream install/check_env.sh and docs/ONBOARDING.md). The same Report,
+(docs/reference/alpagym.md §5 "Preflight"; upstream install/check_env.sh and docs/ONBOARDING.md). The same Report,
 finding contract and exit codes as the open-loop preflight (``supervisor.preflight``), whose checks it
 shares where they ask the same question.
 
@@ -233,7 +233,7 @@ def _disk(spec: RunSpec, todo: Sequence[str], checks: _Checks, free_of: Callable
         needs,
         free_of,
         explanation="A stage would run out of disk: the weights are about 21 GB, each NuRec scene about 1.5 GB, and "
-        "AlpaGym asks for 100-150 GB in all (docs/reference/alpagym.md §2).",
+        "AlpaGym asks for 100-150 GB in all (docs/reference/alpagym.md §5).",
         action="free disk space or point the spec's paths at a larger filesystem",
     )
 

@@ -2,7 +2,7 @@
 submitted (``deploy = "slurm"``) until it ends; exit 0 only when Slurm says COMPLETED.
 
 The host prints ``Submitted Slurm job <id>`` and exits (upstream host/src/alpagym_host/cli.py:70;
-docs/reference/alpagym.md §4 "Slurm"); the job id is read from the train stage's log, where that
+docs/reference/alpagym.md §5 "Launch"); the job id is read from the train stage's log, where that
 line went. SIGTERM (the supervisor's Stop) cancels the job with ``scancel`` before exiting.
 """
 

@@ -1,5 +1,5 @@
 """The alpagym ``train`` stage: ``python -m alpagym_host.cli`` with the spec's experiment and overrides
-(docs/reference/alpagym.md §1.1, §4; upstream docs/ONBOARDING.md:180, host/src/alpagym_host/cli.py:44-74).
+(docs/reference/alpagym.md §1.1, §5 "Launch"; upstream docs/ONBOARDING.md:180, host/src/alpagym_host/cli.py:44-74).
 
 The host makes its own run folder, ``<run_root>/<YYYYmmddTHHMMSSZ>-<hex>/``; ``run_root`` is this run's
 ``alpagym/`` folder, so every AlpaGym run folder there is one of this run's attempts. The train monitor
@@ -110,7 +110,8 @@ def remove_wizard_containers(run: Path | None, *, docker: Callable[..., subproce
     call = docker or _docker
     lines: list[str] = []
     for folder in wizards:
-        listed = call("ps", "-aq", "--filter", f"label={COMPOSE_DIR_LABEL}={folder}")
+        # the Wizard passes its log folder resolved (alpasim_wizard.py:80): compose labels that path
+        listed = call("ps", "-aq", "--filter", f"label={COMPOSE_DIR_LABEL}={folder.resolve()}")
         if listed.returncode != 0:
             lines.append(f"docker ps for {folder.name} failed: {(listed.stderr or listed.stdout).strip()[:200]}")
             continue
