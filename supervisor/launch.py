@@ -242,6 +242,7 @@ def stop_orphans(
             state.message = "stopped by `a1x-tui stop` (no supervisor was running)"
         state.updated_at = now
         atomic_write_text(rundir.state_path, state.model_dump_json(indent=2) + "\n")
+        _clean_up(rundir, [name for name, _report, _what in reports], dict(state.outputs))
         events = EventLog(rundir.events_path, Scrubber.from_environment())
         for name, reason in changed:
             events.emit("stage_stopped", reason, stage=name)
@@ -250,3 +251,22 @@ def stop_orphans(
         return reports
     finally:
         lock.release()
+
+
+def _clean_up(rundir: RunDir, stopped: list[str], outputs: dict[str, str]) -> None:
+    """The ``cleanup`` of each stage stopped here (the alpagym train stage: AlpaSim's containers), as its
+    supervisor would have run it; the lines go to the stage log."""
+    if not stopped:
+        return
+    from supervisor.pipeline import build_stages
+    from supervisor.spec import SpecError, load_spec
+    from supervisor.stage import StageError
+    from supervisor.stagelog import run_cleanup
+
+    try:
+        stages = build_stages(load_spec(rundir.spec_path), rundir, outputs)
+    except (SpecError, StageError):
+        return  # a spec that no longer loads, or a pipeline this program does not have: nothing to call
+    for stage in stages:
+        if stage.name in stopped and stage.cleanup is not None:
+            run_cleanup(rundir.stage_log(stage.name), stage.cleanup, Scrubber.from_environment())

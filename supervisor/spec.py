@@ -456,7 +456,7 @@ def default_spec_text() -> str:
         "file (`hf auth login`), WANDB_API_KEY from the environment. Relative paths are relative to",
         "this file; ~ is your home directory.",
     ]
-    return _commented_toml(data, header=header) + CLUSTER_EXAMPLE
+    return _commented_toml(data, header=header) + ALPAGYM_EXAMPLE + CLUSTER_EXAMPLE
 
 
 # The commented [cluster] example of `a1x-tui init` (docs/slurm.md; alpamayo-recipe.md §8.5 cluster values).
@@ -475,6 +475,19 @@ CLUSTER_EXAMPLE = """
 # pass_env = ["WANDB_API_KEY"]   # names only: checked in the submitting environment, never written
 # a1x_tui = "a1x-tui"            # sbatch: a1x-tui as the compute nodes see it (GPU agent on every node)
 # container = "/shared/cosmos-rl.sqsh"  # cosmos-dispatch only, with repo_root and output_root
+"""
+
+
+# The commented closed-loop example of `a1x-tui init` (docs/supervisor.md "The alpagym pipeline").
+ALPAGYM_EXAMPLE = """
+# Closed-loop training with NVIDIA AlpaGym instead: pipeline = "alpagym" (top of the file), paths.workspace
+# the AlpaGym checkout, paths.model_dir the converted AlpaGym checkpoint, paths.export_dir the exports;
+# the PAI, grader and output paths are then unused (docs/supervisor.md "The alpagym pipeline").
+# [alpagym]
+# release_dir = "~/alpagym/tmp/checkpoints/Alpamayo-1.5-10B"  # the released checkpoint; downloaded there
+# experiment = "alpamayo_1_5_local_2gpu_smoke"                # experiment=<name> of python -m alpagym_host.cli
+# overrides = ["reward=progress_safety"]                      # further Hydra overrides, key=value each
+# deploy = "local"                                            # or "slurm" (deploy=slurm: the host submits a job)
 """
 
 

@@ -21,7 +21,7 @@ from supervisor.run_context import RunContext
 from supervisor.secrets import Scrubber, child_environment
 from supervisor.slurm.executor import SubmitError, resume_text
 from supervisor.stage import Command, Progress, StageSpec
-from supervisor.stagelog import StageLog
+from supervisor.stagelog import StageLog, run_cleanup
 from supervisor.train_monitor import TrainMonitor, TrainVerdict, load_diagnosis
 
 if TYPE_CHECKING:
@@ -83,21 +83,9 @@ class StageRunner:
         finally:
             if monitor is not None:
                 monitor.close()  # stops the live follower: no thread outlives the stage
-            if stage.cleanup is not None:
-                self._cleanup(stage)
+            if stage.cleanup is not None:  # what the processes leave outside their tree (AlpaSim's containers)
+                run_cleanup(self.ctx.rundir.stage_log(stage.name), stage.cleanup, Scrubber.from_environment())
         return outcome
-
-    def _cleanup(self, stage: StageSpec) -> None:
-        """What the stage's processes leave outside their tree (AlpaSim's containers), after every attempt."""
-        assert stage.cleanup is not None
-        log = StageLog(self.ctx.rundir.stage_log(stage.name), scrubber=Scrubber.from_environment())
-        try:
-            for line in stage.cleanup():
-                log.note(f"cleanup: {line}")
-        except Exception as exc:  # a cleanup bug must not kill the supervisor
-            log.note(f"cleanup failed: {type(exc).__name__}: {exc}")
-        finally:
-            log.close()
 
     def _diagnosis_for(self) -> Callable[[Path], DiagnosisFactory] | None:
         """For a stage with its own run folder: the live diagnostics of that folder (closed-loop)."""

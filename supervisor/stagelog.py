@@ -15,7 +15,7 @@ import codecs
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import IO
@@ -152,3 +152,16 @@ def last_output_line(text: str, width: int) -> str:
         if line and not line.startswith(NOTE_PREFIX.strip()):
             return line[:width]
     return ""
+
+
+def run_cleanup(path: Path, cleanup: Callable[[], Sequence[str]], scrubber: Scrubber) -> None:
+    """A stage's ``cleanup`` (``StageSpec.cleanup``), its lines noted in the stage log at ``path``; its
+    failure is noted too, never raised (it must not hide the stop or the verdict it follows)."""
+    log = StageLog(path, scrubber=scrubber)
+    try:
+        for line in cleanup():
+            log.note(f"cleanup: {line}")
+    except Exception as exc:
+        log.note(f"cleanup failed: {type(exc).__name__}: {exc}")
+    finally:
+        log.close()

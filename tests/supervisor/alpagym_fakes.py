@@ -123,6 +123,7 @@ def _host(argv: list[str]) -> int:
         time.sleep(600)
         return 0
     if mode == "bringup_failed":
+        time.sleep(float(modes().get("host_s", 2.5)))  # the Wizard's start-up takes a while before it fails
         return 1
     export = run / "cosmos" / "20260701120005" / "safetensors" / "step_4"
     _write_model(export, "alpamayo_reasoning_vla_expert")

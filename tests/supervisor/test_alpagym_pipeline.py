@@ -262,6 +262,30 @@ def test_stop_ends_the_host_the_wizard_and_removes_only_this_runs_containers(ag:
     }
 
 
+def test_stop_after_the_supervisor_was_killed_still_removes_the_wizard_containers(ag: AgWorld) -> None:
+    import signal
+
+    ag.set_modes(host="hang")
+    assert _run(ag, "--detach").returncode == 0
+    ag.wait_state(lambda s: any(st["name"] == "train" and st["status"] == "running" for st in s["stages"]), 60)
+    deadline = time.monotonic() + 30
+    while (len(fake_processes(ag.root)) < 2 or len(ag.stage("train")["process"]["descendants"]) < 1) \
+            and time.monotonic() < deadline:  # the host and its Wizard, recorded in state.json
+        time.sleep(0.1)
+    procs = fake_processes(ag.root)
+    daemon = ag.daemon_pid()
+    assert daemon is not None and len(procs) >= 2
+    os.kill(daemon, signal.SIGKILL)
+    assert wait_gone(daemon)
+    done = ag.cli("stop", str(ag.run_dir))
+    assert done.returncode == 0, done.stdout + done.stderr
+    for proc in procs:
+        assert wait_gone(proc.pid), f"{proc.pid} outlived Stop"
+    (run,) = (ag.run_dir / "alpagym").iterdir()
+    assert json.loads((ag.root / "docker.json").read_text()) == {str(run / "alpasim" / "wizard_0"): []}
+    assert "cleanup: AlpaSim wizard_0: removed 2 container(s)" in (ag.run_dir / "stages" / "train.log").read_text()
+
+
 def test_p2p_broken_passes_with_p2p_disabled_and_training_gets_it(ag: AgWorld) -> None:
     ag.set_modes(p2p="broken")
     done = _run(ag)

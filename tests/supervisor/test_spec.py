@@ -137,3 +137,16 @@ def test_a_file_where_a_folder_belongs_is_refused_and_the_reverse(tmp_path: Path
 
     with pytest.raises(ValueError, match="is a folder, not a file"):
         ClusterSpec(method="cosmos-dispatch", dispatch_script=tmp_path)
+
+
+def test_the_commented_closed_loop_example_of_init_is_a_valid_alpagym_spec(tmp_path: Path) -> None:
+    from supervisor.spec import default_spec_text
+
+    text, inside = [], False
+    for line in default_spec_text().splitlines():  # the example is the lines after "# [alpagym]", to a blank one
+        inside = (inside and bool(line.strip())) or line.startswith("# [alpagym]")
+        text.append(line[2:] if inside else line)
+    spec = parse_spec("\n".join(text).replace('pipeline = "alpamayo"', 'pipeline = "alpagym"'), base=tmp_path)
+    assert spec.pipeline == "alpagym" and spec.alpagym is not None
+    assert spec.alpagym.experiment == "alpamayo_1_5_local_2gpu_smoke" and spec.alpagym.deploy == "local"
+    assert spec.alpagym.release_dir.is_absolute()  # ~ expanded, like every path of the spec
