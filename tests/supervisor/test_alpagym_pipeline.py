@@ -149,6 +149,7 @@ def test_p2p_command_and_its_fallback_to_p2p_disabled(ag: AgWorld) -> None:
     assert decision is not None and decision.retry_in_s == 0.0
     assert _one(p2p).env["NCCL_P2P_DISABLE"] == "1"  # ONBOARDING.md:165
     assert p2p.retry.after_failure("still broken", 2, monitor_stopped=False) is None  # nothing left to try
+    assert "NCCL_P2P_DISABLE" not in _one(p2p).env  # run afresh (--from p2p), the direct transport is tested again
 
 
 def test_host_command_with_the_experiment_the_overrides_and_this_runs_run_root(ag: AgWorld) -> None:

@@ -48,11 +48,13 @@ class P2pRetry:
     """A failed check once more with ``NCCL_P2P_DISABLE=1``; then the stage fails."""
 
     outputs: MutableMapping[str, str]
+    fallback: bool = False  # the next attempt is the fallback this policy asked for
 
     def after_failure(self, output: str, attempt: int, *, monitor_stopped: bool) -> AfterFailure | None:
         if NEEDS_TWO in output or self.outputs.get(DISABLE_KEY) == "1":
             return None  # no second GPU, or it failed with P2P disabled too: nothing left to try
         self.outputs[DISABLE_KEY] = "1"
+        self.fallback = True
         return AfterFailure(
             "NCCL P2P check failed: trying again with NCCL_P2P_DISABLE=1 (weight sync through host memory)",
             retry_in_s=0.0,
@@ -61,8 +63,12 @@ class P2pRetry:
 
 def stage(ctx: StageContext) -> StageSpec:
     outputs = ctx.outputs
+    retry = P2pRetry(outputs)
 
     def prepare() -> list[Command]:
+        if not retry.fallback:  # a check run afresh tests the direct transport, whatever an earlier run found
+            outputs.pop(DISABLE_KEY, None)
+        retry.fallback = False
         env = {"NCCL_P2P_DISABLE": "1"} if outputs.get(DISABLE_KEY) == "1" else {}
         argv = ("torchrun", "--nproc-per-node=2", CHECK_SCRIPT)
         return [uv_run(ctx, *argv, env=env, label="NCCL P2P check (2 GPUs)")]
@@ -73,5 +79,5 @@ def stage(ctx: StageContext) -> StageSpec:
         prepare=prepare,
         verify=lambda: verify_p2p(ctx.stage_log_text("p2p"), outputs),
         progress=LastLine,
-        retry=P2pRetry(outputs),
+        retry=retry,
     )
