@@ -114,7 +114,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("recipe_checkout_missing", C, "The alpamayo-recipes checkout is not where the spec says", "preflight"),
     _e("container_path_unmounted", C, "A path the job needs is not mounted in its container", "preflight"),
     _e("checkpoint_after_time_limit", C, "The job cannot save a checkpoint before its time limit", "preflight"),
-    # --- preflight of the alpagym pipeline (issue 19; supervisor/stages/alpagym/preflight.py) ---
+    # --- preflight of the alpagym pipeline (issue 19; supervisor/preflight_alpagym.py) ---
     _e("alpagym_checkout_missing", C, "The AlpaGym checkout is not where the spec says", "preflight"),
     _e("docker_unusable", C, "Docker cannot run AlpaSim's services (compose, daemon or NVIDIA toolkit)", "preflight"),
 )
@@ -160,7 +160,7 @@ RAISED_IN: dict[str, tuple[str, ...]] = {
     "gated_repo": (
         "diagnostics/detectors/recipe.py",
         "supervisor/preflight.py",
-        "supervisor/stages/alpagym/preflight.py",
+        "supervisor/preflight_alpagym.py",
     ),
     "hf_rate_limit": ("diagnostics/detectors/recipe.py", "supervisor/preflight.py"),
     "grader_missing": ("diagnostics/detectors/recipe.py", "diagnostics/config/rules.py", "supervisor/preflight.py"),
@@ -186,7 +186,7 @@ RAISED_IN: dict[str, tuple[str, ...]] = {
     "wandb_key_missing": (
         "diagnostics/config/rules.py",
         "supervisor/preflight.py",
-        "supervisor/stages/alpagym/preflight.py",
+        "supervisor/preflight_alpagym.py",
     ),
     "outdated_steps_below_sync": ("diagnostics/detectors/config_runtime.py", "diagnostics/config/rules.py"),
     "tp_size_implicit": ("diagnostics/detectors/config_runtime.py", "diagnostics/config/rules.py"),
@@ -197,7 +197,7 @@ RAISED_IN: dict[str, tuple[str, ...]] = {
     "episode_failures": ("diagnostics/detectors/closed_loop.py",),
     "nonfinite_values": ("diagnostics/detectors/closed_loop.py",),
     "horizon_mismatch": ("diagnostics/detectors/closed_loop.py", "diagnostics/alpagym/lint.py"),
-    "nurec_access_denied": ("diagnostics/detectors/closed_loop.py", "supervisor/stages/alpagym/preflight.py"),
+    "nurec_access_denied": ("diagnostics/detectors/closed_loop.py", "supervisor/preflight_alpagym.py"),
     "port_conflict": ("diagnostics/detectors/closed_loop.py",),
     "host_config_rejected": ("diagnostics/detectors/closed_loop.py", "diagnostics/alpagym/lint.py"),
     "reward_hacking": ("diagnostics/detectors/closed_loop.py",),
@@ -209,18 +209,18 @@ RAISED_IN: dict[str, tuple[str, ...]] = {
     "gpus_too_few": (
         "supervisor/preflight.py",
         "diagnostics/alpagym/lint.py",
-        "supervisor/stages/alpagym/preflight.py",
+        "supervisor/preflight_alpagym.py",
     ),
-    "disk_space_low": ("supervisor/preflight.py", "supervisor/stages/alpagym/preflight.py"),
-    "hf_token_missing": ("supervisor/preflight.py", "supervisor/stages/alpagym/preflight.py"),
-    "hf_token_invalid": ("supervisor/preflight.py", "supervisor/stages/alpagym/preflight.py"),
+    "disk_space_low": ("supervisor/preflight.py", "supervisor/preflight_alpagym.py"),
+    "hf_token_missing": ("supervisor/preflight.py", "supervisor/preflight_alpagym.py"),
+    "hf_token_invalid": ("supervisor/preflight.py", "supervisor/preflight_alpagym.py"),
     "hf_cache_missing": ("supervisor/preflight.py",),
-    "binary_missing": ("supervisor/preflight.py", "supervisor/stages/alpagym/preflight.py"),
+    "binary_missing": ("supervisor/preflight.py", "supervisor/preflight_alpagym.py"),
     "recipe_checkout_missing": ("supervisor/preflight.py",),
     "container_path_unmounted": ("supervisor/preflight.py", "supervisor/slurm/submit.py"),
     "checkpoint_after_time_limit": ("supervisor/preflight.py", "supervisor/slurm/submit.py"),
-    "alpagym_checkout_missing": ("supervisor/stages/alpagym/preflight.py",),
-    "docker_unusable": ("supervisor/stages/alpagym/preflight.py",),
+    "alpagym_checkout_missing": ("supervisor/preflight_alpagym.py",),
+    "docker_unusable": ("supervisor/preflight_alpagym.py",),
 }
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from diagnostics.deadline import CheckTimeout as CheckTimeout  # raised by the readers, caught here
 from diagnostics.detectors import (
     ConfigLike,
     DetectorContext,
@@ -34,10 +35,6 @@ if TYPE_CHECKING:
     from diagnostics.parsing import RunLayout
 
 DEADLINE_EVERY = 2048  # events between two looks at the clock
-
-
-class CheckTimeout(Exception):
-    """``check()`` ran past its deadline."""
 
 
 @dataclass(frozen=True, slots=True)

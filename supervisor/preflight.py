@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from diagnostics.catalog import entry
-from diagnostics.findings import CheckResult, CheckState, Evidence, Finding, Fix, Report, Severity, overall_status
+from diagnostics.findings import CheckState, Report
+from supervisor.preflight_checks import GB, Checks, GpuProbe, probe_gpus
+from supervisor.preflight_checks import GpuInventory as GpuInventory  # the spec of a probe, for callers
 from supervisor.secrets import hf_token_file, read_secret, secret_source
 from supervisor.slurm.container import hf_hub_cache
 from supervisor.slurm.spec import ClusterSpec
@@ -29,7 +28,7 @@ from supervisor.stages.grader import verify_grader
 if TYPE_CHECKING:
     from supervisor.hub import HubRepo
 
-GB = 1_000_000_000
+
 MIN_GPU_MEMORY = 80 * GB  # alpamayo-recipe.md §1 / README: 'at least 80 GB of VRAM' each
 # alpamayo-recipe.md §1 'Timing/size anchors': ~22 GB model; 5-10 GB motion PAI; 85-90 GB joint PAI.
 MODEL_BYTES = 22 * GB
@@ -42,177 +41,9 @@ ROLLOUT_GPUS = 1
 HF_STAGES = ("convert", "download", "grader", "train")
 
 
-@dataclass(frozen=True, slots=True)
-class GpuInventory:
-    """GPUs this process can use: their memory in bytes (None when unknown) and the source."""
-
-    memory: tuple[int | None, ...]
-    source: str
-
-
-GpuProbe = Callable[[], "GpuInventory | str"]  # an inventory, or the reason there is none
-
-
-def _visible(count: int, environ: Mapping[str, str]) -> list[int]:
-    """NVML indices that ``CUDA_VISIBLE_DEVICES`` leaves visible (NVML itself ignores it)."""
-    value = environ.get("CUDA_VISIBLE_DEVICES")
-    if value is None:
-        return list(range(count))
-    out = []
-    for part in value.split(","):
-        part = part.strip()
-        if part.isdigit() and int(part) < count:
-            out.append(int(part))
-        elif part:
-            return list(range(count)) if part.startswith(("GPU-", "MIG-")) else out
-    return out
-
-
-def probe_gpus(environ: Mapping[str, str] | None = None) -> GpuInventory | str:
-    """NVML through ``diagnostics.gpu`` (imported lazily), else ``nvidia-smi``, else the reason."""
-    env = os.environ if environ is None else environ
-    nvml_reason = ""
-    try:
-        from diagnostics.gpu.backend import PynvmlBackend
-
-        backend = PynvmlBackend()
-        backend.init()
-        try:
-            count = int(backend.device_count())
-            memory: list[int | None] = []
-            for index in _visible(count, env):
-                total = backend.memory(index).total
-                memory.append(int(total) if isinstance(total, int) else None)
-        finally:
-            backend.shutdown()
-        return GpuInventory(tuple(memory), "NVML")
-    except Exception as exc:  # NvmlUnavailable, a missing module, an NVML call error
-        nvml_reason = str(exc) or type(exc).__name__
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return f"no NVML ({nvml_reason}) and no nvidia-smi on PATH"
-    try:
-        done = subprocess.run(
-            [smi, "--query-gpu=index,memory.total", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"nvidia-smi failed: {exc}"
-    if done.returncode != 0:
-        return f"nvidia-smi failed: {(done.stderr or done.stdout).strip()[:200]}"
-    rows = [r.split(",") for r in done.stdout.strip().splitlines() if r.strip()]
-    by_index: dict[int, int | None] = {}
-    for row in rows:
-        try:
-            by_index[int(row[0])] = int(float(row[1])) * 1024 * 1024
-        except (ValueError, IndexError):
-            continue
-    return GpuInventory(tuple(by_index.get(i) for i in _visible(len(rows), env)), "nvidia-smi")
-
-
 def gpus_needed(spec: RunSpec) -> int:
     """Policy replicas x dp_shard_size + rollout replicas x 1 (alpamayo-recipe.md §14 row 2)."""
     return spec.replicas.policy * POLICY_GPUS[spec.compute] + spec.replicas.rollout * ROLLOUT_GPUS
-
-
-class _Checks:
-    def __init__(self) -> None:
-        self.findings: list[Finding] = []
-        self.results: dict[str, CheckResult] = {}
-        self.notes: list[str] = []
-
-    def finding(
-        self,
-        check_id: str,
-        explanation: str,
-        *,
-        evidence: Sequence[str],
-        action: str,
-        fixes: Sequence[Fix] = (),
-        severity: Severity | None = None,
-        **data: Any,
-    ) -> None:
-        cat = entry(check_id)
-        self.findings.append(
-            Finding(
-                id=check_id,
-                severity=severity or cat.severity,
-                title=cat.title,
-                explanation=explanation,
-                evidence=[Evidence(file=f"preflight:{check_id}", line=None, text=t) for t in evidence],
-                fixes=list(fixes),
-                action=action,
-                data=data,
-            )
-        )
-        self.results[check_id] = CheckResult(id=check_id, state=CheckState.FINDING)
-
-    def ok(self, check_id: str, note: str) -> None:
-        if self.results.get(check_id, CheckResult(id=check_id, state=CheckState.OK)).state is not CheckState.FINDING:
-            self.results[check_id] = CheckResult(id=check_id, state=CheckState.OK, note=note)
-
-    def other(self, check_id: str, state: CheckState, note: str) -> None:
-        if check_id not in self.results or self.results[check_id].state is not CheckState.FINDING:
-            self.results[check_id] = CheckResult(id=check_id, state=state, note=note)
-
-    def report(self, target: str, stages: Sequence[str], *, pipeline: str = "") -> Report:
-        status = overall_status(self.findings)
-        worst = ", ".join(f.id for f in self.findings) or "none"
-        which = f"{pipeline} stages" if pipeline else "stages"
-        count = f"{len(self.findings)} finding(s)"
-        summary = f"PREFLIGHT {status.value.upper()} - {count}: {worst} ({which}: {', '.join(stages)})"
-        return Report(
-            kind="preflight",
-            target=target,
-            status=status,
-            exit_code=status.exit_code,
-            summary=summary,
-            findings=self.findings,
-            checks=list(self.results.values()),
-            notes=self.notes,
-        )
-
-    def disk(self, cid: str, needs: Sequence[tuple[Path, int, str]], free_of: Callable[[Path], int], *,
-             explanation: str, action: str) -> None:
-        """``disk_space_low`` (``cid``) for ``needs`` (path, bytes, what for), summed per filesystem."""
-        if not needs:
-            self.other(cid, CheckState.SKIPPED, "no stage of this run writes large files")
-            return
-        by_device: dict[int, list[tuple[Path, Path, int, str]]] = {}
-        for path, size, what in needs:
-            anchor = _existing_parent(path)
-            try:
-                dev = anchor.stat().st_dev
-            except OSError:
-                dev = -1
-            by_device.setdefault(dev, []).append((path, anchor, size, what))
-        short = []
-        for items in by_device.values():
-            anchor = items[0][1]
-            try:
-                free = free_of(anchor)
-            except OSError as exc:
-                self.notes.append(f"cannot read free space of {anchor}: {exc}")
-                continue
-            total = sum(size for _, _, size, _ in items)
-            if free < total:
-                parts = "; ".join(f"{size / GB:.0f} GB in {path} for {what}" for path, _, size, what in items)
-                short.append(f"{free / GB:.1f} GB free, about {total / GB:.0f} GB needed on one filesystem: {parts}")
-        if short:
-            self.finding(cid, explanation, evidence=short, action=action)
-        else:
-            self.ok(cid, "; ".join(f"{items[0][1]}: enough free space" for items in by_device.values()))
-
-
-def _existing_parent(path: Path) -> Path:
-    for candidate in (path, *path.parents):
-        if candidate.exists():
-            return candidate
-    return Path("/")
-
-
 
 
 def preflight(
@@ -236,7 +67,7 @@ def preflight(
     the gated repositories (``supervisor.hub``). The other callables exist for tests.
     """
     if spec.pipeline == "alpagym":  # its own checks (docker, 2 x 40 GB, NuRec): supervisor/stages/alpagym
-        from supervisor.stages.alpagym.preflight import alpagym_preflight
+        from supervisor.preflight_alpagym import alpagym_preflight
 
         return alpagym_preflight(spec, stages=stages, target=target, environ=environ, gpu_probe=gpu_probe,
                                  disk_free=disk_free, which=which, skip_verified=skip_verified, hub=hub)
@@ -245,7 +76,7 @@ def preflight(
     free_of = disk_free or (lambda p: shutil.disk_usage(p).free)
     done = skip_verified or (lambda _stage: False)
     todo = [s for s in stages if not done(s)]
-    checks = _Checks()
+    checks = Checks()
 
     _check_gpus(spec, todo, checks, env, gpu_probe)
     _check_disk(spec, todo, checks, env, free_of)
@@ -264,7 +95,7 @@ def preflight(
 
 
 def _check_gpus(
-    spec: RunSpec, todo: Sequence[str], checks: _Checks, env: Mapping[str, str], probe: GpuProbe | None
+    spec: RunSpec, todo: Sequence[str], checks: Checks, env: Mapping[str, str], probe: GpuProbe | None
 ) -> None:
     cid = "gpus_too_few"
     if "train" not in todo:
@@ -305,7 +136,7 @@ def _check_gpus(
 
 
 def _check_disk(
-    spec: RunSpec, todo: Sequence[str], checks: _Checks, env: Mapping[str, str], free_of: Callable[[Path], int]
+    spec: RunSpec, todo: Sequence[str], checks: Checks, env: Mapping[str, str], free_of: Callable[[Path], int]
 ) -> None:
     needs: list[tuple[Path, int, str]] = []
     if "convert" in todo:
@@ -327,7 +158,7 @@ def _check_disk(
     )
 
 
-def _check_hf_token(todo: Sequence[str], checks: _Checks, env: Mapping[str, str]) -> None:
+def _check_hf_token(todo: Sequence[str], checks: Checks, env: Mapping[str, str]) -> None:
     cid = "hf_token_missing"
     users = [s for s in todo if s in HF_STAGES]
     if not users:
@@ -349,7 +180,7 @@ def _check_hf_token(todo: Sequence[str], checks: _Checks, env: Mapping[str, str]
 _HUB_IDS = ("hf_token_invalid", "gated_repo", "hf_rate_limit", "hf_cache_missing")
 
 
-def _check_hub(spec: RunSpec, todo: Sequence[str], checks: _Checks, env: Mapping[str, str], *, ask: bool) -> None:
+def _check_hub(spec: RunSpec, todo: Sequence[str], checks: Checks, env: Mapping[str, str], *, ask: bool) -> None:
     """The token, the gated repositories and the offline cache, through huggingface_hub (``supervisor.hub``)."""
     users = [s for s in todo if s in ("convert", "download", "train")]
     if not users:
@@ -456,7 +287,7 @@ def _check_hub(spec: RunSpec, todo: Sequence[str], checks: _Checks, env: Mapping
         checks.ok("hf_rate_limit", "no rate limit")
 
 
-def _check_hub_cache(repos: Sequence[HubRepo], checks: _Checks, env: Mapping[str, str]) -> None:
+def _check_hub_cache(repos: Sequence[HubRepo], checks: Checks, env: Mapping[str, str]) -> None:
     cid = "hf_cache_missing"
     if not repos:
         checks.other(cid, CheckState.SKIPPED, "HF_HUB_OFFLINE is not set: the stages download what they need")
@@ -486,7 +317,7 @@ def _check_hub_cache(repos: Sequence[HubRepo], checks: _Checks, env: Mapping[str
 
 def _check_binaries(
     todo: Sequence[str],
-    checks: _Checks,
+    checks: Checks,
     env: Mapping[str, str],
     find: Callable[[str], str | None],
     *,
@@ -528,7 +359,7 @@ def _in_dir(folder: str, name: str) -> bool:
     return os.access(os.path.join(folder, name), os.X_OK)
 
 
-def _check_recipe(spec: RunSpec, stages: Sequence[str], checks: _Checks) -> None:
+def _check_recipe(spec: RunSpec, stages: Sequence[str], checks: Checks) -> None:
     cid = "recipe_checkout_missing"
     ws = spec.paths.workspace
     needed = ["recipes/alpamayo1_x_rl/pyproject.toml"]
@@ -551,7 +382,7 @@ def _check_recipe(spec: RunSpec, stages: Sequence[str], checks: _Checks) -> None
         checks.ok(cid, f"{ws} is an alpamayo-recipes checkout")
 
 
-def _check_grader(spec: RunSpec, stages: Sequence[str], todo: Sequence[str], checks: _Checks) -> None:
+def _check_grader(spec: RunSpec, stages: Sequence[str], todo: Sequence[str], checks: Checks) -> None:
     cid = "grader_missing"
     if spec.reward_mode != "joint" or "train" not in todo:
         checks.other(cid, CheckState.SKIPPED, "only joint training reads the grader")
@@ -573,7 +404,7 @@ def _check_grader(spec: RunSpec, stages: Sequence[str], todo: Sequence[str], che
 
 
 def _check_env_vars(
-    spec: RunSpec, stages: Sequence[str], todo: Sequence[str], checks: _Checks, env: Mapping[str, str]
+    spec: RunSpec, stages: Sequence[str], todo: Sequence[str], checks: Checks, env: Mapping[str, str]
 ) -> None:
     cid = "missing_env_var"
     if "train" not in todo:
@@ -598,7 +429,7 @@ def _check_env_vars(
         checks.notes.append("HF_HUB_OFFLINE=1 is set; the download stage overrides it with HF_HUB_OFFLINE=0")
 
 
-def _check_wandb(spec: RunSpec, todo: Sequence[str], checks: _Checks, env: Mapping[str, str]) -> None:
+def _check_wandb(spec: RunSpec, todo: Sequence[str], checks: Checks, env: Mapping[str, str]) -> None:
     cid = "wandb_key_missing"
     if not spec.wandb.enabled or "train" not in todo:
         checks.other(cid, CheckState.SKIPPED, "W&B is off" if not spec.wandb.enabled else "no training in this run")
@@ -622,7 +453,7 @@ def _check_wandb(spec: RunSpec, todo: Sequence[str], checks: _Checks, env: Mappi
 
 
 def _check_container_paths(
-    spec: RunSpec, todo: Sequence[str], checks: _Checks, env: Mapping[str, str], run_dir: Path | None
+    spec: RunSpec, todo: Sequence[str], checks: Checks, env: Mapping[str, str], run_dir: Path | None
 ) -> None:
     """cosmos-dispatch: every path the job opens must be visible in its containers (docs/slurm.md)."""
     from configs import render
@@ -656,7 +487,7 @@ def _check_container_paths(
     checks.finding(cid, explanation, evidence=lines, action=action, **data)
 
 
-def _check_wall_time(spec: RunSpec, todo: Sequence[str], checks: _Checks) -> None:
+def _check_wall_time(spec: RunSpec, todo: Sequence[str], checks: Checks) -> None:
     """A cluster job must save a checkpoint before its time limit (docs/slurm.md "Resuming")."""
     import tomlkit
 
@@ -678,7 +509,7 @@ def _check_wall_time(spec: RunSpec, todo: Sequence[str], checks: _Checks) -> Non
         checks.ok(cid, note)
 
 
-def _check_reused_outputs(spec: RunSpec, stages: Sequence[str], todo: Sequence[str], checks: _Checks) -> None:
+def _check_reused_outputs(spec: RunSpec, stages: Sequence[str], todo: Sequence[str], checks: Checks) -> None:
     """Outputs of earlier stages that this run reuses without remaking them: the converted model (its
     weights are links into the Hugging Face cache, alpamayo-recipe.md §4, §14 row 24) and the dataset a
     download left (``snapshot_download`` returns an existing folder after a Hub failure, §5)."""

@@ -51,7 +51,7 @@ EmitFn = Callable[..., Any]
 MAX_ERROR_NOTES = 5  # the follower's own errors recorded as notes, then one line saying more were left out
 # The program's own output saved in its run folder: a local AlpaGym host writes its lines (bring-up, the
 # Hugging Face check) to its terminal only, and the closed-loop reader reads this capture
-# (docs/reference/alpagym.md §3.1; diagnostics/alpagym/layout.py).
+# (docs/reference/alpagym.md §3.1; diagnostics/parsing/alpagym_layout.py).
 HOST_CAPTURE = "host.log"
 MAX_EARLY_LINES = 20_000  # kept until the run folder is there
 

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from diagnostics.alpagym.events import EpisodeArtifact
+from diagnostics.closed_loop_events import EpisodeArtifact
 
 HEAD = 64 * 1024
 TAIL = 256 * 1024

@@ -255,7 +255,7 @@ __all__ = ["NOT_HERE", "SHARED", "is_alpagym_toml", "lint_closed_loop", "lint_re
 def lint_target(path: Path, *, gpus_per_node: int | None = None, env: Mapping[str, str] | None = None) -> Report | None:
     """``a1x-tui lint PATH`` when PATH is an AlpaGym run's config (its ``cosmos_config.toml``, its
     ``resolved_config.yaml``, or the run folder): both files, side by side; None for any other TOML."""
-    from diagnostics.alpagym.layout import COSMOS_TOML, RESOLVED, is_run_folder
+    from diagnostics.parsing.alpagym_layout import COSMOS_TOML, RESOLVED, is_run_folder
 
     path = Path(path)
     if path.is_dir():

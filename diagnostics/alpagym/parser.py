@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from diagnostics.alpagym.events import CL, ClosedLoop
+from diagnostics.closed_loop_events import CL, ClosedLoop
 from diagnostics.events import Event, Role, Signal, SignalKind, Source
 
 _RANK = re.compile(r"\[rank(\d+)\]: ?")

@@ -25,11 +25,11 @@ from typing import Any
 
 from diagnostics.alpagym.artifacts import read_artifact
 from diagnostics.alpagym.config import ResolvedConfig, ResolvedConfigError, load_resolved
-from diagnostics.alpagym.events import ClosedLoop
-from diagnostics.alpagym.layout import AlpaGymRun, artifact_files, published_runtimes
 from diagnostics.alpagym.parser import MARKERS, ClosedLoopParser
 from diagnostics.alpagym.state import ClosedLoopState
+from diagnostics.closed_loop_events import ClosedLoop
 from diagnostics.events import Event, Role, Source
+from diagnostics.parsing.alpagym_layout import AlpaGymRun, artifact_files, published_runtimes
 
 ARTIFACTS_PER_POLL = 512  # a live poll reads at most this many new artifacts (the rest the next time)
 _BLOCK_LINES = 4096
@@ -126,7 +126,7 @@ class ClosedLoopRun:
 
 
 def _trainer_end() -> Any:
-    from diagnostics.alpagym.events import CL
+    from diagnostics.closed_loop_events import CL
 
     return CL.TRAINER_STEP_END
 
@@ -170,9 +170,9 @@ def _iter_lines(path: Path) -> Iterable[tuple[int, list[str]]]:
 def read_into(collector: Any, cl: ClosedLoopRun, files: Sequence[tuple[Path, Source]], *,
               deadline: float | None = None, unreadable: Callable[[str], None] | None = None) -> None:
     """The closed-loop reading of a run whose role logs the open-loop reader has read: every line file
-    (``files``: the layout's), then the artifacts. Raises ``diagnostics.engine.CheckTimeout`` past
+    (``files``: the layout's), then the artifacts. Raises ``diagnostics.deadline.CheckTimeout`` past
     ``deadline``."""
-    from diagnostics.engine import CheckTimeout
+    from diagnostics.deadline import CheckTimeout
     from diagnostics.parsing import LineParser, split_segments
 
     for path, source in files:

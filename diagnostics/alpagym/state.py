@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from diagnostics.alpagym.config import ResolvedConfig
-from diagnostics.alpagym.events import CL, PROGRESS_MARKS, ClosedLoop, EpisodeArtifact
+from diagnostics.closed_loop_events import CL, PROGRESS_MARKS, ClosedLoop, EpisodeArtifact
 from diagnostics.detectors._store import FileFacts, Retained
 from diagnostics.metrics import Metrics, epoch, finite
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from diagnostics.alpagym.events import CL, ClosedLoop
+from diagnostics.closed_loop_events import CL, ClosedLoop
 from diagnostics.detectors._base import DetectorContext, Verdict, detector, make_finding, verdict_of
 from diagnostics.events import SignalKind
 from diagnostics.findings import Evidence, Severity

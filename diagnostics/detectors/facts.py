@@ -8,8 +8,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from diagnostics.alpagym.events import PROGRESS_MARKS as CLOSED_LOOP_PROGRESS
-from diagnostics.alpagym.events import STARTUP_MARKS as CLOSED_LOOP_STARTUP
+from diagnostics.closed_loop_events import PROGRESS_MARKS as CLOSED_LOOP_PROGRESS
+from diagnostics.closed_loop_events import STARTUP_MARKS as CLOSED_LOOP_STARTUP
 from diagnostics.detectors._config import clip_text
 from diagnostics.detectors._context import DetectorContext, ts_of
 from diagnostics.detectors._errors import exception_text, stopped_from_outside

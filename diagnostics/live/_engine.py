@@ -152,7 +152,7 @@ def _closed_loop(target: str | os.PathLike[str] | None) -> Any:
     """The AlpaGym run at ``target`` as a ``ClosedLoopRun`` (None for other runs, or no target)."""
     if target is None:
         return None
-    from diagnostics.alpagym.layout import NotAlpaGym, find_run
+    from diagnostics.parsing.alpagym_layout import NotAlpaGym, find_run
 
     try:
         found = find_run(Path(target))

@@ -53,7 +53,7 @@ class RunLayout:
     available_runs: list[str]
     files: list[tuple[Path, Source]]
     unreadable: list[str] = field(default_factory=list)  # filled by read_run: "path: reason"
-    # Closed-loop runs: the ``diagnostics.alpagym.layout.AlpaGymRun`` of kind ``alpagym`` (else None).
+    # Closed-loop runs: the ``diagnostics.parsing.alpagym_layout.AlpaGymRun`` of kind ``alpagym`` (else None).
     closed_loop: Any = None
 
 
@@ -165,7 +165,7 @@ def discover(path: Path, run: str | None = None) -> RunLayout:
     if not os.access(path, os.R_OK | os.X_OK):
         raise LayoutError(f"{path}: not readable (permission denied)")
 
-    closed = _closed_loop(path, run)  # hook: an AlpaGym run folder (diagnostics/alpagym/layout.py)
+    closed = _closed_loop(path, run)  # hook: an AlpaGym run folder (diagnostics/parsing/alpagym_layout.py)
     if closed is None and (path / "run.toml").is_file() and (path / "alpagym").is_dir():
         closed = _closed_loop(path / "alpagym", run)  # a closed-loop run of our supervisor: its AlpaGym runs
     if closed is not None:
@@ -199,7 +199,7 @@ def _closed_loop(path: Path, run: str | None) -> RunLayout | None:
     if not ((path / "resolved_config.yaml").exists() or path.name == "logs" or any(
             n.endswith("Z") or "Z-" in n for n in _safe_names(path)[:4096])):
         return None  # the cheap test first: most folders are not AlpaGym's
-    from diagnostics.alpagym.layout import NotAlpaGym, find_run, line_files
+    from diagnostics.parsing.alpagym_layout import NotAlpaGym, find_run, line_files
 
     try:
         found = find_run(path, run)

@@ -9,8 +9,8 @@ import pytest
 
 from diagnostics.alpagym.artifacts import read_artifact
 from diagnostics.alpagym.config import ResolvedConfigError, load_resolved
-from diagnostics.alpagym.events import CL, ClosedLoop
 from diagnostics.alpagym.parser import parse_closed_loop
+from diagnostics.closed_loop_events import CL, ClosedLoop
 from diagnostics.engine import check
 from diagnostics.events import Role, Signal, SignalKind, Source
 from diagnostics.live import engine_diagnosis

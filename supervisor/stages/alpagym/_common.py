@@ -28,7 +28,7 @@ def runs_root(rundir: RunDir) -> Path:
 
 def run_folders(rundir: RunDir) -> list[Path]:
     """The AlpaGym run folders of this run, oldest first (``<YYYYmmddTHHMMSSZ>-<hex>`` sorts by time)."""
-    from diagnostics.alpagym.layout import is_run_folder
+    from diagnostics.parsing.alpagym_layout import is_run_folder
 
     try:
         found = [p for p in runs_root(rundir).iterdir() if p.is_dir() and is_run_folder(p)]

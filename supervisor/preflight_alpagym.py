@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from diagnostics.findings import CheckState, Report
-from supervisor.preflight import GB, GpuProbe, _Checks, probe_gpus
+from supervisor.preflight_checks import GB, Checks, GpuProbe, probe_gpus
 from supervisor.secrets import hf_token_file, read_secret, secret_source
 from supervisor.spec import RunSpec
 from supervisor.stages.alpagym._common import ALPAMAYO_1_5
@@ -80,7 +80,7 @@ def alpagym_preflight(
     free_of = disk_free or (lambda p: shutil.disk_usage(p).free)
     done = skip_verified or (lambda _stage: False)
     todo = [s for s in stages if not done(s)]
-    checks = _Checks()
+    checks = Checks()
     assert spec.alpagym is not None
     local = spec.alpagym.deploy == "local"
 
@@ -106,7 +106,7 @@ def alpagym_preflight(
     return checks.report(target, stages, pipeline="alpagym")
 
 
-def _checkout(spec: RunSpec, todo: Sequence[str], checks: _Checks) -> None:
+def _checkout(spec: RunSpec, todo: Sequence[str], checks: Checks) -> None:
     cid = "alpagym_checkout_missing"
     if not todo:
         checks.other(cid, CheckState.SKIPPED, "every stage's outputs verify")
@@ -124,7 +124,7 @@ def _checkout(spec: RunSpec, todo: Sequence[str], checks: _Checks) -> None:
         checks.ok(cid, f"{ws} is an AlpaGym checkout")
 
 
-def _binaries(todo: Sequence[str], checks: _Checks, find: Callable[[str], str | None], *, local: bool) -> None:
+def _binaries(todo: Sequence[str], checks: Checks, find: Callable[[str], str | None], *, local: bool) -> None:
     wanted: list[tuple[str, str]] = []
     if todo:
         wanted.append(("uv", "every stage runs through uv in the AlpaGym checkout"))
@@ -154,7 +154,7 @@ def _binaries(todo: Sequence[str], checks: _Checks, find: Callable[[str], str | 
         checks.ok("binary_missing", ", ".join(n for n, _ in wanted) + " found")
 
 
-def _docker(checks: _Checks, run: Runner, find: Callable[[str], str | None]) -> None:
+def _docker(checks: Checks, run: Runner, find: Callable[[str], str | None]) -> None:
     cid = "docker_unusable"
     if not find("docker"):
         checks.other(cid, CheckState.SKIPPED, "docker is not on PATH (binary_missing)")
@@ -189,7 +189,7 @@ def _docker(checks: _Checks, run: Runner, find: Callable[[str], str | None]) -> 
         checks.ok(cid, "docker compose and the NVIDIA container runtime are there")
 
 
-def _gpus(todo: Sequence[str], checks: _Checks, env: Mapping[str, str], probe: GpuProbe | None, *, local: bool) -> None:
+def _gpus(todo: Sequence[str], checks: Checks, env: Mapping[str, str], probe: GpuProbe | None, *, local: bool) -> None:
     cid = "gpus_too_few"
     if not local or not any(s in todo for s in ("p2p", "train")):
         checks.other(cid, CheckState.SKIPPED, "no GPU stage on this node")
@@ -219,7 +219,7 @@ def _gpus(todo: Sequence[str], checks: _Checks, env: Mapping[str, str], probe: G
         checks.ok(cid, f"{len(big)} GPU(s) of >= 40 GB ({inventory.source})")
 
 
-def _disk(spec: RunSpec, todo: Sequence[str], checks: _Checks, free_of: Callable[[Path], int]) -> None:
+def _disk(spec: RunSpec, todo: Sequence[str], checks: Checks, free_of: Callable[[Path], int]) -> None:
     assert spec.alpagym is not None
     needs: list[tuple[Path, int, str]] = []
     if "download" in todo:
@@ -238,7 +238,7 @@ def _disk(spec: RunSpec, todo: Sequence[str], checks: _Checks, free_of: Callable
     )
 
 
-def _hub(todo: Sequence[str], checks: _Checks, env: Mapping[str, str], *, ask: bool) -> None:
+def _hub(todo: Sequence[str], checks: Checks, env: Mapping[str, str], *, ask: bool) -> None:
     users = [s for s in todo if s in ("download", "convert", "train")]
     ids = ("hf_token_invalid", "nurec_access_denied", "gated_repo")
     if not users:
