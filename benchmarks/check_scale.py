@@ -12,7 +12,10 @@ a fresh process, with its peak resident memory:
   (e) ``a1x-tui --check DIR --format json`` when ``a1x_tui/commands/check.py`` exists: the native
       reader where the C extension is built (docs/parsing.md), else the grep prefilter of (c).
 
-Usage: ``python benchmarks/check_scale.py DIR [--size-mb 1024] [--files 193] [--repeat 3] [--pure] [--keep]``
+Usage: ``python benchmarks/check_scale.py DIR [--mix sparse|dense|noisy] [--size-mb 1024] [--files 193] [--repeat 3]
+[--pure] [--keep] [--generate-only]``. The mixes (issue 14): ``sparse`` the original one; ``dense`` a weight
+receive per step per rollout replica in both line shapes and a ``Stat:`` per dispatch in both shapes;
+``noisy`` a quarter of policy and rollout lines INFO lines that share the rules' words and give no event.
 Prints a markdown table per repeat (wall, CPU of the process tree, peak RSS) with the load average
 before it. DIR is created (and removed afterwards unless ``--keep``).
 """
@@ -132,9 +135,79 @@ def rollout_lines(rng: random.Random, i: int) -> list[str]:
                                "splitted params transferred.", 0)]
 
 
-def _block(kind: str, seed: int, target: int) -> bytes:
+# The dense mix (issue 14): a weight receive per step per rollout replica in both line shapes (the older
+# one without the ``While ... params transferred.`` tail), a ``Stat:`` line per dispatch in both shapes
+# (747d1bd's ``seconds elapsed`` with exponent notation as it prints them at start-up), sends per step.
+def dense_controller_lines(rng: random.Random, i: int) -> list[str]:
+    r = rng.random()
+    if r < 0.25:
+        return [_cosmos(i, "INFO", f"[Controller] Stat: {i} samples, {i * 37} completion tokens, {i % 128} pending "
+                                   f"rollouts, {rng.random() * 1e-5:.16g} seconds elapsed")]
+    if r < 0.45:
+        return [_cosmos(i, "INFO", f"[Controller] Stat: {i} samples, {i * 37} completion tokens, {i % 128} pending "
+                                   f"rollouts, {rng.random() * 30:.17g} seconds elapsed")]
+    return controller_lines(rng, i)
+
+
+def dense_policy_lines(rng: random.Random, i: int) -> list[str]:
+    if rng.random() < 0.05:
+        return [_cosmos(i, "DEBUG", f"[Policy] All 812 at step {i % 1000} send operations of finished in "
+                                    f"{rng.random() * 3:.3f} seconds with 16384.0 MB sent. While 0 non-trainable "
+                                    "splitted params skipped and 812 splitted params transferred.", i % 8)]
+    return policy_lines(rng, i)
+
+
+def dense_rollout_lines(rng: random.Random, i: int) -> list[str]:
+    r = rng.random()
+    if r < 0.03:
+        return [_cosmos(i, "INFO", f"[Rollout] All 812 at step {i % 1000} recv operations finished in "
+                                   f"{rng.random() * 3:.3f} seconds with 16384.0 MB received.", 0)]
+    if r < 0.06:
+        return [_cosmos(i, "INFO", f"[Rollout] All 812 at step {i % 1000} recv operations finished in "
+                                   f"{rng.random() * 3:.3f} seconds with 16384.0 MB received. While 0 non-trainable "
+                                   "splitted params skipped and 812 trainable splitted params transferred.", 0)]
+    return rollout_lines(rng, i)
+
+
+# The noisy mix (issue 14): a quarter of policy and rollout lines are INFO lines under the tags the rules'
+# messages are logged with, sharing their words (step, checkpoint, weight sync, recv, broadcast, pending),
+# that give no event.
+_NOISY_POLICY = (
+    "[Policy] Optimizer step {s} done: grad norm 0.1021, learning rate 2.0e-06, loss 0.0123, tokens 81920",
+    "[Policy] Received weight sync request for step {s} from controller, preparing send operations",
+    "[Policy] Checkpoint of step {s} will be saved after the next sync (save interval 20)",
+    "[Policy] Training data prepared for step {s}: 2560 rollouts, 48 pending in the buffer",
+)
+_NOISY_ROLLOUT = (
+    "[Rollout] Generation of 16 prompts finished in 4.20 seconds at step {s}, 812 tokens received",
+    "[Rollout] Weight version {s} is current, 48 pending prompts in the queue, broadcast not needed",
+    "[Rollout] Starting recv of weights for step {s} from policy replica 0",
+    "[Rollout rank=0] prompt accepted: prompt.weight_version={s} current_weight_version={s}",
+)
+
+
+def noisy_policy_lines(rng: random.Random, i: int) -> list[str]:
+    if rng.random() < 0.25:
+        return [_cosmos(i, "INFO", rng.choice(_NOISY_POLICY).format(s=i % 1000), i % 8)]
+    return policy_lines(rng, i)
+
+
+def noisy_rollout_lines(rng: random.Random, i: int) -> list[str]:
+    if rng.random() < 0.25:
+        return [_cosmos(i, "INFO", rng.choice(_NOISY_ROLLOUT).format(s=i % 1000), 0)]
+    return rollout_lines(rng, i)
+
+
+MIXES = {
+    "sparse": {"controller": controller_lines, "policy": policy_lines, "rollout": rollout_lines},
+    "dense": {"controller": dense_controller_lines, "policy": dense_policy_lines, "rollout": dense_rollout_lines},
+    "noisy": {"controller": controller_lines, "policy": noisy_policy_lines, "rollout": noisy_rollout_lines},
+}
+
+
+def _block(kind: str, seed: int, target: int, mix: str = "sparse") -> bytes:
     rng = random.Random(seed)
-    make = {"controller": controller_lines, "policy": policy_lines, "rollout": rollout_lines}[kind]
+    make = MIXES[mix][kind]
     out: list[str] = []
     size, i = 0, seed * 100000
     while size < target:
@@ -145,7 +218,7 @@ def _block(kind: str, seed: int, target: int) -> bytes:
     return ("\n".join(out) + "\n").encode()
 
 
-def generate(run_dir: Path, size_mb: int, n_files: int) -> tuple[Path, list[Path]]:
+def generate(run_dir: Path, size_mb: int, n_files: int, mix: str = "sparse") -> tuple[Path, list[Path]]:
     """Write a log dir ``run_dir/logs_<ts>/`` with ``logs_latest``; return (log dir, files)."""
     n_rollout = max(1, (n_files - 1) * 2 // 3)
     n_policy = max(1, n_files - 1 - n_rollout)
@@ -156,7 +229,7 @@ def generate(run_dir: Path, size_mb: int, n_files: int) -> tuple[Path, list[Path
     plan = [("controller", logs / "controller.log", total // 20)]
     plan += [("policy", logs / f"policy_{i}.log", total * 4 // 20 // n_policy) for i in range(n_policy)]
     plan += [("rollout", logs / f"rollout_{i}.log", total * 15 // 20 // n_rollout) for i in range(n_rollout)]
-    blocks = {k: _block(k, s, 4 << 20) for s, k in enumerate(("controller", "policy", "rollout"))}
+    blocks = {k: _block(k, s, 4 << 20, mix) for s, k in enumerate(("controller", "policy", "rollout"))}
     files = []
     for idx, (kind, path, size) in enumerate(plan):
         block = blocks[kind]
@@ -249,14 +322,20 @@ def main() -> int:
     ap.add_argument("--files", type=int, default=193)
     ap.add_argument("--pure", action="store_true", help="also time the pure-Python path (slow)")
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
+    ap.add_argument("--mix", choices=sorted(MIXES), default="sparse",
+                    help="sparse: the original mix; dense: many events per byte; noisy: rule-like INFO noise")
+    ap.add_argument("--generate-only", action="store_true", help="write DIR and stop (kept)")
     ap.add_argument("--repeat", type=int, default=1, help="measure this many times on the same files")
     args = ap.parse_args()
     if args.dir.exists():
         raise SystemExit(f"{args.dir}: exists; give a new folder")
     t0 = time.perf_counter()
-    run_dir, files = generate(args.dir, args.size_mb, args.files)
+    run_dir, files = generate(args.dir, args.size_mb, args.files, args.mix)
     total = sum(f.stat().st_size for f in files)
-    print(f"generated {len(files)} files, {total / 2**20:.0f} MiB in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+    print(f"generated {len(files)} files, {total / 2**20:.0f} MiB ({args.mix}) in {time.perf_counter() - t0:.1f}s",
+          file=sys.stderr)
+    if args.generate_only:
+        return 0
     try:
         # Warm the page cache so that every contender reads from memory.
         subprocess.run(["cat", *map(str, files)], stdout=subprocess.DEVNULL, check=True)
