@@ -33,6 +33,7 @@ typedef struct {
     Py_ssize_t nstates, nclasses;
     const unsigned char *pairs;  /* 65536: a marker may start with bytes a, b; and every a == '\n' */
     const unsigned char *teddy;  /* 96 bytes (lo/hi nibble masks of bytes 0, 1, 2), or NULL */
+    Py_ssize_t root2;            /* the needles' DFA in the same table starts here; 0: none */
 } Automaton;
 
 typedef struct {
@@ -55,7 +56,7 @@ release_automaton(AutomatonArgs *args)
 
 /* Checks the tables' sizes and byte classes; 0 with a ValueError set if they do not fit. */
 static int
-load_automaton(AutomatonArgs *args, Py_ssize_t nclasses, Automaton *a)
+load_automaton(AutomatonArgs *args, Py_ssize_t nclasses, Py_ssize_t root2, Automaton *a)
 {
     if (args->classes.len != 256 || nclasses <= 0 || nclasses > 256 || args->table.len % (2 * nclasses) != 0
         || args->accept.len < 1 || args->accept.len != args->table.len / (2 * nclasses) || args->pairs.len != 65536
@@ -76,13 +77,39 @@ load_automaton(AutomatonArgs *args, Py_ssize_t nclasses, Automaton *a)
     a->nclasses = nclasses;
     a->pairs = (const unsigned char *)args->pairs.buf;
     a->teddy = args->teddy.len ? (const unsigned char *)args->teddy.buf : NULL;
+    if (root2 < 0 || root2 >= a->nstates) {
+        PyErr_SetString(PyExc_ValueError, "inconsistent automaton: needle root out of range");
+        return 0;
+    }
+    a->root2 = root2;
     return 1;
 }
 
+/* Whether the line starting at ls holds one of the needles (the DFA at root2), in its first
+ * max_line bytes; -2: a corrupt table. */
+static int
+needle_in_line(const Automaton *a, const unsigned char *p, Py_ssize_t ls, Py_ssize_t n, Py_ssize_t max_line)
+{
+    unsigned int state = (unsigned int)a->root2;
+    Py_ssize_t end = n - ls > max_line ? ls + max_line : n;
+    for (Py_ssize_t k = ls; k < end; k++) {
+        unsigned char c = p[k];
+        if (c == '\n')
+            return 0;
+        state = a->next[state * a->nclasses + a->cls[c]];
+        if (state >= (unsigned int)a->nstates)
+            return -2;
+        if (a->acc[state])
+            return 1;
+    }
+    return 0;
+}
+
 /* The end (inclusive) of the first marker found running the automaton from position s, which it
- * leaves when back at the start state or at a newline; -1: none; -2: a corrupt table. */
+ * leaves when back at the start state or at a newline; -1: none; -2: a corrupt table. A marker
+ * that needs a needle on its line (accepting kind 2) counts only with one there (line start ls). */
 static Py_ssize_t
-confirm(const Automaton *a, const unsigned char *p, Py_ssize_t s, Py_ssize_t n)
+confirm(const Automaton *a, const unsigned char *p, Py_ssize_t s, Py_ssize_t n, Py_ssize_t ls, Py_ssize_t max_line)
 {
     unsigned int state = 0;
     for (Py_ssize_t k = s; k < n; k++) {
@@ -92,8 +119,12 @@ confirm(const Automaton *a, const unsigned char *p, Py_ssize_t s, Py_ssize_t n)
         state = a->next[state * a->nclasses + a->cls[c]];
         if (state >= (unsigned int)a->nstates)
             return -2;
-        if (a->acc[state])
-            return k;
+        if (a->acc[state]) {
+            if (a->acc[state] == 1 || a->root2 == 0)
+                return k;
+            int found = needle_in_line(a, p, ls, n, max_line);
+            return found < 0 ? -2 : found ? k : -1;
+        }
         if (state == 0)
             return -1;
     }
@@ -142,7 +173,7 @@ scan_scalar(const Automaton *a, const unsigned char *p, Py_ssize_t n, Py_ssize_t
             i = nl == NULL ? n : nl - p;
             continue;
         }
-        Py_ssize_t e = confirm(a, p, i, n);
+        Py_ssize_t e = confirm(a, p, i, n, cur->ls, max_line);
         if (e == -2)
             return -2;
         if (e >= 0) {
@@ -186,7 +217,7 @@ scan_teddy(const Automaton *a, const unsigned char *p, Py_ssize_t n, Py_ssize_t 
             unsigned int below = nl & ((1u << c) - 1u);
             Py_ssize_t ls = below ? i + (31 - __builtin_clz(below)) + 1 : cur->ls;
             if (i + c - ls < max_line) {
-                Py_ssize_t e = confirm(a, p, i + c, n);
+                Py_ssize_t e = confirm(a, p, i + c, n, ls, max_line);
                 if (e == -2)
                     return -2;
                 if (e >= 0) {
@@ -287,6 +318,8 @@ hit_line(void *ctx, Py_ssize_t ls, Py_ssize_t le, Py_ssize_t line)
  *   pairs:    bytes(65536), non-zero at a << 8 | b where a marker starts with bytes a, b, and at
  *             every a that is the newline
  *   teddy:    bytes(96): the nibble masks of the markers' first three bytes, or b"" (no prefilter)
+ *   root2:    where the needles' DFA starts in table (0: none); a marker accepting with kind 2
+ *             counts only on a line holding a needle
  * Line i is the text between the i-th and (i+1)-th newline, numbered from 0. */
 static PyObject *
 scan_lines(PyObject *self, PyObject *args)
@@ -294,9 +327,9 @@ scan_lines(PyObject *self, PyObject *args)
     (void)self;
     PyObject *text;
     AutomatonArgs aa = {.held = 0};
-    Py_ssize_t nclasses;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*ny*y*", &text, &aa.classes, &aa.table, &aa.accept, &nclasses, &aa.pairs,
-                          &aa.teddy))
+    Py_ssize_t nclasses, root2;
+    if (!PyArg_ParseTuple(args, "Oy*y*y*ny*y*n", &text, &aa.classes, &aa.table, &aa.accept, &nclasses, &aa.pairs,
+                          &aa.teddy, &root2))
         return NULL;
     aa.held = 1;
 
@@ -307,7 +340,7 @@ scan_lines(PyObject *self, PyObject *args)
     Automaton a;
     Vec hits = {NULL, 0, 0, sizeof(Py_ssize_t)};
 
-    if (!load_automaton(&aa, nclasses, &a))
+    if (!load_automaton(&aa, nclasses, root2, &a))
         goto done;
     if (PyUnicode_Check(text)) {
 #if PY_VERSION_HEX < 0x030C0000
@@ -778,7 +811,7 @@ hit_chunk(void *ctx, Py_ssize_t ls, Py_ssize_t le, Py_ssize_t line)
     return 0;
 }
 
-/* chunk(data, classes, table, accept, nclasses, pairs, teddy, templates, lineno, offset, max_line,
+/* chunk(data, classes, table, accept, nclasses, pairs, teddy, root2, templates, lineno, offset, max_line,
  *       minute_base, simd) -> (items, lines)
  *   data:        a buffer of whole lines; a last line without a newline counts as a line
  *   templates:   tuple of bytes (see above); () reads no line in full
@@ -796,11 +829,11 @@ scan_chunk(PyObject *self, PyObject *args)
     (void)self;
     Py_buffer data;
     AutomatonArgs aa = {.held = 0};
-    Py_ssize_t nclasses, lineno0, offset0, max_line;
+    Py_ssize_t nclasses, root2, lineno0, offset0, max_line;
     PyObject *templates, *minute_base;
     int simd;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*ny*y*O!nnnOp", &data, &aa.classes, &aa.table, &aa.accept, &nclasses,
-                          &aa.pairs, &aa.teddy, &PyTuple_Type, &templates, &lineno0, &offset0, &max_line,
+    if (!PyArg_ParseTuple(args, "y*y*y*y*ny*y*nO!nnnOp", &data, &aa.classes, &aa.table, &aa.accept, &nclasses,
+                          &aa.pairs, &aa.teddy, &root2, &PyTuple_Type, &templates, &lineno0, &offset0, &max_line,
                           &minute_base, &simd))
         return NULL;
     aa.held = 1;
@@ -812,7 +845,7 @@ scan_chunk(PyObject *self, PyObject *args)
     Automaton a;
     ChunkCtx ctx = {{NULL, 0, 0, sizeof(Hit)}, (const unsigned char *)data.buf, lineno0, max_line, tpl, tlen, ntpl};
 
-    if (!load_automaton(&aa, nclasses, &a))
+    if (!load_automaton(&aa, nclasses, root2, &a))
         goto done;
     if (max_line <= 0) {
         PyErr_SetString(PyExc_ValueError, "max_line must be positive");
@@ -921,10 +954,10 @@ done:
 
 static PyMethodDef scan_methods[] = {
     {"lines", scan_lines, METH_VARARGS,
-     "lines(text, classes, table, accept, nclasses, pairs, teddy) -> indices of the lines holding a marker"},
+     "lines(text, classes, table, accept, nclasses, pairs, teddy, root2) -> indices of the lines holding a marker"},
     {"chunk", scan_chunk, METH_VARARGS,
-     "chunk(data, classes, table, accept, nclasses, pairs, teddy, templates, lineno, offset, max_line, minute_base, "
-     "simd) -> (items, lines)"},
+     "chunk(data, classes, table, accept, nclasses, pairs, teddy, root2, templates, lineno, offset, max_line, "
+     "minute_base, simd) -> (items, lines)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -947,7 +980,7 @@ PyInit__scan(void)
     long simd = 0;
 #endif
     /* ABI: the calling convention of lines() and chunk() (diagnostics/parsing/_scan.py checks it) */
-    if (m != NULL && (PyModule_AddIntConstant(m, "SIMD", simd) < 0 || PyModule_AddIntConstant(m, "ABI", 2) < 0)) {
+    if (m != NULL && (PyModule_AddIntConstant(m, "SIMD", simd) < 0 || PyModule_AddIntConstant(m, "ABI", 3) < 0)) {
         Py_DECREF(m);
         return NULL;
     }

@@ -271,6 +271,7 @@ def _families() -> dict[int, int]:
 
     family = {int(k): int(k) for k in Bulk}
     family[Bulk.STAT_OLD] = Bulk.STAT  # both shapes feed the same store and series, in line order
+    family[Bulk.RECV_DONE_OLD] = Bulk.RECV_DONE
     return family
 
 

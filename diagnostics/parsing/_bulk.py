@@ -30,7 +30,7 @@ from typing import Any
 
 from diagnostics.events import Source
 from diagnostics.parsing._lines import MAX_LINE_BYTES
-from diagnostics.parsing._markers import markers_for
+from diagnostics.parsing._markers import confirm_for, markers_for
 from diagnostics.parsing._parser import GATED_ROLES
 from diagnostics.parsing._scan import _automaton
 from diagnostics.parsing._scan import _native_chunk as _chunk
@@ -57,6 +57,7 @@ class Bulk(enum.IntEnum):
     PREFETCH = 7
     STEP = 8
     TRAIN_REPORT = 9
+    RECV_DONE_OLD = 10
 
 
 # Level and message of a cosmos line (or, starting with '[', a line after its torchrun prefix), with the
@@ -70,7 +71,7 @@ TEMPLATES: dict[Bulk, bytes] = {
     Bulk.STAT: b"INFO - [Controller] Stat: \x01 samples, \x01 completion tokens, \x01 pending rollouts, "
                b"\x01 in-flight, \x01 filtered (outdated), \x02s elapsed",
     Bulk.STAT_OLD: b"INFO - [Controller] Stat: \x01 samples, \x01 completion tokens, \x01 pending rollouts, "
-                   b"\x02 seconds elapsed",
+                   b"\x0a seconds elapsed",
     Bulk.STALENESS: b"INFO - [Controller] weight staleness: accepted p50=\x03 p99=\x83 max=\x03, "
                     b"discarded=\x01/\x81 (allowed_outdated_steps=\x03, sync_weight_interval=\x83)",
     Bulk.PROMPT_REJECTED: b"INFO - [Rollout rank=\x81] prompt rejected: prompt.weight_version=\x03 "
@@ -79,9 +80,12 @@ TEMPLATES: dict[Bulk, bytes] = {
     Bulk.SEND_DONE: b"DEBUG - [Policy] All \x81 at step \x84 send operations of finished in \x82 seconds with "
                     b"\x82 MB sent. While \x81 non-trainable splitted params skipped and \x81 splitted params "
                     b"transferred.",
-    Bulk.RECV_DONE: b"INFO - [Rollout] All \x81 at step \x04 recv operations finished in \x02 seconds with "
-                    b"\x82 MB received. While \x81 non-trainable splitted params skipped and \x81 trainable "
+    Bulk.RECV_DONE: b"INFO - [Rollout] All \x81 at step \x04 recv operations finished in \x0a seconds with "
+                    b"\x8a MB received. While \x81 non-trainable splitted params skipped and \x81 trainable "
                     b"splitted params transferred.",
+    # The same line of earlier Cosmos-RL, without the ``While ...`` tail (real users' logs).
+    Bulk.RECV_DONE_OLD: b"INFO - [Rollout] All \x81 at step \x04 recv operations finished in \x0a seconds with "
+                        b"\x8a MB received.",
     Bulk.DYNAMIC_OUTDATED: b"INFO - Dynamic sampling rewards distribution so far: {'outdated': \x05}.",
     # The recipe's prefetch server (alpamayo-recipe.md §9.3): the event name; the k=v rest is only read
     # if the event is quoted.
@@ -103,6 +107,7 @@ FIELDS: dict[Bulk, tuple[str, ...]] = {
     Bulk.PROMPT_REJECTED: ("prompt_version", "current_version"),
     Bulk.SEND_DONE: (),
     Bulk.RECV_DONE: ("step", "seconds"),
+    Bulk.RECV_DONE_OLD: ("step", "seconds"),
     Bulk.DYNAMIC_OUTDATED: ("outdated",),
     Bulk.PREFETCH: ("event",),
     Bulk.STEP: ("step", "total", "reward_mean", "reward_std", "reward_max", "reward_min", "loss_avg", "loss_max",
@@ -149,7 +154,7 @@ def _templates_for(source: Source) -> tuple[bytes, ...]:
 def scan_file(path: Path, source: Source) -> Iterator[list[Any]]:
     """The items of one file, a block at a time: candidates ``(lineno, offset, text)`` and records,
     in line order. Raises ``OSError`` if the file cannot be opened; a read error ends the file."""
-    automaton = _automaton(markers_for(source))
+    automaton = _automaton(markers_for(source), *(confirm_for(source) or ()))
     templates = _templates_for(source)
     max_line = MAX_LINE_BYTES
     size = max(CHUNK_BYTES, max_line)  # a block holds at least one line's searched part

@@ -17,11 +17,11 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-EXTENSION_ABI = 2
+EXTENSION_ABI = 3
 """The calling convention of ``diagnostics._scan`` this code speaks; an extension built from older
 sources (a stale build in a source tree) is not used rather than called wrongly."""
 
-_native: Callable[[str | bytes, bytes, bytes, bytes, int, bytes, bytes], list[int]] | None
+_native: Callable[[str | bytes, bytes, bytes, bytes, int, bytes, bytes, int], list[int]] | None
 _native_chunk: Callable[..., tuple[list[Any], int]] | None
 try:  # the optional C extension (setup.py); A1X_NO_NATIVE=1 forces the fallback
     from diagnostics import _scan as _extension
@@ -113,21 +113,12 @@ def teddy_masks(patterns: list[bytes]) -> bytes:
     return bytes(masks)
 
 
-@functools.lru_cache(maxsize=16)
-def _automaton(markers: tuple[str, ...]) -> tuple[bytes, bytes, bytes, int, bytes, bytes]:
-    """(byte classes, transition table, accepting states, number of classes, start pairs, teddy
-    masks) of the Aho-Corasick DFA of ``markers`` (UTF-8), in the layout ``diagnostics._scan`` reads."""
-    patterns = [m.encode() for m in dict.fromkeys(markers) if m]
-    if any(b"\n" in p for p in patterns):
-        raise ValueError("a marker cannot hold a newline")
-    alphabet = sorted({b for p in patterns for b in p})
-    classes = bytearray(256)  # class 0: every byte in no marker
-    for i, b in enumerate(alphabet, 1):
-        classes[b] = i
-    width = len(alphabet) + 1
+def _dfa(patterns: list[bytes], kinds: list[int], classes: bytes, width: int) -> tuple[array[int], bytearray]:
+    """The Aho-Corasick DFA of ``patterns``: its transition rows (state 0 the start) and accepting
+    states (the kind of the pattern ending there; where several end, the lowest kind)."""
     goto: list[dict[int, int]] = [{}]
     accept = bytearray(1)
-    for p in patterns:
+    for p, kind in zip(patterns, kinds):
         state = 0
         for b in p:
             c = classes[b]
@@ -138,9 +129,7 @@ def _automaton(markers: tuple[str, ...]) -> tuple[bytes, bytes, bytes, int, byte
                 goto.append({})
                 accept.append(0)
             state = nxt
-        accept[state] = 1
-    if len(goto) > 0xFFFF:
-        raise ValueError("too many markers for a 16-bit automaton")
+        accept[state] = min(accept[state] or kind, kind)
     # Breadth-first: each state's row is its failure state's row with its own edges over it.
     table = array("H", bytes(2 * len(goto) * width))
     fail = [0] * len(goto)
@@ -151,15 +140,52 @@ def _automaton(markers: tuple[str, ...]) -> tuple[bytes, bytes, bytes, int, byte
     while queue:
         state = queue.popleft()
         f = fail[state]
-        if accept[f]:
-            accept[state] = 1  # a marker ends inside this one
+        if accept[f] and (not accept[state] or accept[f] < accept[state]):
+            accept[state] = accept[f]  # a marker ends inside this one
         row = state * width
         table[row : row + width] = table[f * width : f * width + width]
         for c, s in goto[state].items():
             fail[s] = table[f * width + c]
             table[row + c] = s
             queue.append(s)
-    return bytes(classes), table.tobytes(), bytes(accept), width, start_pairs(patterns), teddy_masks(patterns)
+    return table, accept
+
+
+Automaton = tuple[bytes, bytes, bytes, int, bytes, bytes, int]
+
+
+@functools.lru_cache(maxsize=16)
+def _automaton(markers: tuple[str, ...], confirmed: frozenset[str] = frozenset(),
+               needles: tuple[str, ...] = ()) -> Automaton:
+    """(byte classes, transition table, accepting states, number of classes, start pairs, teddy
+    masks, needle root) of the Aho-Corasick DFA of ``markers`` (UTF-8), in the layout
+    ``diagnostics._scan`` reads. A line holding only markers of ``confirmed`` is taken only if it
+    also holds one of ``needles`` (a second DFA in the same table, rooted at the needle root; 0:
+    none): a gate such as ``INFO - [Policy] `` is on most lines of a replica log, the needles of
+    the rules logged under it on few (docs/parsing.md, "Gates")."""
+    patterns = [m.encode() for m in dict.fromkeys(markers) if m]
+    needle_bytes = [n.encode() for n in dict.fromkeys(needles) if n] if confirmed else []
+    if any(b"\n" in p for p in (*patterns, *needle_bytes)):
+        raise ValueError("a marker cannot hold a newline")
+    plain = [p for p in patterns if p.decode() not in confirmed]
+    # A confirmed marker that starts a plain one would hide it from the anchored search: plain too.
+    kinds = [1 if p.decode() not in confirmed or any(q.startswith(p) for q in plain) else 2 for p in patterns]
+    alphabet = sorted({b for p in (*patterns, *needle_bytes) for b in p})
+    classes = bytearray(256)  # class 0: every byte in no marker
+    for i, b in enumerate(alphabet, 1):
+        classes[b] = i
+    width = len(alphabet) + 1
+    table, accept = _dfa(patterns, kinds, bytes(classes), width)
+    root = 0
+    if needle_bytes and 2 in kinds:
+        root = len(accept)
+        more, more_accept = _dfa(needle_bytes, [1] * len(needle_bytes), bytes(classes), width)
+        table.extend(s + root for s in more)
+        accept.extend(more_accept)
+    if len(accept) > 0xFFFF:
+        raise ValueError("too many markers for a 16-bit automaton")
+    return (bytes(classes), table.tobytes(), bytes(accept), width, start_pairs(patterns), teddy_masks(patterns),
+            root)
 
 
 class MarkerScanner:
@@ -167,10 +193,13 @@ class MarkerScanner:
 
     __slots__ = ("_automaton", "markers")
 
-    def __init__(self, markers: Sequence[str]) -> None:
+    def __init__(self, markers: Sequence[str], confirm: tuple[frozenset[str], tuple[str, ...]] | None = None) -> None:
+        """``confirm``: (markers, needles) for ``_automaton``: in C, a line holding only those markers
+        is taken only with a needle too; the pure-Python search takes it anyway (a superset)."""
         self.markers = tuple(markers)
-        ascii_only = all(m.isascii() for m in self.markers)  # Latin-1 text is read as its own bytes
-        self._automaton = _automaton(self.markers) if _native is not None and ascii_only else None
+        extra = confirm or ()
+        ascii_only = all(m.isascii() for m in (*self.markers, *(extra[1] if extra else ())))
+        self._automaton = _automaton(self.markers, *extra) if _native is not None and ascii_only else None
 
     def lines(self, lines: Sequence[str]) -> list[int]:
         """Indices (from 0) of the lines holding a marker, in order."""

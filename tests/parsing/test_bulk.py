@@ -87,7 +87,7 @@ MESSAGES = {
     B.STAT: lambda r: (f"[Controller] Stat: {_num(r)} samples, {_num(r)} completion tokens, {_num(r)} pending "
                        f"rollouts, {_num(r)} in-flight, {_num(r)} filtered (outdated), {_dec(r)}s elapsed", "INFO"),
     B.STAT_OLD: lambda r: (f"[Controller] Stat: {_num(r)} samples, {_num(r)} completion tokens, {_num(r)} pending "
-                           f"rollouts, {_dec(r)} seconds elapsed", "INFO"),
+                           f"rollouts, {r.choice([_dec(r), _float(r)])} seconds elapsed", "INFO"),
     B.STALENESS: lambda r: (f"[Controller] weight staleness: accepted p50={_signed(r)} p99={_signed(r)} "
                             f"max={_signed(r)}, discarded={_num(r)}/{_num(r)} (allowed_outdated_steps={_signed(r)}, "
                             f"sync_weight_interval={_signed(r)})", "INFO"),
@@ -102,6 +102,9 @@ MESSAGES = {
                             f"finished in {_dec(r)} seconds with {_dec(r)} MB received. While {_num(r)} "
                             f"non-trainable splitted params skipped and {_num(r)} trainable splitted params "
                             "transferred.", "INFO"),
+    B.RECV_DONE_OLD: lambda r: (f"[Rollout] All {_num(r)} at step {r.choice(['None', _num(r)])} recv operations "
+                                f"finished in {r.choice([_dec(r), _float(r)])} seconds with {_dec(r)} MB received.",
+                                "INFO"),
     B.DYNAMIC_OUTDATED: lambda r: (f"Dynamic sampling rewards distribution so far: {{'outdated': {_num(r)}}}.",
                                    "INFO"),
     B.STEP: lambda r: (f"Step: {_num(r)}/{_num(r)}, " + ", ".join(f"{name}: {_float(r)}" for name in STEP_NAMES)
@@ -192,7 +195,8 @@ def _check(line: str, source: Source = SRC) -> str:
     assert item[1] == 5 and item[2] == event.rank and item[4] == line.encode(), line
     assert item[3] == epoch(event.ts), line
     assert _record_fields(kind, item) == _fields(kind, event), line
-    wanted = {B.SEND_DONE: SyncPhase.POLICY_SEND_DONE, B.RECV_DONE: SyncPhase.RECV_DONE}.get(kind)
+    wanted = {B.SEND_DONE: SyncPhase.POLICY_SEND_DONE, B.RECV_DONE: SyncPhase.RECV_DONE,
+              B.RECV_DONE_OLD: SyncPhase.RECV_DONE}.get(kind)
     if wanted is not None:
         assert isinstance(event, WeightSync) and event.phase is wanted
     assert build_pending((source, None, item)) == event
