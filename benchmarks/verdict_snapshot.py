@@ -65,7 +65,7 @@ def _diff(a: Any, b: Any, where: str, out: list[str]) -> None:
         for k in sorted(set(a) | set(b)):
             _diff(a.get(k, "<absent>"), b.get(k, "<absent>"), f"{where}.{k}", out)
     elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
             _diff(x, y, f"{where}[{i}]", out)
     elif a != b:
         out.append(f"{where}: {json.dumps(a)[:300]} -> {json.dumps(b)[:300]}")

@@ -403,7 +403,7 @@ done:
  * part of a cosmos line after ``[cosmos] <stamp> - cosmos - `` (level and message), with field
  * codes:
  *   \x01  [0-9]{1,18}                       -> int
- *   \x02  [0-9]{1,30}(\.[0-9]{1,30})?       -> float (as Python's float() reads it)
+ *   \x02  [0-9.eE+-]{1,64}                  -> float: float() of the token (refused: a candidate)
  *   \x03  -?[0-9]{1,18}                     -> int
  *   \x04  [0-9]{1,18} | None                -> int or None
  *   \x05  0|[1-9][0-9]{0,17}                -> int (no leading zero)
@@ -411,8 +411,6 @@ done:
  *   \x07  [!-~]{1,63}, then a space or the end -> str
  *   \x08  YYYY-mm-dd HH:MM:SS                 the line's time (no field)
  *   \x09  the end, or a space and the rest of the line without \r (no field)
- *   \x0a  -?[0-9]{1,30}(\.[0-9]{1,30})?([eE][+-]?[0-9]{1,4})? -> float
- *   \x0b  `key: value, ...` pairs to the end of the line, every value a \x0a number -> dict
  * A template starting with '[' is matched right after the optional torchrun prefix (it must hold
  * \x08); any other after the cosmos prefix, whose time the line then has. A code with its high bit
  * set (0x81 for \x01, ...) is checked the same way and not handed back.
@@ -464,122 +462,18 @@ run_digits(const unsigned char *p, Py_ssize_t i, Py_ssize_t end, Py_ssize_t most
     return (j - i > most) ? -1 : j - i;
 }
 
-/* The end of the decimal number at p[j] ([0-9]+(\.[0-9]+)?, each run at most 30 digits; with
- * `extended`, a leading '-' and an exponent [eE][+-]?[0-9]{1,4} are allowed), or -1. */
+/* The end of the run of a number's characters [0-9.eE+-] at p[j] (1 to 64 of them), or -1. Only a
+ * token: its value is Python's (float() through PyOS_string_to_double, when the record is built). */
 static Py_ssize_t
-read_decimal(const unsigned char *p, Py_ssize_t j, Py_ssize_t le, int extended)
+float_token(const unsigned char *p, Py_ssize_t j, Py_ssize_t le)
 {
-    if (extended && j < le && p[j] == '-')
-        j++;
-    Py_ssize_t n = run_digits(p, j, le, 30);
-    if (n <= 0)
-        return -1;
-    j += n;
-    if (j < le && p[j] == '.') {
-        n = run_digits(p, j + 1, le, 30);
-        if (n <= 0)
-            return -1;
-        j += 1 + n;
-    }
-    if (extended && j < le && (p[j] == 'e' || p[j] == 'E')) {
-        Py_ssize_t x = j + 1;
-        if (x < le && (p[x] == '+' || p[x] == '-'))
-            x++;
-        n = run_digits(p, x, le, 4);
-        if (n <= 0)
-            return -1;
-        j = x + n;
-    }
-    return j;
+    Py_ssize_t k = j;
+    while (k < le && k - j <= 64
+           && ((p[k] >= '0' && p[k] <= '9') || p[k] == '.' || p[k] == 'e' || p[k] == 'E' || p[k] == '+' || p[k] == '-'))
+        k++;
+    return (k == j || k - j > 64) ? -1 : k;
 }
 
-/* `k: v, k2: v2` as diagnostics/parsing/_rules.py's parse_report_pairs reads it: keys where
- * (?:^|, )([A-Za-z0-9_./-]+):  matches, scanning left to right as re.finditer does; a value is
- * the text up to the next key's ", ", without its spaces. Every value must be a number in the
- * grammar of \x0a (what float() reads the same way), else -1 (the line goes the Python way).
- * With `dict`, the pairs go into it as str -> float; returns the number of pairs, -2 on error. */
-static int
-is_key_char(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.'
-           || c == '/' || c == '-';
-}
-
-static Py_ssize_t
-key_at(const unsigned char *t, Py_ssize_t pos, Py_ssize_t n, int head, Py_ssize_t *ks, Py_ssize_t *ke)
-{
-    Py_ssize_t k = head ? pos : pos + 2;
-    if (!head && !(pos + 1 < n && t[pos] == ',' && t[pos + 1] == ' '))
-        return -1;
-    Py_ssize_t e = k;
-    while (e < n && is_key_char(t[e]))
-        e++;
-    if (e == k || e + 1 >= n || t[e] != ':' || t[e + 1] != ' ')
-        return -1;
-    *ks = k;
-    *ke = e;
-    return e + 2;
-}
-
-static Py_ssize_t read_decimal(const unsigned char *p, Py_ssize_t j, Py_ssize_t le, int extended);
-
-static int
-report_pairs(const unsigned char *t, Py_ssize_t n, PyObject *dict)
-{
-    Py_ssize_t pos = 0, ks = 0, ke = 0, vs = -1, pks = 0, pke = 0;
-    int count = 0;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        if (t[k] == '\r' || t[k] >= 0x80)
-            return -1;
-    }
-    for (;;) {
-        Py_ssize_t end = -1, start = pos;
-        while (start < n) {
-            end = start == 0 ? key_at(t, 0, n, 1, &ks, &ke) : -1;
-            if (end < 0)
-                end = key_at(t, start, n, 0, &ks, &ke);
-            if (end >= 0)
-                break;
-            start++;
-        }
-        if (vs >= 0) {  /* the previous key's value: up to this match (or the end), without spaces */
-            Py_ssize_t a = vs, b = end >= 0 ? start : n;
-            while (a < b && (t[a] == ' ' || t[a] == '\t' || t[a] == '\n' || t[a] == '\v' || t[a] == '\f'))
-                a++;
-            while (b > a && (t[b - 1] == ' ' || t[b - 1] == '\t' || t[b - 1] == '\v' || t[b - 1] == '\f'))
-                b--;
-            if (b == a || read_decimal(t, a, b, 1) != b || b - a >= 100)
-                return -1;
-            if (dict != NULL) {
-                char tmp[128];
-                memcpy(tmp, t + a, (size_t)(b - a));
-                tmp[b - a] = 0;
-                double v = PyOS_string_to_double(tmp, NULL, NULL);
-                if (v == -1.0 && PyErr_Occurred())
-                    return -2;
-                PyObject *key = PyUnicode_DecodeASCII((const char *)t + pks, pke - pks, "strict");
-                PyObject *val = key == NULL ? NULL : PyFloat_FromDouble(v);
-                if (val == NULL || PyDict_SetItem(dict, key, val) < 0) {
-                    Py_XDECREF(key);
-                    Py_XDECREF(val);
-                    return -2;
-                }
-                Py_DECREF(key);
-                Py_DECREF(val);
-            }
-            count++;
-        }
-        if (end < 0)
-            return count;
-        vs = end;
-        pks = ks;
-        pke = ke;
-        pos = end;
-    }
-}
-
-/* "YYYY-mm-dd HH:MM:SS" at s (n bytes available): fills t[0..5] and returns 1 if a real time
- * (years 1971-2999: anything else goes the Python way). */
 static int
 read_stamp(const unsigned char *s, Py_ssize_t n, int *t)
 {
@@ -697,14 +591,9 @@ match_templates(const unsigned char *p, Py_ssize_t ls, Py_ssize_t le, const unsi
                 ok = n > 0 && !(n > 1 && p[j] == '0');
                 j += n > 0 ? n : 0;
                 break;
-            case 2:
-            case 10:  /* a decimal; \x0a: signed, maybe with an exponent */
-                j = read_decimal(p, j, le, c == 10);
+            case 2:  /* a number's characters; its value is float()'s */
+                j = float_token(p, j, le);
                 ok = j >= 0;
-                break;
-            case 11:  /* report pairs to the end of the line */
-                ok = report_pairs(p + j, le - j, NULL) >= 0;
-                j = le;
                 break;
             case 6:  /* an ASCII word */
                 while (j < le && j - f0 < 64 && ((p[j] >= 'a' && p[j] <= 'z') || (p[j] >= 'A' && p[j] <= 'Z')
@@ -743,47 +632,32 @@ match_templates(const unsigned char *p, Py_ssize_t ls, Py_ssize_t le, const unsi
     return 0;
 }
 
+/* The value of field f of a hit, as Python reads it: float() and int() through their C API. NULL with
+ * ValueError where Python refuses the token (the line is then a candidate), or another error. */
 static PyObject *
 field_value(const unsigned char *p, const Hit *h, int f)
 {
     const char *s = (const char *)p + h->fstart[f];
     Py_ssize_t n = h->fend[f] - h->fstart[f];
-    if (h->codes[f] == 2 || h->codes[f] == 10) {
-        char tmp[128];  /* the grammars above allow 68 bytes at most */
-        if (n >= (Py_ssize_t)sizeof tmp) {
-            PyErr_SetString(PyExc_ValueError, "number too long");
-            return NULL;
-        }
-        memcpy(tmp, s, (size_t)n);
-        tmp[n] = 0;
+    int code = h->codes[f];
+    if (code == 6 || code == 7)
+        return PyUnicode_DecodeASCII(s, n, "strict");
+    if (code == 4 && n == 4 && memcmp(s, "None", 4) == 0)
+        Py_RETURN_NONE;
+    char tmp[80];  /* tokens are at most 64 bytes (floats) or 19 (ints) */
+    if (n >= (Py_ssize_t)sizeof tmp) {
+        PyErr_SetString(PyExc_ValueError, "token too long");
+        return NULL;
+    }
+    memcpy(tmp, s, (size_t)n);
+    tmp[n] = 0;
+    if (code == 2) {
         double v = PyOS_string_to_double(tmp, NULL, NULL);
         if (v == -1.0 && PyErr_Occurred())
             return NULL;
         return PyFloat_FromDouble(v);
     }
-    if (h->codes[f] == 4 && n == 4 && memcmp(s, "None", 4) == 0)
-        Py_RETURN_NONE;
-    if (h->codes[f] == 6 || h->codes[f] == 7)
-        return PyUnicode_DecodeASCII(s, n, "strict");
-    if (h->codes[f] == 11) {
-        PyObject *dict = PyDict_New();
-        if (dict != NULL && report_pairs((const unsigned char *)s, n, dict) < 0) {
-            Py_DECREF(dict);
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_ValueError, "report pairs changed between passes");
-            return NULL;
-        }
-        return dict;
-    }
-    long long v = 0;
-    int neg = 0;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        if (s[k] == '-')
-            neg = 1;
-        else
-            v = v * 10 + (s[k] - '0');
-    }
-    return PyLong_FromLongLong(neg ? -v : v);
+    return PyLong_FromString(tmp, NULL, 10);
 }
 
 typedef struct {
@@ -821,7 +695,8 @@ hit_chunk(void *ctx, Py_ssize_t ls, Py_ssize_t le, Py_ssize_t line)
  *                or None (the line is then a candidate); asked once per distinct minute in a row
  *   simd:        use the 16-byte prefilter where the CPU has it
  *   items:       in line order, a candidate as (lineno, offset, text) (decoded as UTF-8 with
- *                replacement characters), a bulk line as (template index, lineno, rank or None, ts,
+ *                replacement characters), a bulk line as its record: an instance of the template's
+ *                class (a named tuple) holding (template index, lineno, rank or None, ts,
  *                bytes, *fields); lines: the number of lines in data */
 static PyObject *
 scan_chunk(PyObject *self, PyObject *args)
@@ -841,6 +716,7 @@ scan_chunk(PyObject *self, PyObject *args)
     PyObject *result = NULL, *items = NULL, *base_ref = NULL;
     const unsigned char *tpl[16];
     Py_ssize_t tlen[16];
+    PyTypeObject *rtype[16];
     int ntpl = (int)PyTuple_GET_SIZE(templates);
     Automaton a;
     ChunkCtx ctx = {{NULL, 0, 0, sizeof(Hit)}, (const unsigned char *)data.buf, lineno0, max_line, tpl, tlen, ntpl};
@@ -856,13 +732,19 @@ scan_chunk(PyObject *self, PyObject *args)
         goto done;
     }
     for (int t = 0; t < ntpl; t++) {
-        PyObject *o = PyTuple_GET_ITEM(templates, t);
-        if (!PyBytes_Check(o)) {
-            PyErr_SetString(PyExc_TypeError, "templates must be bytes");
+        /* (template bytes, record class): a tuple subclass without instance fields (a named tuple) */
+        PyObject *pair = PyTuple_GET_ITEM(templates, t), *o, *cls;
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 || !PyBytes_Check(o = PyTuple_GET_ITEM(pair, 0))
+            || !PyType_Check(cls = PyTuple_GET_ITEM(pair, 1))
+            || !PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type)
+            || ((PyTypeObject *)cls)->tp_basicsize != PyTuple_Type.tp_basicsize
+            || ((PyTypeObject *)cls)->tp_itemsize != PyTuple_Type.tp_itemsize) {
+            PyErr_SetString(PyExc_TypeError, "templates must be (bytes, named tuple class) pairs");
             goto done;
         }
         tpl[t] = (const unsigned char *)PyBytes_AS_STRING(o);
         tlen[t] = PyBytes_GET_SIZE(o);
+        rtype[t] = (PyTypeObject *)cls;
     }
     if (!PyCallable_Check(minute_base)) {
         PyErr_SetString(PyExc_TypeError, "minute_base must be callable");
@@ -898,36 +780,44 @@ scan_chunk(PyObject *self, PyObject *args)
             }
             memcpy(last_key, h->ymdhm, sizeof last_key);
         }
+        PyObject *vals[5 + MAX_FIELDS];
+        int nv = 0;
         if (h->tid >= 0 && base_ref != Py_None) {
             long long base = PyLong_AsLongLong(base_ref);
             if (base == -1 && PyErr_Occurred())
                 goto done;
             /* what datetime.timestamp() computes: whole seconds, then the microseconds / 1e6 */
             double ts = (double)(base + h->sec) + (double)(h->msec * 1000) / 1e6;
-            item = PyTuple_New(5 + h->nfields);
-            if (item == NULL)
+            vals[0] = PyLong_FromLong(h->tid);
+            vals[1] = PyLong_FromSsize_t(h->lineno);
+            vals[2] = h->rank < 0 ? Py_NewRef(Py_None) : PyLong_FromLong(h->rank);
+            vals[3] = PyFloat_FromDouble(ts);
+            vals[4] = PyBytes_FromStringAndSize((const char *)p + h->start, h->end - h->start);
+            if (!vals[0] || !vals[1] || !vals[2] || !vals[3] || !vals[4]) {
+                for (int v = 0; v < 5; v++)
+                    Py_XDECREF(vals[v]);
                 goto done;
-            PyObject *vals[5] = {PyLong_FromLong(h->tid), PyLong_FromSsize_t(h->lineno),
-                                 h->rank < 0 ? Py_NewRef(Py_None) : PyLong_FromLong(h->rank), PyFloat_FromDouble(ts),
-                                 PyBytes_FromStringAndSize((const char *)p + h->start, h->end - h->start)};
-            for (int v = 0; v < 5; v++) {
-                if (vals[v] == NULL) {
-                    for (int w = v; w < 5; w++)
-                        Py_XDECREF(vals[w]);
-                    Py_DECREF(item);
-                    goto done;
-                }
-                PyTuple_SET_ITEM(item, v, vals[v]);
             }
-            for (int f = 0; f < h->nfields; f++) {
-                PyObject *v = field_value(p, h, f);
-                if (v == NULL) {
-                    Py_DECREF(item);
+            nv = 5;
+            for (int f = 0; nv == 5 + f && f < h->nfields; f++)
+                if ((vals[nv] = field_value(p, h, f)) != NULL)
+                    nv++;
+            int built = nv == 5 + h->nfields;
+            if (built)
+                item = rtype[h->tid]->tp_alloc(rtype[h->tid], nv);
+            if (item != NULL) {
+                for (int v = 0; v < nv; v++)
+                    PyTuple_SET_ITEM(item, v, vals[v]);
+            } else {
+                for (int v = 0; v < nv; v++)
+                    Py_DECREF(vals[v]);
+                /* a token Python refuses as a number: the line is a candidate */
+                if (built || !PyErr_ExceptionMatches(PyExc_ValueError))
                     goto done;
-                }
-                PyTuple_SET_ITEM(item, 5 + f, v);
+                PyErr_Clear();
             }
-        } else {
+        }
+        if (item == NULL) {
             PyObject *text = PyUnicode_DecodeUTF8((const char *)p + h->start, h->end - h->start, "replace");
             if (text == NULL)
                 goto done;
@@ -980,7 +870,7 @@ PyInit__scan(void)
     long simd = 0;
 #endif
     /* ABI: the calling convention of lines() and chunk() (diagnostics/parsing/_scan.py checks it) */
-    if (m != NULL && (PyModule_AddIntConstant(m, "SIMD", simd) < 0 || PyModule_AddIntConstant(m, "ABI", 3) < 0)) {
+    if (m != NULL && (PyModule_AddIntConstant(m, "SIMD", simd) < 0 || PyModule_AddIntConstant(m, "ABI", 4) < 0)) {
         Py_DECREF(m);
         return NULL;
     }

@@ -1,9 +1,8 @@
 from collections.abc import Callable
 from typing import Any
 
-def lines(
-    text: str | bytes, classes: bytes, table: bytes, accept: bytes, nclasses: int, pairs: bytes, teddy: bytes, /
-) -> list[int]: ...
+def lines(text: str | bytes, classes: bytes, table: bytes, accept: bytes, nclasses: int, pairs: bytes, teddy: bytes,
+          root2: int, /) -> list[int]: ...
 SIMD: int
 ABI: int
 
@@ -15,7 +14,8 @@ def chunk(
     nclasses: int,
     pairs: bytes,
     teddy: bytes,
-    templates: tuple[bytes, ...],
+    root2: int,
+    templates: tuple[tuple[bytes, type[tuple[Any, ...]]], ...],
     lineno: int,
     offset: int,
     max_line: int,

@@ -25,8 +25,7 @@ from diagnostics.detectors import (
     RunConfig,
     run_detectors,
 )
-from diagnostics.detectors._store import _SYNC_NAMES
-from diagnostics.events import Event, Source, SyncPhase
+from diagnostics.events import Event, Source
 from diagnostics.findings import CheckResult, Finding, Report, RunOutcome
 from diagnostics.metrics import SERIES_CAPACITY, Metrics
 from diagnostics.report import build_report, merge_findings, unknown_report
@@ -69,7 +68,9 @@ class Collector:
         order of records of one family matters (each feeds its own series, marks and store), so a
         run is taken a family at a time, in columns. ``tests/check/test_native_reader.py`` holds
         the two ways to the same state."""
-        return _RunTaker(self, source, mtime).take
+        from diagnostics.columns import RunTaker
+
+        return RunTaker(self.store, self.metrics, self.note_file(source), self.add, source, mtime).take
 
     def note_file(self, source: Source, *, size: int | None = None, mtime: float | None = None) -> FileFacts:
         """Make a file known (even one without any event) and record its size and mtime."""
@@ -114,175 +115,10 @@ class Collector:
         return self.assess(now, config, activity).findings
 
 
-class _RunTaker:
-    """``Collector.run_taker``: one file's runs of bulk records into the store and the metrics."""
-
-    def __init__(self, collector: Collector, source: Source, mtime: float | None) -> None:
-        from diagnostics.parsing._bulk import Bulk
-
-        self.store, self.metrics, self.add = collector.store, collector.metrics, collector.add
-        self.facts = collector.note_file(source)
-        self.head = (source, mtime)  # a Pending is (source, mtime, record)
-        self.kinds = Bulk
-
-    def _mark(self, name: str, recs: list[tuple[Any, ...]]) -> None:
-        self.facts.mark(name, recs[0][1], recs[0][3])
-        if len(recs) > 1:
-            self.facts.mark(name, recs[-1][1], recs[-1][3])
-
-    def take(self, run: list[Any]) -> None:
-        """One run: bulk records (tuples) and, between them, events of other classes."""
-        store, facts, metrics, head, b = self.store, self.facts, self.metrics, self.head, self.kinds
-        stat, stat_old, stale, step_kind, report = b.STAT, b.STAT_OLD, b.STALENESS, b.STEP, b.TRAIN_REPORT
-        families: dict[int, tuple[list[tuple[Any, ...]], list[Any] | None]] = {}
-        new_steps: list[tuple[Any, ...]] = []
-        pending: list[int] = []  # the window's part of the records since the last event
-        staleness: list[tuple[Any, ...]] = []
-        step = metrics.step
-        n = 0
-        records_only = all(item.__class__ is tuple and item[0] not in _IN_PLACE for item in run)
-        if records_only:
-            # Records only, none that moves the step (replica logs): one step for all, families at once.
-            n = len(run)
-            kind = run[0][0]
-            if all(r[0] == kind for r in run):
-                families[_FAMILY[kind]] = (run, None)
-            else:
-                for r in run:
-                    slot = families.get(_FAMILY[r[0]])
-                    if slot is None:
-                        families[_FAMILY[r[0]]] = ([r], None)
-                    else:
-                        slot[0].append(r)
-            stats_family = families.get(stat)
-            if stats_family is not None:
-                pending = [r[7] for r in stats_family[0]]
-            stale_family = families.get(stale)
-            if stale_family is not None:
-                staleness = stale_family[0]
-        for item in () if records_only else run:
-            event = item.__class__ is not tuple
-            if event or item[0] in _IN_PLACE:
-                # Taken in place: it may close the step window, so the records before it close their part.
-                metrics.window_segment(pending, staleness)
-                pending, staleness = [], []
-                if event:
-                    self.add(item)
-                elif item[0] == report:
-                    metrics.train_report(item[5], item[3], (*head, item), floats=True)
-                elif metrics.step_record(item, (*head, item)):
-                    new_steps.append(item)
-                step = metrics.step
-                if event:
-                    continue
-            n += 1
-            kind = item[0]
-            slot = families.get(_FAMILY[kind])
-            if slot is None:
-                slot = families[_FAMILY[kind]] = ([], [])
-            slot[0].append(item)
-            slot[1].append(step)  # type: ignore[union-attr]
-            if kind in (stat, stat_old):
-                pending.append(item[7])
-            elif kind == stale:
-                staleness.append(item)
-        metrics.window_segment(pending, staleness)
-        if not n:
-            return
-        store.event_count += n
-        facts.events += n
-        last = run[-1]
-        if last.__class__ is tuple:
-            facts.last_item = (*head, last)
-        low = high = None
-        for recs, _ in families.values():
-            times = [r[3] for r in recs]
-            lo, hi = min(times), max(times)
-            low = lo if low is None or lo < low else low
-            high = hi if high is None or hi > high else high
-            if recs[-1][1] > facts.last_line:
-                facts.last_line = recs[-1][1]
-        assert low is not None and high is not None
-        if facts.first_ts is None or low < facts.first_ts:
-            facts.first_ts = low
-        if facts.last_ts is None or high > facts.last_ts:
-            facts.last_ts = high
-        if store.newest_ts is None or high > store.newest_ts:
-            store.newest_ts = high
-        if store.oldest_ts is None or low < store.oldest_ts:
-            store.oldest_ts = low
-        for family, (recs, steps) in families.items():
-            # The metrics' step only grows: first and last equal to it, no event of the run changed it.
-            at: list[Any] | None = None if steps is None or steps[0] == steps[-1] == metrics.step else steps
-            if family == stat:
-                store.stats.extend_pending(head, recs)
-                self._mark("stat", recs)
-                metrics.stats(recs, stat, at)
-            elif family == b.RECV_DONE:
-                store.retain_pending(store.weight_sync, _RECV[0], head, recs)
-                self._mark(_RECV[1], recs)
-                metrics.recvs(recs, at)
-            elif family == b.PREFETCH:  # kept per event name, 8 each (``EventStore._prefetch``)
-                name = recs[0][5]  # the event name (``_bulk.FIELDS``)
-                if all(r[5] == name for r in recs):
-                    store.retain_pending(store.prefetch, name, head, recs, 8)
-                else:
-                    by_name: dict[str, list[tuple[Any, ...]]] = {}
-                    for r in recs:
-                        by_name.setdefault(r[5], []).append(r)
-                    for name, named in by_name.items():
-                        store.retain_pending(store.prefetch, name, head, named, 8)
-                self._mark("prefetch", recs)
-            elif family == b.SEND_DONE:
-                store.retain_pending(store.weight_sync, _SEND[0], head, recs)
-                self._mark(_SEND[1], recs)
-            elif family == b.PROMPT_REJECTED:
-                store.prompt_rejected.extend_pending(head, recs)
-                self._mark("prompt_rejected", recs)
-                metrics.prompt_gaps(recs, at)
-            elif family == stale:
-                store.staleness.extend_pending(head, recs)
-                metrics.stalenesses(recs, at)
-            elif family == report:
-                store.train_reports.extend_pending(head, recs)
-                self._mark("train_report", recs)
-            elif family == step_kind:
-                store.steps.extend_pending(head, recs)
-                self._mark("step", recs)
-                if new_steps:
-                    metrics.step_series(new_steps)
-            else:  # Bulk.DYNAMIC_OUTDATED
-                store.dynamic_sampling.extend_pending(head, recs)
-                metrics.dynamic_counts({"outdated": sum(r[5] for r in recs)})
-
-
-_SEND = _SYNC_NAMES[SyncPhase.POLICY_SEND_DONE]
-_RECV = _SYNC_NAMES[SyncPhase.RECV_DONE]
-
-
-def _families_in_place() -> tuple[int, ...]:
-    from diagnostics.parsing._bulk import Bulk
-
-    return (Bulk.STEP, Bulk.TRAIN_REPORT)
-
-
-def _families() -> dict[int, int]:
-    from diagnostics.parsing._bulk import Bulk
-
-    family = {int(k): int(k) for k in Bulk}
-    family[Bulk.STAT_OLD] = Bulk.STAT  # both shapes feed the same store and series, in line order
-    family[Bulk.RECV_DONE_OLD] = Bulk.RECV_DONE
-    return family
-
-
-_FAMILY = _families()
-_IN_PLACE = frozenset(_families_in_place())  # records taken in place, like events: they move the step
-
-
 def _read_into(collector: Collector, layout: RunLayout, deadline: float | None) -> None:
     """Every event of ``layout`` into ``collector``: through the native reader where it is built
     (bulk lines as records), else ``read_run``. Raises ``CheckTimeout`` past ``deadline``."""
-    from diagnostics.parsing import _bulk, read_run
+    from diagnostics.parsing import read_run, records
 
     if layout.closed_loop is not None:  # the role logs only: the closed-loop reader takes the rest
         from dataclasses import replace
@@ -290,10 +126,10 @@ def _read_into(collector: Collector, layout: RunLayout, deadline: float | None) 
         from diagnostics.alpagym.reader import generic_files
 
         layout = replace(layout, files=generic_files(layout.files))
-    if _bulk.available():
+    if records.native_available():
         add = collector.add
         n = DEADLINE_EVERY  # look at the clock after the first item, then every DEADLINE_EVERY events
-        for source, mtime, items in _bulk.run_items(layout.files, layout.unreadable.append):
+        for source, mtime, items in records.run_items(layout.files, layout.unreadable.append):
             take = collector.run_taker(source, mtime)
             for item in items:
                 if item.__class__ is list:

@@ -348,3 +348,13 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     ConfigDump,
     Signal,
 )
+
+
+def epoch(ts: datetime | None) -> float | None:
+    """A log timestamp as seconds since the epoch (naive stamps are the host's local time)."""
+    if ts is None:
+        return None
+    try:
+        return ts.timestamp()
+    except (OverflowError, OSError, ValueError):
+        return None

@@ -24,7 +24,7 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from operator import attrgetter
 from typing import Any
 
 from diagnostics.events import (
@@ -39,7 +39,11 @@ from diagnostics.events import (
     ThrottleState,
     TrainReport,
     WeightSync,
+    epoch,
 )
+from diagnostics.parsing.records import Bulk, Pending, built
+
+__all__ = ["epoch"]  # kept here for callers of the time before events.py had it
 
 NAN = float("nan")
 
@@ -49,16 +53,6 @@ class _Unset:
 
 
 _UNSET = _Unset()
-
-
-def epoch(ts: datetime | None) -> float | None:
-    """A log timestamp as seconds since the epoch (naive stamps are the host's local time)."""
-    if ts is None:
-        return None
-    try:
-        return ts.timestamp()
-    except (OverflowError, OSError, ValueError):
-        return None
 
 
 SERIES_CAPACITY = 16384
@@ -202,25 +196,19 @@ class Streak:
 
     @property
     def start(self) -> Event | None:
-        if self._start.__class__ is tuple:
-            self._start = _build(self._start)
+        if type(self._start) is Pending:
+            self._start = built(self._start)
         return self._start
 
     @property
     def end(self) -> Event | None:
-        if self._end.__class__ is tuple:
-            self._end = _build(self._end)
+        if type(self._end) is Pending:
+            self._end = built(self._end)
         return self._end
 
     @end.setter
     def end(self, event: Any) -> None:
         self._end = event
-
-
-def _build(pending: tuple[Any, ...]) -> Event:
-    from diagnostics.detectors._store import build_pending
-
-    return build_pending(pending)
 
 
 class StreakTracker:
@@ -312,7 +300,7 @@ class Metrics:
     # metrics were at when each record's line came (``steps``). The step windows are the caller's
     # (``window_segment``), between the events of the run.
 
-    def window_segment(self, pending: list[int], staleness: list[tuple[Any, ...]]) -> None:
+    def window_segment(self, pending: list[int], staleness: list[Any]) -> None:
         """What the ``Stat`` (their pending counts) and staleness records between two events of a
         run do to the open step window."""
         w = self._window
@@ -320,44 +308,43 @@ class Metrics:
             low = min(pending)
             w.min_pending = low if w.min_pending is None else min(w.min_pending, low)
         if staleness:
-            top = max(r[_STALE_MAX] for r in staleness)
+            top = max(r.max for r in staleness)
             w.max_staleness = top if w.max_staleness is None else max(w.max_staleness, top)
-            w.allowed_outdated = staleness[-1][_STALE_ALLOWED]
+            w.allowed_outdated = staleness[-1].allowed_outdated_steps
 
-    def stats(self, recs: list[tuple[Any, ...]], new_shape: int, steps: list[Any] | None) -> None:
-        """``Stat`` records: new shape (kind ``new_shape``) ``(…, samples, tokens, pending, in_flight,
-        filtered, elapsed)``, old shape ``(…, samples, tokens, pending, elapsed)``."""
-        times = [r[3] for r in recs]
-        self._put_many("pending_rollouts", [r[7] for r in recs], times, steps)
-        if all(r[0] == new_shape for r in recs):
-            self._put_many("in_flight", [r[8] for r in recs], times, steps)
-            self._put_many("filtered_outdated", [r[9] for r in recs], times, steps)
-        else:
-            new = [i for i, r in enumerate(recs) if r[0] == new_shape]
-            if new:
-                new_steps = None if steps is None else [steps[i] for i in new]
-                new_times = [times[i] for i in new]
-                self._put_many("in_flight", [recs[i][8] for i in new], new_times, new_steps)
-                self._put_many("filtered_outdated", [recs[i][9] for i in new], new_times, new_steps)
-        self._put_many("samples", [r[5] for r in recs], times, steps)
+    def stats(self, recs: list[Any], steps: list[Any] | None) -> None:
+        """``Stat`` records of both shapes (``Bulk.STAT`` with in-flight and filtered counts, ``STAT_OLD``)."""
+        times = [r.ts for r in recs]
+        self._put_many("pending_rollouts", [r.pending for r in recs], times, steps)
+        new = [i for i, r in enumerate(recs) if r.kind == Bulk.STAT]
+        if len(new) == len(recs):
+            self._put_many("in_flight", [r.in_flight for r in recs], times, steps)
+            self._put_many("filtered_outdated", [r.outdated_filtered for r in recs], times, steps)
+        elif new:
+            new_steps = None if steps is None else [steps[i] for i in new]
+            new_times = [times[i] for i in new]
+            self._put_many("in_flight", [recs[i].in_flight for i in new], new_times, new_steps)
+            self._put_many("filtered_outdated", [recs[i].outdated_filtered for i in new], new_times, new_steps)
+        self._put_many("samples", [r.samples for r in recs], times, steps)
         for i, r in enumerate(recs):
-            self._rate(r[5], r[6], r[10] if r[0] == new_shape else r[8], r[3], self.step if steps is None else steps[i])
+            self._rate(r.samples, r.completion_tokens, r.elapsed_s, r.ts, self.step if steps is None else steps[i])
 
-    def stalenesses(self, recs: list[tuple[Any, ...]], steps: list[Any] | None) -> None:
-        """Staleness records (``_bulk.FIELDS``)."""
-        times = [r[3] for r in recs]
-        self._put_many("weight_staleness_max", [r[_STALE_MAX] for r in recs], times, steps)
-        self._put_many("weight_staleness_p50", [r[_STALE_P50] for r in recs], times, steps)
-        self._put_many("discarded_outdated", [r[_STALE_DISCARDED] for r in recs], times, steps)
+    def stalenesses(self, recs: list[Any], steps: list[Any] | None) -> None:
+        """Staleness records."""
+        times = [r.ts for r in recs]
+        self._put_many("weight_staleness_max", [r.max for r in recs], times, steps)
+        self._put_many("weight_staleness_p50", [r.p50 for r in recs], times, steps)
+        self._put_many("discarded_outdated", [r.discarded for r in recs], times, steps)
 
-    def prompt_gaps(self, recs: list[tuple[Any, ...]], steps: list[Any] | None) -> None:
-        """``prompt rejected`` records (``_bulk.FIELDS``)."""
-        self._put_many("prompt_version_gap", [r[_PROMPT] - r[_PROMPT + 1] for r in recs], [r[3] for r in recs], steps)
+    def prompt_gaps(self, recs: list[Any], steps: list[Any] | None) -> None:
+        """``prompt rejected`` records."""
+        self._put_many("prompt_version_gap", [r.prompt_version - r.current_version for r in recs],
+                       [r.ts for r in recs], steps)
 
-    def recvs(self, recs: list[tuple[Any, ...]], steps: list[Any] | None) -> None:
-        """Receive records (``_bulk.FIELDS``: step or None, seconds)."""
-        self._put_many("weight_recv_s", [r[_RECV_SECONDS] for r in recs], [r[3] for r in recs], steps)
-        stamped = [(r[3], r[_RECV_STEP]) for r in recs if r[_RECV_STEP] is not None]
+    def recvs(self, recs: list[Any], steps: list[Any] | None) -> None:
+        """Receive records of both shapes (step or None, seconds)."""
+        self._put_many("weight_recv_s", [r.seconds for r in recs], [r.ts for r in recs], steps)
+        stamped = [(r.ts, r.step) for r in recs if r.step is not None]
         if stamped:
             latest = max(stamped)
             if self.last_recv is None or latest > self.last_recv:
@@ -482,24 +469,23 @@ class Metrics:
         no_gradient = finite(loss) and finite(grad) and abs(loss or 0.0) < LOSS_ZERO and abs(grad or 0.0) < LOSS_ZERO
         self.collapse_steps.observe(step, bool(std_zero or no_gradient), event)
 
-    def step_record(self, rec: tuple[Any, ...], pending: tuple[Any, ...]) -> bool:
-        """What ``_step`` does at once for a ``Step`` record (``_bulk.Bulk.STEP``); True when a new
-        step, whose series points ``step_series`` then adds."""
+    def step_record(self, rec: Any, pending: Pending) -> bool:
+        """What ``_step`` does at once for a ``Step`` record (``Bulk.STEP``); True when a new step,
+        whose series points ``step_series`` then adds."""
         self.step_lines += 1
-        if not self._note_step(rec[5], rec[6], rec[3]):
+        if not self._note_step(rec.step, rec.total, rec.ts):
             return False
-        at = _STEP_AT
-        self._observe_collapse(rec[5], rec[at["reward_std"]], rec[at["loss_avg"]], rec[at["grad_norm"]], pending)
+        self._observe_collapse(rec.step, rec.reward_std, rec.loss_avg, rec.grad_norm, pending)
         return True
 
-    def step_series(self, recs: list[tuple[Any, ...]]) -> None:
+    def step_series(self, recs: list[Any]) -> None:
         """The series points of new-step records, in columns (``_step``'s, each at its own step)."""
-        times = [r[3] for r in recs]
-        steps = [float(r[5]) for r in recs]
-        self._put_many("step", [r[5] for r in recs], times, steps)
-        self._put_many("total_steps", [r[6] for r in recs], times, steps)
-        for name, index in _STEP_RECORD_FIELDS:
-            self._put_many(name, [r[index] for r in recs], times, steps)
+        times = [r.ts for r in recs]
+        steps = [float(r.step) for r in recs]
+        self._put_many("step", [r.step for r in recs], times, steps)
+        self._put_many("total_steps", [r.total for r in recs], times, steps)
+        for name in (*_STEP_SERIES, "iteration_time_s"):
+            self._put_many(name, list(map(attrgetter(name), recs)), times, steps)
 
     _REPORT_KEYS: tuple[tuple[str, str], ...] = (
         ("train/traj_L2", "traj_l2"),
@@ -525,18 +511,13 @@ class Metrics:
     def _train_report(self, event: TrainReport, ts: float | None) -> None:
         self.train_report(event.metrics, ts, event)
 
-    def train_report(self, m: Mapping[str, Any], ts: float | None, event: Any, *, floats: bool = False) -> None:
-        """A ``Train report`` line's numbers (``_train_report``; also the native reader's records,
-        ``event`` then the ``Pending`` kept for the collapse streak, and every value a float:
-        ``floats``)."""
+    def train_report(self, m: Mapping[str, Any], ts: float | None, event: Any) -> None:
+        """A ``Train report`` line's numbers (``_train_report``)."""
         self.train_reports += 1
 
         def num(key: str) -> float | None:
             value = m.get(key)
             return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-        if floats:
-            num = m.get  # type: ignore[assignment]
 
         step_value = num("train_step")
         total_value = num("train/total_steps")
@@ -676,20 +657,6 @@ _STEP_SERIES = ("reward_mean", "reward_std", "reward_max", "reward_min", "loss_a
                 "grad_norm", "entropy", "kl_loss_avg")
 
 
-def _record_positions() -> tuple[dict[str, int], ...]:
-    """Where the native reader's records (``diagnostics.parsing._bulk.FIELDS``) hold each number."""
-    from diagnostics.parsing._bulk import FIELDS, Bulk
-
-    return tuple({name: 5 + i for i, name in enumerate(FIELDS[kind])}
-                 for kind in (Bulk.STEP, Bulk.STALENESS, Bulk.PROMPT_REJECTED, Bulk.RECV_DONE))
-
-
-_STEP_AT, _STALE_AT, _PROMPT_AT, _RECV_AT = _record_positions()
-_STEP_RECORD_FIELDS = tuple((name, _STEP_AT[name]) for name in (*_STEP_SERIES, "iteration_time_s"))
-_STALE_MAX, _STALE_P50, _STALE_DISCARDED = _STALE_AT["max"], _STALE_AT["p50"], _STALE_AT["discarded"]
-_STALE_ALLOWED = _STALE_AT["allowed_outdated_steps"]
-_PROMPT = _PROMPT_AT["prompt_version"]  # the current version follows it
-_RECV_STEP, _RECV_SECONDS = _RECV_AT["step"], _RECV_AT["seconds"]
 
 # ``Metrics.add`` dispatches on the event's class: the first of these it is an instance of (a dict
 # lookup per event instead of a chain of isinstance checks; subclasses are resolved once, the same way).

@@ -105,7 +105,7 @@ def describe_finding(finding: dict[str, Any]) -> str:
     where = Path(str(ev.get("file", ""))).name
     if ev.get("line") is not None:
         where += f":{ev['line']}"
-    from diagnostics.detectors._config import clip_text  # cut at a word or value, never inside a number
+    from diagnostics.detectors import clip_text  # cut at a word or value, never inside a number
 
     text = clip_text(str(ev.get("text", "")).strip(), 240)
     head = f"{finding.get('id')}: {who}" if who else f"{finding.get('id')}: {finding.get('title', '')}"

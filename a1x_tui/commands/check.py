@@ -77,11 +77,11 @@ def _emit(text: str) -> None:
 
 def _start_reading(path: str, run: str | None) -> None:
     """Let the native reader's threads scan the run while the detectors and report models import."""
-    from diagnostics.parsing import LayoutError, _bulk, discover
+    from diagnostics.parsing import LayoutError, discover, records
 
-    if _bulk.available():
+    if records.native_available():
         with contextlib.suppress(LayoutError, OSError):  # check() says what is wrong with the path
-            _bulk.prefetch(discover(Path(path), run).files)
+            records.prefetch(discover(Path(path), run).files)
 
 
 def run(args: argparse.Namespace) -> int:

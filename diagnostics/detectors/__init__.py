@@ -28,7 +28,7 @@ from diagnostics.detectors._base import (
     detector,
     make_finding,
 )
-from diagnostics.detectors._config import ConfigLike, DumpConfig, RunConfig
+from diagnostics.detectors._config import ConfigLike, DumpConfig, RunConfig, clip_text
 from diagnostics.detectors._store import EventStore, FileFacts, Retained
 from diagnostics.detectors.facts import RunFacts
 from diagnostics.detectors.outcome import decide_outcome
@@ -73,6 +73,7 @@ __all__ = [
     "Retained",
     "RunConfig",
     "Verdict",
+    "clip_text",
     "detector",
     "make_finding",
     "run_detectors",

@@ -33,32 +33,11 @@ from diagnostics.events import (
     Traceback,
     TrainReport,
     WeightSync,
+    epoch,
 )
-from diagnostics.metrics import epoch
+from diagnostics.parsing.records import Pending, built
 
 T = TypeVar("T")
-
-
-Pending = tuple
-"""An event not built yet: ``(source, mtime, record)`` for a line that ``--check``'s native reader
-took as a bulk record (``diagnostics.parsing._bulk``; a plain tuple, which no event is, so that
-keeping one costs next to nothing). Built by the Python parser from the record's line when a
-detector reads it: ``Retained`` and ``FileFacts.last_event`` hand out built events only."""
-
-
-def build_pending(item: tuple[Any, ...]) -> Event:
-    from diagnostics.parsing import LineParser
-
-    source, mtime, rec = item
-    parser = LineParser(source, mtime=mtime, keep_unknown=False)
-    events = parser.ungrouped_line_events(rec[1], rec[4].decode("utf-8", "replace"))
-    if len(events) != 1:  # the bulk templates are held to their rules by tests/parsing/test_bulk.py
-        raise AssertionError(f"{source.path}:{rec[1]}: a bulk line gave {len(events)} events")
-    return events[0]
-
-
-def _built(item: Any) -> Any:
-    return build_pending(item) if item.__class__ is tuple else item
 
 
 class Retained(Generic[T]):
@@ -84,16 +63,17 @@ class Retained(Generic[T]):
         n = len(records)
         self.count += n
         room = self.k - len(self._first)
+        source, mtime = head
         if room > 0:
-            self._first.extend([(*head, r) for r in records[:room]])  # type: ignore[misc]
+            self._first.extend([Pending(source, mtime, r) for r in records[:room]])  # type: ignore[misc]
         if n > room:
-            self._last.extend([(*head, r) for r in records[max(room, n - self.k) :]])  # type: ignore[misc]
+            self._last.extend([Pending(source, mtime, r) for r in records[max(room, n - self.k) :]])  # type: ignore[misc]
 
     @staticmethod
     def _at(held: list[T] | deque[T], i: int) -> T:
         """``held[i]``, a ``Pending`` there built (once: the event replaces it)."""
-        if held[i].__class__ is tuple:
-            held[i] = _built(held[i])
+        if type(held[i]) is Pending:
+            held[i] = built(held[i])
         return held[i]
 
     @property
@@ -150,8 +130,8 @@ class FileFacts:
     @property
     def last_event(self) -> Event | None:
         """The file's last event."""
-        if self.last_item.__class__ is tuple:
-            self.last_item = _built(self.last_item)
+        if type(self.last_item) is Pending:
+            self.last_item = built(self.last_item)
         return self.last_item  # type: ignore[return-value]
 
     def mark(self, name: str, line: int, ts: float | None) -> None:
@@ -249,6 +229,19 @@ class EventStore:
         if bucket is None:
             bucket = table[key] = Retained(k or self.k)
         bucket.extend_pending(head, records)
+
+    @staticmethod
+    def pending(head: tuple[Any, Any], record: Any) -> Pending:
+        """The ``Pending`` of ``record``, read where ``head`` (source, mtime) says."""
+        return Pending(head[0], head[1], record)
+
+    def sync_records(self, phase: SyncPhase, facts: FileFacts, head: tuple[Any, Any], records: list[Any]) -> None:
+        """What ``_weight_sync`` does for each of ``records`` (bulk records of one phase, in line order)."""
+        key, mark = _SYNC_NAMES[phase]
+        self.retain_pending(self.weight_sync, key, head, records)
+        facts.mark(mark, records[0].line, records[0].ts)
+        if len(records) > 1:
+            facts.mark(mark, records[-1].line, records[-1].ts)
 
     # --- routes: what each class of event updates (``add`` picks one through ``_ROUTES``)
 

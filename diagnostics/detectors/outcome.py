@@ -233,9 +233,9 @@ def _group_text(g: ErrorGroup) -> str:
 
 
 def _message_of_evidence(text: str) -> str:
-    from diagnostics.parsing._shapes import shape_of
+    from diagnostics.parsing.text import message_of
 
-    return shape_of(text).msg
+    return message_of(text)
 
 
 @concluding("unexplained_error")

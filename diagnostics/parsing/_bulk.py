@@ -18,7 +18,6 @@ before the caller's slower imports.
 
 from __future__ import annotations
 
-import enum
 import functools
 import os
 import queue
@@ -29,11 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from diagnostics.events import Source
+from diagnostics.parsing import _rules
 from diagnostics.parsing._lines import MAX_LINE_BYTES
 from diagnostics.parsing._markers import confirm_for, markers_for
 from diagnostics.parsing._parser import GATED_ROLES
 from diagnostics.parsing._scan import _automaton
 from diagnostics.parsing._scan import _native_chunk as _chunk
+from diagnostics.parsing._templates import Bulk, c_template, fields_of, record_class
 
 CHUNK_BYTES = 4 << 20
 AHEAD_CHUNKS = 8
@@ -44,82 +45,17 @@ AHEAD_FILES = 4 * WORKERS  # files scanned (or being scanned) that the parser ha
 AHEAD_ITEMS = 100_000  # records and candidates waiting for the parser, outside the file it reads (≈40 MB)
 
 
-class Bulk(enum.IntEnum):
-    """The templates, by index (a record's first item)."""
+TEMPLATES = _rules.TEMPLATES
+"""The bulk shapes, each defined once in ``_rules`` (``_templates``: its C template and record derive from it)."""
+FIELDS: dict[Bulk, tuple[str, ...]] = {kind: fields_of(t) for kind, t in TEMPLATES.items()}
+"""What each record holds after ``RECORD_HEAD``."""
+RECORDS: dict[Bulk, type] = {kind: record_class(t) for kind, t in TEMPLATES.items()}
+"""The record class (a named tuple) of each shape."""
 
-    STAT = 0
-    STAT_OLD = 1
-    STALENESS = 2
-    PROMPT_REJECTED = 3
-    SEND_DONE = 4
-    RECV_DONE = 5
-    DYNAMIC_OUTDATED = 6
-    PREFETCH = 7
-    STEP = 8
-    TRAIN_REPORT = 9
-    RECV_DONE_OLD = 10
+_TEMPLATE_TUPLE = tuple((c_template(TEMPLATES[b]), RECORDS[b]) for b in Bulk)
 
-
-# Level and message of a cosmos line (or, starting with '[', a line after its torchrun prefix), with the
-# field codes of diagnostics/_scan.c: \x01 digits -> int, \x02 decimal -> float, \x03 signed digits -> int,
-# \x04 digits or None, \x05 int without a leading zero, \x06 word -> str, \x07 token -> str, \x08 the
-# time, \x09 the rest of the line, \x0a signed decimal with an optional exponent -> float, \x0b the rest
-# as `key: number` pairs -> dict; with the high bit set (\x81 ...), checked but not handed back. The shapes are
-# the ones the recorded runs print (cosmos-rl.md §4.3-§4.5, §5.2, §6.2, §6.3; alpamayo-recipe.md §9.3);
-# tests/parsing/test_bulk.py holds each to its rule in ``_rules``.
-TEMPLATES: dict[Bulk, bytes] = {
-    Bulk.STAT: b"INFO - [Controller] Stat: \x01 samples, \x01 completion tokens, \x01 pending rollouts, "
-               b"\x01 in-flight, \x01 filtered (outdated), \x02s elapsed",
-    Bulk.STAT_OLD: b"INFO - [Controller] Stat: \x01 samples, \x01 completion tokens, \x01 pending rollouts, "
-                   b"\x0a seconds elapsed",
-    Bulk.STALENESS: b"INFO - [Controller] weight staleness: accepted p50=\x03 p99=\x83 max=\x03, "
-                    b"discarded=\x01/\x81 (allowed_outdated_steps=\x03, sync_weight_interval=\x83)",
-    Bulk.PROMPT_REJECTED: b"INFO - [Rollout rank=\x81] prompt rejected: prompt.weight_version=\x03 "
-                          b"current_weight_version=\x03 allowed_outdated=\x83 ceiling=\x83; head-of-queue "
-                          b"will be re-checked until current_weight_version advances",
-    Bulk.SEND_DONE: b"DEBUG - [Policy] All \x81 at step \x84 send operations of finished in \x82 seconds with "
-                    b"\x82 MB sent. While \x81 non-trainable splitted params skipped and \x81 splitted params "
-                    b"transferred.",
-    Bulk.RECV_DONE: b"INFO - [Rollout] All \x81 at step \x04 recv operations finished in \x0a seconds with "
-                    b"\x8a MB received. While \x81 non-trainable splitted params skipped and \x81 trainable "
-                    b"splitted params transferred.",
-    # The same line of earlier Cosmos-RL, without the ``While ...`` tail (real users' logs).
-    Bulk.RECV_DONE_OLD: b"INFO - [Rollout] All \x81 at step \x04 recv operations finished in \x0a seconds with "
-                        b"\x8a MB received.",
-    Bulk.DYNAMIC_OUTDATED: b"INFO - Dynamic sampling rewards distribution so far: {'outdated': \x05}.",
-    # The recipe's prefetch server (alpamayo-recipe.md §9.3): the event name; the k=v rest is only read
-    # if the event is quoted.
-    Bulk.PREFETCH: b"[AlpamayoPrefetch][\x86] \x08 pid=\x81 \x07\x09",
-    # The GRPO Step line of status.py (cosmos-rl.md §4.5): step/total, then the numbers the metrics keep.
-    Bulk.STEP: b"INFO - Step: \x01/\x01, Reward Mean: \x0a, Reward Std: \x0a, Reward Max: \x0a, Reward Min: \x0a, "
-               b"Completion Length Mean: \x8a, Completion Length Max: \x8a, Average loss: \x0a, Max loss: \x0a, "
-               b"Learning rate: \x0a, Entropy: \x0a, Effective Entropy: \x8a, Grad Norm: \x0a, KL Loss Avg: \x0a, "
-               b"KL Loss Max: \x8a, Iteration time: \x0as.",
-    # The controller's per-step report (cosmos-rl.md §4.5): every `key: number` pair.
-    Bulk.TRAIN_REPORT: b"INFO - [Controller] Train report data from total \x81 rollouts: \x0b",
-}
-# What each record holds after (kind, lineno, rank, ts, raw bytes): the fields a code without the high bit
-# hands back, in order (the Collector reads them by these positions).
-FIELDS: dict[Bulk, tuple[str, ...]] = {
-    Bulk.STAT: ("samples", "completion_tokens", "pending", "in_flight", "outdated_filtered", "elapsed_s"),
-    Bulk.STAT_OLD: ("samples", "completion_tokens", "pending", "elapsed_s"),
-    Bulk.STALENESS: ("p50", "max", "discarded", "allowed_outdated_steps"),
-    Bulk.PROMPT_REJECTED: ("prompt_version", "current_version"),
-    Bulk.SEND_DONE: (),
-    Bulk.RECV_DONE: ("step", "seconds"),
-    Bulk.RECV_DONE_OLD: ("step", "seconds"),
-    Bulk.DYNAMIC_OUTDATED: ("outdated",),
-    Bulk.PREFETCH: ("event",),
-    Bulk.STEP: ("step", "total", "reward_mean", "reward_std", "reward_max", "reward_min", "loss_avg", "loss_max",
-                "learning_rate", "entropy", "grad_norm", "kl_loss_avg", "iteration_time_s"),
-    Bulk.TRAIN_REPORT: ("metrics",),
-}
-
-
-_TEMPLATE_TUPLE = tuple(TEMPLATES[b] for b in Bulk)
-
-Record = tuple[Any, ...]
-"""``(Bulk, lineno, rank, ts, raw bytes, *fields)`` as ``_scan.chunk`` builds it."""
+Record = Any
+"""A bulk line read in C: an instance of ``RECORDS[kind]`` (``kind, line, rank, ts, raw, *fields``)."""
 
 
 SIMD = not os.environ.get("A1X_NO_SIMD")
@@ -147,7 +83,7 @@ def minute_base(y: int, mo: int, d: int, hh: int, mi: int) -> int | None:
         return None
 
 
-def _templates_for(source: Source) -> tuple[bytes, ...]:
+def _templates_for(source: Source) -> tuple[tuple[bytes, type], ...]:
     return _TEMPLATE_TUPLE if source.role in GATED_ROLES else ()
 
 

@@ -40,7 +40,6 @@ from diagnostics.events import (
     Staleness,
     Stat,
     Step,
-    TrainReport,
     WeightSync,
 )
 from diagnostics.parsing._lines import MAX_LINE_BYTES, decode, iter_lines, segments
@@ -309,7 +308,7 @@ def _read_group(path: Path, source: Source, mtime: float, offset: int, start: Ke
 # Events whose class a bulk record also stands for: they share its store, marks and series, so a run of
 # records is handed on before one of them. Every other event joins the run, in its place (the Collector
 # takes the run's events in order, and each record with the step and window it came in).
-_RECORD_CLASSES = (Stat, Staleness, PromptRejected, WeightSync, DynamicSampling, Prefetch, Step, TrainReport)
+_RECORD_CLASSES = (Stat, Staleness, PromptRejected, WeightSync, DynamicSampling, Prefetch, Step)
 
 
 def _events(blocks: Iterable[Sequence[Sequence[Any]]], path: Path, source: Source, mtime: float) -> Iterator[Any]:
@@ -327,8 +326,9 @@ def _events(blocks: Iterable[Sequence[Sequence[Any]]], path: Path, source: Sourc
     run: list[Any] = []
     for block in blocks:
         for row in block:
-            if len(row) > 3:  # a bulk record (kind, lineno, rank, ...): one segment, never a group start
-                if row[1] > last_taken or (row[1], 0) not in consumed.get(row[2], ()):
+            if len(row) > 3:  # a bulk record (``records``): one segment, never a group start
+                rec: Any = row
+                if rec.line > last_taken or (rec.line, 0) not in consumed.get(rec.rank, ()):
                     run.append(row)
                 continue
             number, offset, line = row

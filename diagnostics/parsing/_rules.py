@@ -45,6 +45,7 @@ from diagnostics.events import (
 )
 from diagnostics.parsing._build import MAX_TEXT, ctx_maker
 from diagnostics.parsing._literal import read_literal
+from diagnostics.parsing._templates import Bulk, Template, convert, event_kwargs, message_pattern
 
 MAX_FIELD = 2048  # characters of an error message kept in a signal field
 
@@ -102,6 +103,31 @@ class Rule:
 
 
 _RULES: list[Rule] = []
+_OWN_GATES: dict[int, str] = {}  # id(build) -> the text whose tag gates a template's rule has
+TEMPLATES: dict[Bulk, Template] = {}
+"""The bulk shapes (``_templates``), each also a rule here, tried before its shape's general rule."""
+
+
+def template_rule(t: Template) -> None:
+    """The rule of a bulk shape: its message, whole, at its level; the event from its fields. Its needle
+    is its longest literal piece, its gates the tag gates its text holds (``_GATES``' vocabulary)."""
+    TEMPLATES[t.kind] = t
+    if t.event is None or t.level is None:
+        return  # read by its family's parser (prefetch lines)
+    make: Callable[..., Event] = ctx_maker(t.event)
+    level = t.level
+
+    def build(m: re.Match[str], c: Ctx) -> Event | None:
+        if c.level != level:
+            return None
+        fields = convert(t, m.groupdict())
+        return None if fields is None else make(c, **event_kwargs(t, fields))
+
+    literals = [lit for lit, _, _ in Template(t.kind, t.message).parts()]
+    needle = max(literals, key=len)
+    text = " - " + "".join(lit for lit, _, _ in t.parts())
+    _OWN_GATES[id(build)] = text
+    _RULES.append(Rule(needle, re.compile(message_pattern(t)), build))
 
 
 def rule(needle: str, pattern: str, *, wrapper: bool = False, flags: int = 0) -> Callable[[Builder], Builder]:
@@ -172,6 +198,14 @@ def _step_from_path(path: str | None) -> int | None:
 # ---------------------------------------------------------------- controller metrics (§4.3-§4.5)
 
 
+template_rule(Template(Bulk.STAT, "INFO - [Controller] Stat: {samples:int} samples, {completion_tokens:int} completion "
+                        "tokens, {pending:int} pending rollouts, {in_flight:int} in-flight, {outdated_filtered:int} "
+                        "filtered (outdated), {elapsed_s:float}s elapsed", Stat))
+template_rule(Template(Bulk.STAT_OLD, "INFO - [Controller] Stat: {samples:int} samples, {completion_tokens:int} "
+                       "completion tokens, {pending:int} pending rollouts, {elapsed_s:float} seconds elapsed", Stat,
+                       {"in_flight": None, "outdated_filtered": None}))
+
+
 @rule(
     "[Controller] Stat: ",
     r"\[Controller\] Stat: (\d+) samples, (\d+) completion tokens, (\d+) pending rollouts, "
@@ -223,6 +257,16 @@ def _step_field(head: str) -> str | None:
     return _STEP_FIELDS.get(m.group(1).strip().lower()) if m else None
 
 
+# The GRPO Step line of status.py (cosmos-rl.md §4.5).
+template_rule(Template(Bulk.STEP, "INFO - Step: {step:int}/{total:int}, Reward Mean: {reward_mean:float}, Reward Std: "
+                       "{reward_std:float}, Reward Max: {reward_max:float}, Reward Min: {reward_min:float}, Completion "
+                       "Length Mean: {completion_length_mean:float}, Completion Length Max: "
+                       "{completion_length_max:float}, Average loss: {loss_avg:float}, Max loss: {loss_max:float}, "
+                       "Learning rate: {learning_rate:float}, Entropy: {entropy:float}, Effective Entropy: "
+                       "{effective_entropy:float}, Grad Norm: {grad_norm:float}, KL Loss Avg: {kl_loss_avg:float}, KL "
+                       "Loss Max: {kl_loss_max:float}, Iteration time: {iteration_time_s:float}s.", Step))
+
+
 @rule("Step: ", r"^Step: (\d+)/(\d+)(?:, (.*))?$")
 def _step(m: re.Match[str], c: Ctx) -> Event | None:
     # Each ``, ``-separated piece is ``<name>:? <value>``: the value is what follows the last space (no
@@ -264,6 +308,10 @@ _COUNT_PAIR = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)': (0|[1-9][0-9]*)")
 _SIMPLE_COUNTS = re.compile(rf"\{{(?:{_COUNT_PAIR.pattern}(?:, {_COUNT_PAIR.pattern})*)?\}}")
 
 
+template_rule(Template(Bulk.DYNAMIC_OUTDATED, "INFO - Dynamic sampling rewards distribution so far: "
+                       "{{'outdated': {outdated:count}}}.", DynamicSampling, fold=lambda f: {"counts": dict(f)}))
+
+
 @rule("Dynamic sampling rewards distribution so far: ", r"Dynamic sampling rewards distribution so far: (.*)$")
 def _dynamic_sampling(m: re.Match[str], c: Ctx) -> Event | None:
     raw = m.group(1)
@@ -284,6 +332,11 @@ def _dynamic_sampling(m: re.Match[str], c: Ctx) -> Event | None:
         if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
             counts[str(k)] = int(v)
     return _make_dynamic_sampling(c, counts=counts)
+
+
+template_rule(Template(Bulk.STALENESS, "INFO - [Controller] weight staleness: accepted p50={p50:sint} p99={p99:sint} "
+                       "max={max:sint}, discarded={discarded:int}/{total:int} (allowed_outdated_steps="
+                       "{allowed_outdated_steps:sint}, sync_weight_interval={sync_weight_interval:sint})", Staleness))
 
 
 @rule(
@@ -334,12 +387,27 @@ def _recv_start(m: re.Match[str], c: Ctx) -> Event | None:
     return _sync(c, SyncPhase.RECV_START)
 
 
+_RECV = "INFO - [Rollout] All {_:int} at step {step:int?} recv operations finished in {seconds:float} seconds with " \
+        "{megabytes:float} MB received."
+_DONE = {"queue_depth": None}
+template_rule(Template(Bulk.RECV_DONE, _RECV + " While {_:int} non-trainable splitted params skipped and {_:int} "
+                       "trainable splitted params transferred.", WeightSync, {"phase": SyncPhase.RECV_DONE, **_DONE}))
+# The same line of earlier Cosmos-RL, without the ``While ...`` tail (real users' logs).
+template_rule(Template(Bulk.RECV_DONE_OLD, _RECV, WeightSync, {"phase": SyncPhase.RECV_DONE, **_DONE}))
+
+
 @rule("recv operations finished", r"All (\d+) at step (\d+|None) recv operations finished in ([\d.eE+-]+) seconds"
       r"(?: with ([\d.eE+-]+) MB received)?")
 def _recv_done(m: re.Match[str], c: Ctx) -> Event | None:
     _, step, seconds, mb = m.groups()
     return _make_weight_sync(c, phase=SyncPhase.RECV_DONE, step=_int(step), seconds=_float(seconds),
                              megabytes=_float(mb), queue_depth=None)
+
+
+template_rule(Template(Bulk.SEND_DONE, "DEBUG - [Policy] All {_:int} at step {step:int?} send operations of "
+                       "finished in {seconds:float} seconds with {megabytes:float} MB sent. While {_:int} "
+                       "non-trainable splitted params skipped and {_:int} splitted params transferred.", WeightSync,
+                       {"phase": SyncPhase.POLICY_SEND_DONE, **_DONE}))
 
 
 @rule("send operations", r"All (\d+) at step (\d+|None) send operations(?: of)? finished in ([\d.eE+-]+) seconds"
@@ -402,6 +470,12 @@ def _barrier(m: re.Match[str], c: Ctx) -> Event | None:
 
 
 # ---------------------------------------------------------------- version gate (§6.3; HEAD/0.4.7 only)
+
+
+template_rule(Template(Bulk.PROMPT_REJECTED, "INFO - [Rollout rank={_:int}] prompt rejected: prompt.weight_version="
+                       "{prompt_version:sint} current_weight_version={current_version:sint} allowed_outdated="
+                       "{allowed_outdated:sint} ceiling={ceiling:sint}; head-of-queue will be re-checked until "
+                       "current_weight_version advances", PromptRejected))
 
 
 @rule("prompt rejected: ", r"prompt rejected: prompt\.weight_version=(-?\d+) current_weight_version=(-?\d+) "
@@ -981,8 +1055,20 @@ _GATES: dict[str, tuple[str, ...]] = {
 
 # ---------------------------------------------------------------- dispatch
 
+# The recipe's prefetch server (alpamayo-recipe.md §9.3): the event name; the k=v rest is read by the
+# prefetch parser (``_parser``) when the event is built.
+template_rule(Template(Bulk.PREFETCH, "[AlpamayoPrefetch][{_:word}] {_:time} pid={_:int} {event:token}{_:rest}"))
+
+_TAG_GATES = tuple(dict.fromkeys(g for gates in _GATES.values() for g in gates))
+
+
+def _gates_of(r: Rule) -> tuple[str, ...]:
+    text = _OWN_GATES.get(id(r.build))
+    return _GATES.get(r.needle, ()) if text is None else tuple(g for g in _TAG_GATES if g in text)
+
+
 RULES: tuple[Rule, ...] = tuple(
-    Rule(r.needle, r.pattern, r.build, r.wrapper, frozenset((*LEVEL_GATES, *_GATES.get(r.needle, ()))),
+    Rule(r.needle, r.pattern, r.build, r.wrapper, frozenset((*LEVEL_GATES, *_gates_of(r))),
          any(k.endswith("2") for k in r.pattern.groupindex))
     for r in _RULES
 )

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-EXTENSION_ABI = 3
+EXTENSION_ABI = 4
 """The calling convention of ``diagnostics._scan`` this code speaks; an extension built from older
 sources (a stale build in a source tree) is not used rather than called wrongly."""
 
@@ -118,7 +118,7 @@ def _dfa(patterns: list[bytes], kinds: list[int], classes: bytes, width: int) ->
     states (the kind of the pattern ending there; where several end, the lowest kind)."""
     goto: list[dict[int, int]] = [{}]
     accept = bytearray(1)
-    for p, kind in zip(patterns, kinds):
+    for p, kind in zip(patterns, kinds, strict=True):
         state = 0
         for b in p:
             c = classes[b]
@@ -200,6 +200,14 @@ class MarkerScanner:
         extra = confirm or ()
         ascii_only = all(m.isascii() for m in (*self.markers, *(extra[1] if extra else ())))
         self._automaton = _automaton(self.markers, *extra) if _native is not None and ascii_only else None
+
+    @classmethod
+    def for_source(cls, source: Any) -> MarkerScanner:
+        """The scanner of a file of ``source``'s role: its markers (``_markers.markers_for``), and in a
+        controller or replica log its gates counting only with a needle of their rules."""
+        from diagnostics.parsing._markers import confirm_for, markers_for
+
+        return cls(markers_for(source), confirm_for(source))
 
     def lines(self, lines: Sequence[str]) -> list[int]:
         """Indices (from 0) of the lines holding a marker, in order."""

@@ -1,6 +1,6 @@
 """The native reader's bulk templates: a record must say what the Python parser says of its line.
 
-``diagnostics._scan.chunk`` reads lines of a few exact shapes into tuples (``_bulk.TEMPLATES``). For
+``diagnostics._scan.chunk`` reads lines of a few exact shapes into records (``_rules.TEMPLATES``). For
 every template, instances with random numbers, ranks, times (also across daylight-saving changes)
 and random damage must either come back as a record whose every field and time equal the event
 the parser builds from the same line, or as a candidate line (then the parser decides). The
@@ -21,7 +21,6 @@ import pytest
 from parsing_helpers import cosmos
 from test_failure_lines import tb
 
-from diagnostics.detectors._store import build_pending
 from diagnostics.events import (
     Event,
     Role,
@@ -29,11 +28,13 @@ from diagnostics.events import (
     Stat,
     SyncPhase,
     WeightSync,
+    epoch,
 )
-from diagnostics.metrics import epoch
-from diagnostics.parsing import GATED_MARKERS, LineParser, _bulk, _lines, _prefilter, read_run
+from diagnostics.parsing import GATED_MARKERS, LineParser, _bulk, _lines, _prefilter, _rules, read_run
 from diagnostics.parsing._layout import RunLayout
 from diagnostics.parsing._scan import _automaton
+from diagnostics.parsing._shapes import shape_of
+from diagnostics.parsing.records import Pending, built, is_record
 
 pytestmark = pytest.mark.skipif(not _bulk.available(), reason="C extension not built")
 
@@ -109,9 +110,13 @@ MESSAGES = {
                                    "INFO"),
     B.STEP: lambda r: (f"Step: {_num(r)}/{_num(r)}, " + ", ".join(f"{name}: {_float(r)}" for name in STEP_NAMES)
                        + f", Iteration time: {_float(r)}s.", "INFO"),
-    B.TRAIN_REPORT: lambda r: (f"[Controller] Train report data from total {_num(r)} rollouts: " + ", ".join(
-        f"{r.choice(REPORT_KEYS)}: {_float(r)}" for _ in range(r.randint(0, 12))), "INFO"),
 }
+
+
+def _train_report(r: random.Random) -> str:
+    """A controller's per-step report: no bulk shape (its ``k: v`` pairs are read by Python alone)."""
+    return cosmos(f"[Controller] Train report data from total {_num(r)} rollouts: " + ", ".join(
+        f"{r.choice(REPORT_KEYS)}: {_float(r)}" for _ in range(r.randint(0, 12))), ts=_stamp(r))
 
 
 def _prefetch_line(r: random.Random) -> str:
@@ -168,14 +173,12 @@ def _fields(kind: B, event: Event) -> dict[str, Any]:
     if kind is B.DYNAMIC_OUTDATED:
         counts = dict(event.counts)  # type: ignore[attr-defined]
         return {"outdated": counts["outdated"]} if list(counts) == ["outdated"] else {"counts": counts}
-    if kind is B.TRAIN_REPORT:
-        return {"metrics": dict(event.metrics)}  # type: ignore[attr-defined]
     return {name: getattr(event, name) for name in _bulk.FIELDS[kind]}
 
 
-def _record_fields(kind: B, rec: tuple[Any, ...]) -> dict[str, Any]:
-    assert len(rec) == 5 + len(_bulk.FIELDS[kind])
-    return dict(zip(_bulk.FIELDS[kind], rec[5:], strict=True))
+def _record_fields(kind: B, rec: Any) -> dict[str, Any]:
+    assert type(rec) is _bulk.RECORDS[kind] and rec._fields[5:] == _bulk.FIELDS[kind]
+    return {name: getattr(rec, name) for name in _bulk.FIELDS[kind]}
 
 
 def _check(line: str, source: Source = SRC) -> str:
@@ -189,17 +192,18 @@ def _check(line: str, source: Source = SRC) -> str:
     if len(item) == 3:
         assert item == (5, 0, line)
         return "candidate"
-    kind = B(item[0])
+    assert is_record(item), line
+    kind = B(item.kind)
     assert events is not None and len(events) == 1, line
     (event,) = events
-    assert item[1] == 5 and item[2] == event.rank and item[4] == line.encode(), line
-    assert item[3] == epoch(event.ts), line
+    assert item.line == 5 and item.rank == event.rank and item.raw == line.encode(), line
+    assert item.ts == epoch(event.ts), line
     assert _record_fields(kind, item) == _fields(kind, event), line
     wanted = {B.SEND_DONE: SyncPhase.POLICY_SEND_DONE, B.RECV_DONE: SyncPhase.RECV_DONE,
               B.RECV_DONE_OLD: SyncPhase.RECV_DONE}.get(kind)
     if wanted is not None:
         assert isinstance(event, WeightSync) and event.phase is wanted
-    assert build_pending((source, None, item)) == event
+    assert Pending(source, None, item).event() == event
     return "record"
 
 
@@ -219,6 +223,28 @@ def test_damaged_lines_are_records_only_when_the_parser_agrees(kind: B) -> None:
         line = rng.choice(DAMAGE)(_line(kind, rng))
         seen.add(_check(line))
     assert "candidate" in seen
+
+
+_GENERAL = tuple(r for r in _rules.RULES if r.build.__qualname__ != "template_rule.<locals>.build")
+
+
+@pytest.mark.parametrize("kind", [k for k in B if _rules.TEMPLATES[k].event is not None], ids=lambda k: k.name)
+def test_a_shapes_rule_gives_what_its_general_rule_gives(kind: B) -> None:
+    """Each bulk shape's rule (its definition, tried first) and the general rule of its message (``Stat:`` of
+    any shape, ``Step:`` with any pieces, ...) read every line of the shape, damaged or not, the same way."""
+    rng = random.Random(200 + kind.value)
+    assert len(_GENERAL) < len(_rules.RULES)
+    taken = 0
+    for _ in range(600):
+        line = _line(kind, rng)
+        if rng.random() < 0.5:
+            line = rng.choice(DAMAGE)(line)
+        shape = shape_of(line)
+        ctx = _rules.Ctx(SRC, 5, line, shape.ts, shape.level, shape.rank)
+        mine = _rules.classify_with(_rules.RULES, shape.msg, ctx)
+        assert mine == _rules.classify_with(_GENERAL, shape.msg, ctx), line
+        taken += bool(mine)
+    assert taken > 200
 
 
 @pytest.mark.parametrize("zone", ["UTC", "America/New_York", "Europe/London", "Australia/Lord_Howe", "Asia/Tehran"])
@@ -272,6 +298,8 @@ def _random_file(rng: random.Random) -> str:
             lines.append("\r".join(["10%|#| 1/10", _line(B.RECV_DONE, rng)]))
         elif r < 0.72:
             lines.append("y" * rng.randint(200, 700) + " " + _line(B.STAT, rng))  # long: cut, marker past the cut
+        elif r < 0.74:
+            lines.append(_train_report(rng))
         else:
             lines.append(cosmos(f"[Rollout main_loop 1.0s] rank=0 n={rng.randint(0, 9)}", "DEBUG", rank=0))
     text = "\n".join(lines)
@@ -282,7 +310,7 @@ def _expanded(files: list[tuple[Path, Source]]) -> Iterator[Event]:
     for source, mtime, items in _bulk.run_items(files, lambda e: None):
         for item in items:
             if item.__class__ is list:  # a run: records, and events of other classes in their place
-                yield from (build_pending((source, mtime, r)) if r.__class__ is tuple else r for r in item)
+                yield from (built(Pending(source, mtime, r)) if is_record(r) else r for r in item)
             else:
                 yield item
 

@@ -62,7 +62,9 @@ def test_random_blocks_give_the_lines_a_plain_search_gives(name: str) -> None:
             assert impl(lines) == expected, (label, lines)  # type: ignore[operator]
 
 
-def _confirmed(lines: list[str], markers: tuple[str, ...], confirm: tuple[frozenset[str], tuple[str, ...]]) -> list[int]:
+def _confirmed(
+    lines: list[str], markers: tuple[str, ...], confirm: tuple[frozenset[str], tuple[str, ...]]
+) -> list[int]:
     """The lines holding a marker outside ``confirm[0]``, or one of those and a needle of ``confirm[1]``."""
     confirmed, needles = confirm
     return [i for i, line in enumerate(lines)
@@ -75,9 +77,10 @@ def test_a_gate_marker_takes_a_line_only_with_a_needle_of_its_rules() -> None:
     needle of a rule logged under a gate; the level gates, group starts and error words always count."""
     if not scan_module.NATIVE:
         pytest.skip("the C scanner is not built in this install")
-    from diagnostics._scan import chunk, lines as native_lines
-    from diagnostics.parsing import confirm_for
+    from diagnostics._scan import chunk
+    from diagnostics._scan import lines as native_lines
     from diagnostics.events import Role, Source
+    from diagnostics.parsing import confirm_for
 
     confirm = confirm_for(Source(path="policy_0.log", role=Role.POLICY, index=0))
     assert confirm is not None and "INFO - [Policy] " in confirm[0] and "Saving cosmos checkpoint at step" in confirm[1]
@@ -94,7 +97,8 @@ def test_a_gate_marker_takes_a_line_only_with_a_needle_of_its_rules() -> None:
         assert scanner.text(text) == expected, block
         assert native_lines(text, *automaton[:5], b"", automaton[6]) == expected, block
         for simd in (True, False):
-            items, _ = chunk(text.encode("utf-8", "surrogatepass"), *automaton, (), 1, 0, 1 << 30, lambda *t: None, simd)
+            data = text.encode("utf-8", "surrogatepass")
+            items, _ = chunk(data, *automaton, (), 1, 0, 1 << 30, lambda *t: None, simd)
             assert [item[0] - 1 for item in items] == expected, block
     noise = "[rank3]:[cosmos] 2025-06-09 12:00:00,000 - cosmos - INFO - [Policy] Optimizer step 12 done: loss 0.1"
     saving = "[cosmos] 2025-06-09 12:00:00,000 - cosmos - INFO - [Policy] Saving cosmos checkpoint at step 10"

@@ -21,7 +21,7 @@ from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from a1x_tui.ui.messages import FixPlanned
-from diagnostics.detectors._config import clip_text
+from diagnostics.detectors import clip_text
 from diagnostics.findings import Evidence, Finding, Severity
 from diagnostics.printable import printable
 

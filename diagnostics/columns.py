@@ -1,0 +1,158 @@
+"""The column path: runs of the native reader's bulk records into the store and the metrics.
+
+``--check``'s native reader (``diagnostics.parsing._bulk``) hands a file's lines of the bulk shapes
+as records (``diagnostics.parsing.records``: named tuples of each shape's fields) in *runs*: lists
+of records and, between them, the events of other classes. ``RunTaker.take`` does to the
+``Collector``'s store and metrics what ``Collector.add`` would do with each record's event, without
+building it: events and the records that move the step (``Step``) in order, each record with the
+step and window it came in; then each family's store, marks and series in columns. A record kept
+for evidence is a ``Pending``, built if a detector reads it. ``tests/check/test_native_reader.py``
+holds the two ways to the same state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from diagnostics.detectors import EventStore, FileFacts
+from diagnostics.events import Event, Source, SyncPhase
+from diagnostics.metrics import Metrics
+from diagnostics.parsing.records import RECORD_TYPES, Bulk
+
+# Both shapes of a line feed the same store and series, in line order.
+_FAMILY: dict[int, Bulk] = {**{int(k): k for k in Bulk}, Bulk.STAT_OLD: Bulk.STAT, Bulk.RECV_DONE_OLD: Bulk.RECV_DONE}
+_IN_PLACE = frozenset({Bulk.STEP})  # records taken in place, like events: they move the step
+_RECORDS = RECORD_TYPES
+
+
+class RunTaker:
+    """One file's runs of bulk records into ``store`` and ``metrics`` (``add``: the Collector's, for events)."""
+
+    def __init__(self, store: EventStore, metrics: Metrics, facts: FileFacts, add: Callable[[Event], None],
+                 source: Source, mtime: float | None) -> None:
+        self.store, self.metrics, self.facts, self.add = store, metrics, facts, add
+        self.head = (source, mtime)  # where a Pending's record was read
+
+    def _mark(self, name: str, recs: list[Any]) -> None:
+        self.facts.mark(name, recs[0].line, recs[0].ts)
+        if len(recs) > 1:
+            self.facts.mark(name, recs[-1].line, recs[-1].ts)
+
+    def take(self, run: list[Any]) -> None:
+        """One run: bulk records and, between them, events of other classes."""
+        store, facts, metrics, head = self.store, self.facts, self.metrics, self.head
+        families: dict[Bulk, tuple[list[Any], list[Any] | None]] = {}
+        new_steps: list[Any] = []
+        pending: list[int] = []  # the window's part of the records since the last event
+        staleness: list[Any] = []
+        step = metrics.step
+        n = 0
+        records = _RECORDS
+        records_only = all(type(item) in records and item.kind not in _IN_PLACE for item in run)
+        if records_only:
+            # Records only, none that moves the step (replica logs): one step for all, families at once.
+            n = len(run)
+            kind = run[0].kind
+            if all(r.kind == kind for r in run):
+                families[_FAMILY[kind]] = (run, None)
+            else:
+                for r in run:
+                    slot = families.get(_FAMILY[r.kind])
+                    if slot is None:
+                        families[_FAMILY[r.kind]] = ([r], None)
+                    else:
+                        slot[0].append(r)
+            stats_family = families.get(Bulk.STAT)
+            if stats_family is not None:
+                pending = [r.pending for r in stats_family[0]]
+            stale_family = families.get(Bulk.STALENESS)
+            if stale_family is not None:
+                staleness = stale_family[0]
+        for item in () if records_only else run:
+            event = type(item) not in records
+            if event or item.kind in _IN_PLACE:
+                # Taken in place: it may close the step window, so the records before it close their part.
+                metrics.window_segment(pending, staleness)
+                pending, staleness = [], []
+                if event:
+                    self.add(item)
+                    step = metrics.step
+                    continue
+                if metrics.step_record(item, store.pending(head, item)):
+                    new_steps.append(item)
+                step = metrics.step
+            n += 1
+            family = _FAMILY[item.kind]
+            slot = families.get(family)
+            if slot is None:
+                slot = families[family] = ([], [])
+            slot[0].append(item)
+            slot[1].append(step)  # type: ignore[union-attr]
+            if family == Bulk.STAT:
+                pending.append(item.pending)
+            elif family == Bulk.STALENESS:
+                staleness.append(item)
+        metrics.window_segment(pending, staleness)
+        if not n:
+            return
+        store.event_count += n
+        facts.events += n
+        last = run[-1]
+        if type(last) in records:
+            facts.last_item = store.pending(head, last)
+        low = high = None
+        for recs, _ in families.values():
+            times = [r.ts for r in recs]
+            lo, hi = min(times), max(times)
+            low = lo if low is None or lo < low else low
+            high = hi if high is None or hi > high else high
+            if recs[-1].line > facts.last_line:
+                facts.last_line = recs[-1].line
+        assert low is not None and high is not None
+        if facts.first_ts is None or low < facts.first_ts:
+            facts.first_ts = low
+        if facts.last_ts is None or high > facts.last_ts:
+            facts.last_ts = high
+        if store.newest_ts is None or high > store.newest_ts:
+            store.newest_ts = high
+        if store.oldest_ts is None or low < store.oldest_ts:
+            store.oldest_ts = low
+        for family, (recs, steps) in families.items():
+            # The metrics' step only grows: first and last equal to it, no event of the run changed it.
+            at: list[Any] | None = None if steps is None or steps[0] == steps[-1] == metrics.step else steps
+            if family == Bulk.STAT:
+                store.stats.extend_pending(head, recs)
+                self._mark("stat", recs)
+                metrics.stats(recs, at)
+            elif family == Bulk.RECV_DONE:
+                store.sync_records(SyncPhase.RECV_DONE, facts, head, recs)
+                metrics.recvs(recs, at)
+            elif family == Bulk.PREFETCH:  # kept per event name, 8 each (``EventStore._prefetch``)
+                name = recs[0].event
+                if all(r.event == name for r in recs):
+                    store.retain_pending(store.prefetch, name, head, recs, 8)
+                else:
+                    by_name: dict[str, list[Any]] = {}
+                    for r in recs:
+                        by_name.setdefault(r.event, []).append(r)
+                    for name, named in by_name.items():
+                        store.retain_pending(store.prefetch, name, head, named, 8)
+                self._mark("prefetch", recs)
+            elif family == Bulk.SEND_DONE:
+                store.sync_records(SyncPhase.POLICY_SEND_DONE, facts, head, recs)
+            elif family == Bulk.PROMPT_REJECTED:
+                store.prompt_rejected.extend_pending(head, recs)
+                self._mark("prompt_rejected", recs)
+                metrics.prompt_gaps(recs, at)
+            elif family == Bulk.STALENESS:
+                store.staleness.extend_pending(head, recs)
+                metrics.stalenesses(recs, at)
+            elif family == Bulk.STEP:
+                store.steps.extend_pending(head, recs)
+                self._mark("step", recs)
+                if new_steps:
+                    metrics.step_series(new_steps)
+            else:  # Bulk.DYNAMIC_OUTDATED
+                store.dynamic_sampling.extend_pending(head, recs)
+                metrics.dynamic_counts({"outdated": sum(r.outdated for r in recs)})

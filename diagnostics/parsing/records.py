@@ -1,0 +1,55 @@
+"""Records: the bulk lines ``--check``'s native reader reads in C, and the events they stand for.
+
+A record is a named tuple ``kind, line, rank, ts, raw, *fields`` (``RECORDS[kind]``; its fields are
+those of its shape's definition in ``_rules``, ``_templates``); the Collector takes runs of them in
+columns (``diagnostics.engine``) instead of building an event for each. A record kept for evidence
+is a ``Pending`` until a detector reads it: its event is then built from its line by the parser.
+
+The native reader itself: ``native_available()`` (the C extension is built and not turned off),
+``prefetch(files)`` (start its threads early), ``run_items(files, on_error)`` (per file, events and
+runs of records in line order).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from diagnostics.events import Event, Source
+from diagnostics.parsing._bulk import FIELDS, RECORDS, prefetch, run_items
+from diagnostics.parsing._bulk import available as native_available
+from diagnostics.parsing._parser import LineParser
+from diagnostics.parsing._templates import RECORD_HEAD, Bulk
+
+RECORD_TYPES: frozenset[type] = frozenset(RECORDS.values())
+
+
+def is_record(item: Any) -> bool:
+    """Whether ``item`` (an item of the native reader's runs) is a record rather than an event."""
+    return type(item) in RECORD_TYPES
+
+
+class Pending(NamedTuple):
+    """An event not built yet: the record of a bulk line and where it was read."""
+
+    source: Source
+    mtime: float | None
+    record: Any
+
+    def event(self) -> Event:
+        """The event the parser reads from the record's line (the same, field for field:
+        tests/parsing/test_bulk.py)."""
+        parser = LineParser(self.source, mtime=self.mtime, keep_unknown=False)
+        rec = self.record
+        events = parser.ungrouped_line_events(rec.line, rec.raw.decode("utf-8", "replace"))
+        if len(events) != 1:
+            raise AssertionError(f"{self.source.path}:{rec.line}: a bulk line gave {len(events)} events")
+        return events[0]
+
+
+def built(item: Any) -> Any:
+    """``item``, or the event of a ``Pending``."""
+    return item.event() if type(item) is Pending else item
+
+
+__all__ = ["FIELDS", "RECORDS", "RECORD_HEAD", "RECORD_TYPES", "Bulk", "Pending", "built", "is_record",
+           "native_available", "prefetch", "run_items"]
