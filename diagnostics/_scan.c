@@ -34,10 +34,16 @@ typedef struct {
     const unsigned char *pairs;  /* 65536: a marker may start with bytes a, b; and every a == '\n' */
     const unsigned char *teddy;  /* 96 bytes (lo/hi nibble masks of bytes 0, 1, 2), or NULL */
     Py_ssize_t root2;            /* the needles' DFA in the same table starts here; 0: none */
+    const unsigned char *ends;   /* for each state of the needles' DFA, the needles ending there (bits) */
+    Py_ssize_t ebytes;           /* bytes of one such bit set */
+    const unsigned char *groups; /* needle groups: a count n, then n 16-bit little-endian needle indices */
+    Py_ssize_t glen;
 } Automaton;
 
+#define MAX_NEEDLE_BYTES 1024    /* bit sets of at most 8192 needles */
+
 typedef struct {
-    Py_buffer classes, table, accept, pairs, teddy;
+    Py_buffer classes, table, accept, pairs, teddy, ends, groups;
     int held;
 } AutomatonArgs;
 
@@ -51,6 +57,8 @@ release_automaton(AutomatonArgs *args)
     PyBuffer_Release(&args->accept);
     PyBuffer_Release(&args->pairs);
     PyBuffer_Release(&args->teddy);
+    PyBuffer_Release(&args->ends);
+    PyBuffer_Release(&args->groups);
     args->held = 0;
 }
 
@@ -82,24 +90,72 @@ load_automaton(AutomatonArgs *args, Py_ssize_t nclasses, Py_ssize_t root2, Autom
         return 0;
     }
     a->root2 = root2;
+    a->ends = (const unsigned char *)args->ends.buf;
+    a->groups = (const unsigned char *)args->groups.buf;
+    a->glen = args->groups.len;
+    a->ebytes = 0;
+    if (root2 > 0) {
+        Py_ssize_t nneedle = a->nstates - root2;
+        if (args->ends.len % nneedle != 0 || args->ends.len / nneedle <= 0
+            || args->ends.len / nneedle > MAX_NEEDLE_BYTES) {
+            PyErr_SetString(PyExc_ValueError, "inconsistent automaton: needle ends");
+            return 0;
+        }
+        a->ebytes = args->ends.len / nneedle;
+        for (Py_ssize_t g = 0; g < a->glen;) {  /* every group whole, every index inside the bit sets */
+            Py_ssize_t cnt = a->groups[g++];
+            if (g + 2 * cnt > a->glen) {
+                PyErr_SetString(PyExc_ValueError, "inconsistent automaton: needle groups");
+                return 0;
+            }
+            for (Py_ssize_t i = 0; i < cnt; i++, g += 2) {
+                if ((a->groups[g] | a->groups[g + 1] << 8) >= 8 * a->ebytes) {
+                    PyErr_SetString(PyExc_ValueError, "inconsistent automaton: needle index out of range");
+                    return 0;
+                }
+            }
+        }
+    }
     return 1;
 }
 
-/* Whether the line starting at ls holds one of the needles (the DFA at root2), in its first
- * max_line bytes; -2: a corrupt table. */
+/* Whether the line starting at ls holds, in its first max_line bytes, every needle of one group
+ * (the needles: the DFA at root2; a group: the strings every match of one rule's regex holds, as
+ * diagnostics/parsing/_required.py reads them); -2: a corrupt table. Only a conservative filter:
+ * the line then goes to the Python rules, which decide. */
 static int
 needle_in_line(const Automaton *a, const unsigned char *p, Py_ssize_t ls, Py_ssize_t n, Py_ssize_t max_line)
 {
+    unsigned char found[MAX_NEEDLE_BYTES];
+    int any = 0;
     unsigned int state = (unsigned int)a->root2;
     Py_ssize_t end = n - ls > max_line ? ls + max_line : n;
+    memset(found, 0, (size_t)a->ebytes);
     for (Py_ssize_t k = ls; k < end; k++) {
         unsigned char c = p[k];
         if (c == '\n')
-            return 0;
+            break;
         state = a->next[state * a->nclasses + a->cls[c]];
-        if (state >= (unsigned int)a->nstates)
+        if (state >= (unsigned int)a->nstates || state < (unsigned int)a->root2)
             return -2;
-        if (a->acc[state])
+        if (a->acc[state]) {
+            const unsigned char *e = a->ends + (Py_ssize_t)(state - a->root2) * a->ebytes;
+            for (Py_ssize_t b = 0; b < a->ebytes; b++)
+                found[b] |= e[b];
+            any = 1;
+        }
+    }
+    if (!any)
+        return 0;
+    for (Py_ssize_t g = 0; g < a->glen;) {
+        Py_ssize_t cnt = a->groups[g++];
+        int all = 1;
+        for (Py_ssize_t i = 0; i < cnt; i++, g += 2) {
+            unsigned int idx = a->groups[g] | (unsigned int)a->groups[g + 1] << 8;
+            if (all && !(found[idx >> 3] & (1u << (idx & 7))))
+                all = 0;
+        }
+        if (all)
             return 1;
     }
     return 0;
@@ -310,7 +366,7 @@ hit_line(void *ctx, Py_ssize_t ls, Py_ssize_t le, Py_ssize_t line)
     return 0;
 }
 
-/* lines(text, classes, table, accept, nclasses, pairs, teddy) -> list[int]
+/* lines(text, classes, table, accept, nclasses, pairs, teddy, root2, ends, groups) -> list[int]
  *   text:     str (any kind: non-Latin-1 text is read as UTF-8) or bytes
  *   classes:  bytes(256), the class of each byte value (0: in no marker)
  *   table:    bytes, uint16 native order, nstates * nclasses next states
@@ -319,7 +375,9 @@ hit_line(void *ctx, Py_ssize_t ls, Py_ssize_t le, Py_ssize_t line)
  *             every a that is the newline
  *   teddy:    bytes(96): the nibble masks of the markers' first three bytes, or b"" (no prefilter)
  *   root2:    where the needles' DFA starts in table (0: none); a marker accepting with kind 2
- *             counts only on a line holding a needle
+ *             counts only on a line holding every needle of one group
+ *   ends:     for each state from root2 on, the bit set of the needles ending there (b"" with no root2)
+ *   groups:   the needle groups, each a count byte then that many uint16 little-endian needle indices
  * Line i is the text between the i-th and (i+1)-th newline, numbered from 0. */
 static PyObject *
 scan_lines(PyObject *self, PyObject *args)
@@ -328,8 +386,8 @@ scan_lines(PyObject *self, PyObject *args)
     PyObject *text;
     AutomatonArgs aa = {.held = 0};
     Py_ssize_t nclasses, root2;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*ny*y*n", &text, &aa.classes, &aa.table, &aa.accept, &nclasses, &aa.pairs,
-                          &aa.teddy, &root2))
+    if (!PyArg_ParseTuple(args, "Oy*y*y*ny*y*ny*y*", &text, &aa.classes, &aa.table, &aa.accept, &nclasses,
+                          &aa.pairs, &aa.teddy, &root2, &aa.ends, &aa.groups))
         return NULL;
     aa.held = 1;
 
@@ -685,7 +743,7 @@ hit_chunk(void *ctx, Py_ssize_t ls, Py_ssize_t le, Py_ssize_t line)
     return 0;
 }
 
-/* chunk(data, classes, table, accept, nclasses, pairs, teddy, root2, templates, lineno, offset, max_line,
+/* chunk(data, classes, table, accept, nclasses, pairs, teddy, root2, ends, groups, templates, lineno, offset, max_line,
  *       minute_base, simd) -> (items, lines)
  *   data:        a buffer of whole lines; a last line without a newline counts as a line
  *   templates:   tuple of bytes (see above); () reads no line in full
@@ -707,9 +765,9 @@ scan_chunk(PyObject *self, PyObject *args)
     Py_ssize_t nclasses, root2, lineno0, offset0, max_line;
     PyObject *templates, *minute_base;
     int simd;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*ny*y*nO!nnnOp", &data, &aa.classes, &aa.table, &aa.accept, &nclasses,
-                          &aa.pairs, &aa.teddy, &root2, &PyTuple_Type, &templates, &lineno0, &offset0, &max_line,
-                          &minute_base, &simd))
+    if (!PyArg_ParseTuple(args, "y*y*y*y*ny*y*ny*y*O!nnnOp", &data, &aa.classes, &aa.table, &aa.accept, &nclasses,
+                          &aa.pairs, &aa.teddy, &root2, &aa.ends, &aa.groups, &PyTuple_Type, &templates, &lineno0,
+                          &offset0, &max_line, &minute_base, &simd))
         return NULL;
     aa.held = 1;
 
@@ -844,9 +902,11 @@ done:
 
 static PyMethodDef scan_methods[] = {
     {"lines", scan_lines, METH_VARARGS,
-     "lines(text, classes, table, accept, nclasses, pairs, teddy, root2) -> indices of the lines holding a marker"},
+     "lines(text, classes, table, accept, nclasses, pairs, teddy, root2, ends, groups) -> indices of the lines "
+     "holding a marker"},
     {"chunk", scan_chunk, METH_VARARGS,
-     "chunk(data, classes, table, accept, nclasses, pairs, teddy, root2, templates, lineno, offset, max_line, "
+     "chunk(data, classes, table, accept, nclasses, pairs, teddy, root2, ends, groups, templates, lineno, offset, "
+     "max_line, "
      "minute_base, simd) -> (items, lines)"},
     {NULL, NULL, 0, NULL},
 };
@@ -870,7 +930,7 @@ PyInit__scan(void)
     long simd = 0;
 #endif
     /* ABI: the calling convention of lines() and chunk() (diagnostics/parsing/_scan.py checks it) */
-    if (m != NULL && (PyModule_AddIntConstant(m, "SIMD", simd) < 0 || PyModule_AddIntConstant(m, "ABI", 4) < 0)) {
+    if (m != NULL && (PyModule_AddIntConstant(m, "SIMD", simd) < 0 || PyModule_AddIntConstant(m, "ABI", 5) < 0)) {
         Py_DECREF(m);
         return NULL;
     }

@@ -2,7 +2,7 @@ from collections.abc import Callable
 from typing import Any
 
 def lines(text: str | bytes, classes: bytes, table: bytes, accept: bytes, nclasses: int, pairs: bytes, teddy: bytes,
-          root2: int, /) -> list[int]: ...
+          root2: int, ends: bytes, groups: bytes, /) -> list[int]: ...
 SIMD: int
 ABI: int
 
@@ -15,6 +15,8 @@ def chunk(
     pairs: bytes,
     teddy: bytes,
     root2: int,
+    ends: bytes,
+    groups: bytes,
     templates: tuple[tuple[bytes, type[tuple[Any, ...]]], ...],
     lineno: int,
     offset: int,

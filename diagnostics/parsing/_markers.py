@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from diagnostics.events import Source
 from diagnostics.parsing._parser import ERROR_MARKERS, GATED_ROLES, GROUP_STARTS
-from diagnostics.parsing._rules import GATES, LEVEL_GATES, NEEDLES, RULES
+from diagnostics.parsing._rules import GATES, LEVEL_GATES, NEEDLES, RULES, literals_of
 
 _ALWAYS = (*GROUP_STARTS, "[AlpamayoPrefetch]", *ERROR_MARKERS)
 
@@ -36,21 +36,25 @@ def markers_for(source: Source) -> tuple[str, ...]:
     return GATED_MARKERS if source.role in GATED_ROLES else ALL_MARKERS
 
 
-def _confirm() -> tuple[frozenset[str], tuple[str, ...]]:
-    """The gate markers that let a line through only with a needle of a rule logged under a gate that
-    is not a level (``INFO - [Policy] ``: on most lines of a policy log), and those needles. A line
-    the parser's early reject keeps (``_rules.gated_rule_possible``) holds such a pair, a level gate
-    or an ``_ALWAYS`` marker, so the lines kept stay a superset."""
+Confirm = tuple[frozenset[str], tuple[tuple[str, ...], ...]]
+
+
+def _confirm() -> Confirm:
+    """The gate markers that let a line through only with every required string of one rule logged
+    under a gate that is not a level (``INFO - [Policy] ``: on most lines of a policy log), and those
+    strings, one tuple a rule (``_rules.literals_of``: from the rule's regex). A line a rule's regex
+    matches holds its strings, and the level gates and ``_ALWAYS`` markers always count, so the lines
+    kept stay a superset of those that give an event."""
     always = set(_grep_markers((*LEVEL_GATES, *_ALWAYS)))
     tags = [g for g in GATES if g not in LEVEL_GATES]
     confirmed = frozenset(m for m in _grep_markers(tags) if m not in always)
-    needles = tuple(dict.fromkeys(r.needle for r in RULES if any(g in r.gates for g in tags)))
-    return confirmed, needles
+    groups = tuple(dict.fromkeys(literals_of(r) for r in RULES if any(g in r.gates for g in tags)))
+    return confirmed, groups
 
 
 GATED_CONFIRM = _confirm()
 
 
-def confirm_for(source: Source) -> tuple[frozenset[str], tuple[str, ...]] | None:
+def confirm_for(source: Source) -> Confirm | None:
     """``MarkerScanner``'s ``confirm`` for a file of ``source``'s role (None: every marker counts)."""
     return GATED_CONFIRM if source.role in GATED_ROLES else None

@@ -45,6 +45,7 @@ from diagnostics.events import (
 )
 from diagnostics.parsing._build import MAX_TEXT, ctx_maker
 from diagnostics.parsing._literal import read_literal
+from diagnostics.parsing._required import required_literals
 from diagnostics.parsing._templates import Bulk, Template, convert, event_kwargs, message_pattern
 
 MAX_FIELD = 2048  # characters of an error message kept in a signal field
@@ -705,7 +706,7 @@ foreign_rule("Error executing job with overrides", r"Error executing job with ov
 
 # ---------------------------------------------------------------- launcher (§2.3, §2.4, §2.7, §11.1)
 
-signal_rule("GPUs: ", r"Detected (?P<count>\d+) GPUs: ?(?P<ids>.*)$", S.GPUS_DETECTED)
+signal_rule("GPUs:", r"Detected (?P<count>\d+) GPUs: ?(?P<ids>.*)$", S.GPUS_DETECTED)
 signal_rule(" replicas: ", r"Number of (?P<role>policy|rollout|reference) replicas: (?P<count>\d+) with "
             r"(?P<gpus_each>\d+) gpus each", S.REPLICAS_PLANNED)
 signal_rule("Number of workers required", r"Number of workers required: (?P<count>\d+)", S.WORKERS_REQUIRED)
@@ -1076,6 +1077,14 @@ _BY_NEEDLE: dict[str, list[int]] = {}
 for _i, _r in enumerate(RULES):
     _BY_NEEDLE.setdefault(_r.needle, []).append(_i)
 NEEDLES: tuple[str, ...] = tuple(_BY_NEEDLE)
+
+
+def literals_of(r: Rule) -> tuple[str, ...]:
+    """What a line must hold for ``r`` to give an event: the strings every match of its regex holds
+    (``_required``), or its needle where the regex cannot tell."""
+    return required_literals(r.pattern) or (r.needle,)
+
+
 GATES: tuple[str, ...] = tuple(sorted({g for r in RULES for g in r.gates}))
 
 

@@ -17,11 +17,11 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-EXTENSION_ABI = 4
+EXTENSION_ABI = 5
 """The calling convention of ``diagnostics._scan`` this code speaks; an extension built from older
 sources (a stale build in a source tree) is not used rather than called wrongly."""
 
-_native: Callable[[str | bytes, bytes, bytes, bytes, int, bytes, bytes, int], list[int]] | None
+_native: Callable[[str | bytes, bytes, bytes, bytes, int, bytes, bytes, int, bytes, bytes], list[int]] | None
 _native_chunk: Callable[..., tuple[list[Any], int]] | None
 try:  # the optional C extension (setup.py); A1X_NO_NATIVE=1 forces the fallback
     from diagnostics import _scan as _extension
@@ -113,12 +113,15 @@ def teddy_masks(patterns: list[bytes]) -> bytes:
     return bytes(masks)
 
 
-def _dfa(patterns: list[bytes], kinds: list[int], classes: bytes, width: int) -> tuple[array[int], bytearray]:
-    """The Aho-Corasick DFA of ``patterns``: its transition rows (state 0 the start) and accepting
-    states (the kind of the pattern ending there; where several end, the lowest kind)."""
+def _dfa(patterns: list[bytes], kinds: list[int], classes: bytes,
+         width: int) -> tuple[array[int], bytearray, list[int]]:
+    """The Aho-Corasick DFA of ``patterns``: its transition rows (state 0 the start), accepting
+    states (the kind of the pattern ending there; where several end, the lowest kind) and, for each
+    state, the patterns ending there (bit i: ``patterns[i]``, also where it ends inside a longer one)."""
     goto: list[dict[int, int]] = [{}]
     accept = bytearray(1)
-    for p, kind in zip(patterns, kinds, strict=True):
+    ends = [0]
+    for i, (p, kind) in enumerate(zip(patterns, kinds, strict=True)):
         state = 0
         for b in p:
             c = classes[b]
@@ -128,8 +131,10 @@ def _dfa(patterns: list[bytes], kinds: list[int], classes: bytes, width: int) ->
                 goto[state][c] = nxt
                 goto.append({})
                 accept.append(0)
+                ends.append(0)
             state = nxt
         accept[state] = min(accept[state] or kind, kind)
+        ends[state] |= 1 << i
     # Breadth-first: each state's row is its failure state's row with its own edges over it.
     table = array("H", bytes(2 * len(goto) * width))
     fail = [0] * len(goto)
@@ -142,31 +147,38 @@ def _dfa(patterns: list[bytes], kinds: list[int], classes: bytes, width: int) ->
         f = fail[state]
         if accept[f] and (not accept[state] or accept[f] < accept[state]):
             accept[state] = accept[f]  # a marker ends inside this one
+        ends[state] |= ends[f]
         row = state * width
         table[row : row + width] = table[f * width : f * width + width]
         for c, s in goto[state].items():
             fail[s] = table[f * width + c]
             table[row + c] = s
             queue.append(s)
-    return table, accept
+    return table, accept, ends
 
 
-Automaton = tuple[bytes, bytes, bytes, int, bytes, bytes, int]
+Automaton = tuple[bytes, bytes, bytes, int, bytes, bytes, int, bytes, bytes]
 
 
 @functools.lru_cache(maxsize=16)
 def _automaton(markers: tuple[str, ...], confirmed: frozenset[str] = frozenset(),
-               needles: tuple[str, ...] = ()) -> Automaton:
+               groups: tuple[tuple[str, ...], ...] = ()) -> Automaton:
     """(byte classes, transition table, accepting states, number of classes, start pairs, teddy
-    masks, needle root) of the Aho-Corasick DFA of ``markers`` (UTF-8), in the layout
-    ``diagnostics._scan`` reads. A line holding only markers of ``confirmed`` is taken only if it
-    also holds one of ``needles`` (a second DFA in the same table, rooted at the needle root; 0:
-    none): a gate such as ``INFO - [Policy] `` is on most lines of a replica log, the needles of
-    the rules logged under it on few (docs/parsing.md, "Gates")."""
+    masks, needle root, needle ends, groups) of the Aho-Corasick DFA of ``markers`` (UTF-8), in the
+    layout ``diagnostics._scan`` reads. A line holding only markers of ``confirmed`` is taken only if
+    it also holds every string of one of ``groups`` (each a rule's required strings,
+    ``_rules.literals_of``): a second DFA of those strings in the same table, rooted at the needle
+    root (0: none), whose states say which strings end there (needle ends: a bit set of
+    ``(len(strings) + 7) // 8`` bytes a state of it), and the groups as byte strings (a count, then
+    that many 16-bit little-endian string indices). A gate such as ``INFO - [Policy] `` is on most
+    lines of a replica log, a whole rule's strings on few (docs/parsing.md, "Gates")."""
     patterns = [m.encode() for m in dict.fromkeys(markers) if m]
-    needle_bytes = [n.encode() for n in dict.fromkeys(needles) if n] if confirmed else []
+    strings = list(dict.fromkeys(x for g in groups for x in g if x)) if confirmed else []
+    needle_bytes = [x.encode() for x in strings]
     if any(b"\n" in p for p in (*patterns, *needle_bytes)):
         raise ValueError("a marker cannot hold a newline")
+    if len(strings) > 0xFFFF or any(len(g) > 0xFF for g in groups):
+        raise ValueError("too many required strings for the scanner")
     plain = [p for p in patterns if p.decode() not in confirmed]
     # A confirmed marker that starts a plain one would hide it from the anchored search: plain too.
     kinds = [1 if p.decode() not in confirmed or any(q.startswith(p) for q in plain) else 2 for p in patterns]
@@ -175,17 +187,27 @@ def _automaton(markers: tuple[str, ...], confirmed: frozenset[str] = frozenset()
     for i, b in enumerate(alphabet, 1):
         classes[b] = i
     width = len(alphabet) + 1
-    table, accept = _dfa(patterns, kinds, bytes(classes), width)
+    table, accept, _ = _dfa(patterns, kinds, bytes(classes), width)
     root = 0
+    ends = bytearray()
+    packed = bytearray()
     if needle_bytes and 2 in kinds:
         root = len(accept)
-        more, more_accept = _dfa(needle_bytes, [1] * len(needle_bytes), bytes(classes), width)
+        more, more_accept, more_ends = _dfa(needle_bytes, [1] * len(needle_bytes), bytes(classes), width)
         table.extend(s + root for s in more)
         accept.extend(more_accept)
+        size = (len(strings) + 7) // 8
+        for bits in more_ends:
+            ends += bits.to_bytes(size, "little")
+        index = {x: i for i, x in enumerate(strings)}
+        for g in groups:
+            packed.append(len(g))
+            for x in g:
+                packed += index[x].to_bytes(2, "little")
     if len(accept) > 0xFFFF:
         raise ValueError("too many markers for a 16-bit automaton")
     return (bytes(classes), table.tobytes(), bytes(accept), width, start_pairs(patterns), teddy_masks(patterns),
-            root)
+            root, bytes(ends), bytes(packed))
 
 
 class MarkerScanner:
@@ -193,12 +215,14 @@ class MarkerScanner:
 
     __slots__ = ("_automaton", "markers")
 
-    def __init__(self, markers: Sequence[str], confirm: tuple[frozenset[str], tuple[str, ...]] | None = None) -> None:
-        """``confirm``: (markers, needles) for ``_automaton``: in C, a line holding only those markers
-        is taken only with a needle too; the pure-Python search takes it anyway (a superset)."""
+    def __init__(self, markers: Sequence[str],
+                 confirm: tuple[frozenset[str], tuple[tuple[str, ...], ...]] | None = None) -> None:
+        """``confirm``: (markers, groups of strings) for ``_automaton``: in C, a line holding only those
+        markers is taken only with every string of a group too; the pure-Python search takes it
+        anyway (a superset)."""
         self.markers = tuple(markers)
         extra = confirm or ()
-        ascii_only = all(m.isascii() for m in (*self.markers, *(extra[1] if extra else ())))
+        ascii_only = all(m.isascii() for m in (*self.markers, *(x for g in (extra[1] if extra else ()) for x in g)))
         self._automaton = _automaton(self.markers, *extra) if _native is not None and ascii_only else None
 
     @classmethod

@@ -33,7 +33,7 @@ def _implementations(markers: tuple[str, ...]) -> dict[str, object]:
         from diagnostics._scan import chunk, lines
 
         automaton = scan_module._automaton(markers)
-        no_teddy = (*automaton[:5], b"", automaton[6])
+        no_teddy = (*automaton[:5], b"", *automaton[6:])
 
         def by_chunk(block: list[str], simd: bool) -> list[int]:
             data = "\n".join(block).encode("utf-8", "surrogatepass")
@@ -63,18 +63,20 @@ def test_random_blocks_give_the_lines_a_plain_search_gives(name: str) -> None:
 
 
 def _confirmed(
-    lines: list[str], markers: tuple[str, ...], confirm: tuple[frozenset[str], tuple[str, ...]]
+    lines: list[str], markers: tuple[str, ...], confirm: tuple[frozenset[str], tuple[tuple[str, ...], ...]]
 ) -> list[int]:
-    """The lines holding a marker outside ``confirm[0]``, or one of those and a needle of ``confirm[1]``."""
-    confirmed, needles = confirm
+    """The lines holding a marker outside ``confirm[0]``, or one of those and every string of a group of
+    ``confirm[1]``."""
+    confirmed, groups = confirm
     return [i for i, line in enumerate(lines)
             if any(m in line for m in markers if m not in confirmed)
-            or (any(m in line for m in confirmed) and any(n in line for n in needles))]
+            or (any(m in line for m in confirmed) and any(all(x in line for x in g) for g in groups))]
 
 
-def test_a_gate_marker_takes_a_line_only_with_a_needle_of_its_rules() -> None:
-    """In C, ``INFO - [Policy] `` (on most lines of a policy log) counts only on a line that also holds the
-    needle of a rule logged under a gate; the level gates, group starts and error words always count."""
+def test_a_gate_marker_takes_a_line_only_with_every_string_of_one_of_its_rules() -> None:
+    """In C, ``INFO - [Policy] `` (on most lines of a policy log) counts only on a line that also holds every
+    string the regex of one rule logged under a gate requires; the level gates, group starts and error
+    words always count."""
     if not scan_module.NATIVE:
         pytest.skip("the C scanner is not built in this install")
     from diagnostics._scan import chunk
@@ -83,26 +85,33 @@ def test_a_gate_marker_takes_a_line_only_with_a_needle_of_its_rules() -> None:
     from diagnostics.parsing import confirm_for
 
     confirm = confirm_for(Source(path="policy_0.log", role=Role.POLICY, index=0))
-    assert confirm is not None and "INFO - [Policy] " in confirm[0] and "Saving cosmos checkpoint at step" in confirm[1]
+    assert confirm is not None and "INFO - [Policy] " in confirm[0]
+    assert ("Saving cosmos checkpoint at step ",) in confirm[1]
+    assert any(len(g) > 2 for g in confirm[1])
     markers = GATED_MARKERS
     automaton = scan_module._automaton(markers, *confirm)
     scanner = MarkerScanner(markers, confirm)
     rng = random.Random(5)
-    pieces = [*markers, *confirm[1][:40], "INFO - [Policy] ", "x", " - ", "é", "\r"]
-    pieces += [m[: len(m) // 2] for m in confirm[1]]
+    strings = sorted({x for g in confirm[1] for x in g})
+    pieces = [*markers, *strings[:60], *(" ".join(g) for g in confirm[1][:40]), "INFO - [Policy] ", "x", " - ", "é",
+              "\r"]
+    pieces += [x[: len(x) // 2] for x in strings] + [" ".join(g[1:]) for g in confirm[1] if len(g) > 1]
     for _ in range(3000):
         block = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 4))) for _ in range(rng.randint(0, 30))]
         expected = _confirmed(block, markers, confirm)
         text = "\n".join(block)
         assert scanner.text(text) == expected, block
-        assert native_lines(text, *automaton[:5], b"", automaton[6]) == expected, block
+        assert native_lines(text, *automaton[:5], b"", *automaton[6:]) == expected, block
         for simd in (True, False):
             data = text.encode("utf-8", "surrogatepass")
             items, _ = chunk(data, *automaton, (), 1, 0, 1 << 30, lambda *t: None, simd)
             assert [item[0] - 1 for item in items] == expected, block
     noise = "[rank3]:[cosmos] 2025-06-09 12:00:00,000 - cosmos - INFO - [Policy] Optimizer step 12 done: loss 0.1"
     saving = "[cosmos] 2025-06-09 12:00:00,000 - cosmos - INFO - [Policy] Saving cosmos checkpoint at step 10"
-    assert scanner.lines([noise, saving, noise.replace("INFO", "WARNING")]) == [1, 2]
+    # One word of a rule is not enough: the send rule's regex also requires "All ", " at step ", " finished in ".
+    request = ("[rank5]:[cosmos] 2025-06-09 03:47:57,077 - cosmos - INFO - [Policy] Received weight sync request for "
+               "step 77 from controller, preparing send operations")
+    assert scanner.lines([noise, saving, noise.replace("INFO", "WARNING"), request]) == [1, 2]
 
 
 @pytest.mark.parametrize("name", list(MARKER_SETS))
@@ -162,15 +171,23 @@ def test_a_corrupt_automaton_is_refused_not_read_past() -> None:
         pytest.skip("the C scanner is not built in this install")
     from diagnostics._scan import lines as native_lines
 
-    classes, table, accept, width, pairs, teddy, root = scan_module._automaton(("abc",))
+    classes, table, accept, width, pairs, teddy, root, ends, groups = scan_module._automaton(("abc",))
     bad = bytes([0xFF, 0xFF]) * (len(table) // 2)  # every next state out of range
     with pytest.raises(ValueError, match="out of range"):
-        native_lines("xabcy", classes, bad, accept, width, pairs, teddy, root)
+        native_lines("xabcy", classes, bad, accept, width, pairs, teddy, root, ends, groups)
     with pytest.raises(ValueError, match="inconsistent"):
-        native_lines("xabcy", classes[:10], table, accept, width, pairs, teddy, root)
+        native_lines("xabcy", classes[:10], table, accept, width, pairs, teddy, root, ends, groups)
     with pytest.raises(ValueError, match="inconsistent"):
-        native_lines("xabcy", classes, b"", b"", width, pairs, teddy, root)  # no state at all
+        native_lines("xabcy", classes, b"", b"", width, pairs, teddy, root, ends, groups)  # no state at all
     with pytest.raises(ValueError, match="byte class out of range"):
-        native_lines("xabcy", bytes([255]) * 256, table, accept, width, pairs, teddy, root)
+        native_lines("xabcy", bytes([255]) * 256, table, accept, width, pairs, teddy, root, ends, groups)
     with pytest.raises(ValueError, match="needle root out of range"):
-        native_lines("xabcy", classes, table, accept, width, pairs, teddy, len(accept))
+        native_lines("xabcy", classes, table, accept, width, pairs, teddy, len(accept), ends, groups)
+    gated = scan_module._automaton(("abc", "xy"), frozenset({"xy"}), (("abd", "ghi"),))
+    assert native_lines("xy abd ghi\nxy abd\nabc", *gated) == [0, 2]
+    with pytest.raises(ValueError, match="needle ends"):
+        native_lines("xy", *gated[:7], gated[7][:-1], gated[8])
+    with pytest.raises(ValueError, match="needle groups"):
+        native_lines("xy", *gated[:8], gated[8][:-1])
+    with pytest.raises(ValueError, match="needle index out of range"):
+        native_lines("xy", *gated[:8], bytes([1, 0xFF, 0xFF]))
