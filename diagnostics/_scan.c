@@ -148,15 +148,15 @@ needle_in_line(const Automaton *a, const unsigned char *p, Py_ssize_t ls, Py_ssi
     if (!any)
         return 0;
     for (Py_ssize_t g = 0; g < a->glen;) {
-        Py_ssize_t cnt = a->groups[g++];
-        int all = 1;
-        for (Py_ssize_t i = 0; i < cnt; i++, g += 2) {
+        Py_ssize_t cnt = a->groups[g++], next = g + 2 * cnt, i = 0;
+        for (; i < cnt; i++, g += 2) {  /* stops at the first needle of the group missing */
             unsigned int idx = a->groups[g] | (unsigned int)a->groups[g + 1] << 8;
-            if (all && !(found[idx >> 3] & (1u << (idx & 7))))
-                all = 0;
+            if (!(found[idx >> 3] & (1u << (idx & 7))))
+                break;
         }
-        if (all)
+        if (i == cnt)
             return 1;
+        g = next;
     }
     return 0;
 }
