@@ -38,9 +38,6 @@ typedef struct {
     Py_ssize_t ebytes;           /* bytes of one such bit set */
     const unsigned char *groups; /* needle groups: a count n, then n 16-bit little-endian needle indices */
     Py_ssize_t glen;
-    const unsigned char **tpl;   /* chunk()'s templates: a line one matches is taken as it is */
-    const Py_ssize_t *tlen;
-    int ntpl;
 } Automaton;
 
 #define MAX_NEEDLE_BYTES 1024    /* bit sets of at most 8192 needles */
@@ -93,7 +90,6 @@ load_automaton(AutomatonArgs *args, Py_ssize_t nclasses, Py_ssize_t root2, Autom
         return 0;
     }
     a->root2 = root2;
-    a->ntpl = 0;
     a->ends = (const unsigned char *)args->ends.buf;
     a->groups = (const unsigned char *)args->groups.buf;
     a->glen = args->groups.len;
@@ -165,13 +161,9 @@ needle_in_line(const Automaton *a, const unsigned char *p, Py_ssize_t ls, Py_ssi
     return 0;
 }
 
-static int template_line(const Automaton *a, const unsigned char *p, Py_ssize_t ls, Py_ssize_t n,
-                         Py_ssize_t max_line);
-
 /* The end (inclusive) of the first marker found running the automaton from position s, which it
  * leaves when back at the start state or at a newline; -1: none; -2: a corrupt table. A marker
- * that needs a needle on its line (accepting kind 2) counts only with one there (line start ls),
- * or on a line one of chunk()'s templates reads whole (a record: an event of a definition). */
+ * that needs a needle on its line (accepting kind 2) counts only with one there (line start ls). */
 static Py_ssize_t
 confirm(const Automaton *a, const unsigned char *p, Py_ssize_t s, Py_ssize_t n, Py_ssize_t ls, Py_ssize_t max_line)
 {
@@ -185,8 +177,6 @@ confirm(const Automaton *a, const unsigned char *p, Py_ssize_t s, Py_ssize_t n, 
             return -2;
         if (a->acc[state]) {
             if (a->acc[state] == 1 || a->root2 == 0)
-                return k;
-            if (a->ntpl > 0 && template_line(a, p, ls, n, max_line))
                 return k;
             int found = needle_in_line(a, p, ls, n, max_line);
             return found < 0 ? -2 : found ? k : -1;
@@ -702,20 +692,6 @@ match_templates(const unsigned char *p, Py_ssize_t ls, Py_ssize_t le, const unsi
 
 /* The value of field f of a hit, as Python reads it: float() and int() through their C API. NULL with
  * ValueError where Python refuses the token (the line is then a candidate), or another error. */
-/* Whether one of a's templates reads the line starting at ls whole (what hit_chunk will find). */
-static int
-template_line(const Automaton *a, const unsigned char *p, Py_ssize_t ls, Py_ssize_t n, Py_ssize_t max_line)
-{
-    const unsigned char *nl = memchr(p + ls, '\n', (size_t)(n - ls));
-    Py_ssize_t le = nl == NULL ? n : nl - p;
-    if (le - ls > max_line)
-        return 0;
-    Hit h;
-    h.tid = -1;
-    match_templates(p, ls, le, a->tpl, a->tlen, a->ntpl, &h);
-    return h.tid >= 0;
-}
-
 static PyObject *
 field_value(const unsigned char *p, const Hit *h, int f)
 {
@@ -828,9 +804,6 @@ scan_chunk(PyObject *self, PyObject *args)
         tlen[t] = PyBytes_GET_SIZE(o);
         rtype[t] = (PyTypeObject *)cls;
     }
-    a.tpl = tpl;
-    a.tlen = tlen;
-    a.ntpl = ntpl;
     if (!PyCallable_Check(minute_base)) {
         PyErr_SetString(PyExc_TypeError, "minute_base must be callable");
         goto done;
