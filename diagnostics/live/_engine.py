@@ -24,7 +24,7 @@ from diagnostics.engine import Collector
 from diagnostics.events import Role, SignalKind, Source, Traceback
 from diagnostics.findings import Finding
 from diagnostics.live._diagnose import DiagnosisFactory, Evaluation
-from diagnostics.parsing import LineParser, MarkerScanner, split_segments
+from diagnostics.parsing import LineParser, MarkerScanner, scanner_for, split_segments
 
 # Events that may change a verdict at once (a crash, an OOM, a stop): the follower evaluates soon after them.
 _URGENT_CLASSES = frozenset({Traceback})
@@ -61,7 +61,7 @@ class EngineDiagnosis:
         feed = parser.feed
         scanner = self._scanners.get(source.role)
         if scanner is None:
-            scanner = self._scanners[source.role] = MarkerScanner.for_source(source)  # automaton built once
+            scanner = self._scanners[source.role] = scanner_for(source)  # automaton built once
         candidates = scanner.lines(lines)
         n = len(lines)
         i = 0

@@ -9,8 +9,9 @@ one owner of the Cosmos-RL run layout and line formats that the supervisor and t
 - ``file_tail(path)``: the last lines and timestamp of a file, read from its end.
 - ``markers_for(source)`` (``GATED_MARKERS``, ``ALL_MARKERS``): the strings a line must hold to
   give an event other than ``LogLine`` (outside multi-line groups, ``LineParser.in_group``).
-- ``MarkerScanner(markers, confirm_for(source)).lines(lines)``: which lines of a block hold a marker
-  (C when built; there a gate marker counts only with a needle of its rules on the line).
+- ``scanner_for(source).lines(lines)`` (``MarkerScanner(markers, confirm_for(source))``): which lines
+  of a block hold a marker (C when built; there a tag gate counts only with every string that one of
+  its rules' regexes requires on the line).
 - ``MAX_LINE_BYTES``, ``split_segments``: how files are cut into lines and ``\\r`` segments.
 - The runs of a log source by path (``_runs``): ``log_runs``, ``latest_logs_dir``, ``run_name``,
   ``logs_dirs``, ``slurm_runs``, ``is_slurm_dir``, ``controller_logs``, ``replica_logs``, ``numbered``.
@@ -34,6 +35,7 @@ _EXPORTS = {
     "ALL_MARKERS": "_markers",
     "GATED_MARKERS": "_markers",
     "confirm_for": "_markers",
+    "scanner_for": "_markers",
     "markers_for": "_markers",
     "MAX_LINE_BYTES": "_lines",
     "FileTail": "_reader",
@@ -110,6 +112,7 @@ __all__ = [
     "replica_logs",
     "role_logs",
     "run_name",
+    "scanner_for",
     "slurm_runs",
     "split_segments",
 ]
@@ -125,7 +128,7 @@ if TYPE_CHECKING:
     from diagnostics.parsing._layout import LayoutError, RunLayout, classify_file, discover
     from diagnostics.parsing._lines import MAX_LINE_BYTES
     from diagnostics.parsing._lines import segments as split_segments
-    from diagnostics.parsing._markers import ALL_MARKERS, GATED_MARKERS, confirm_for, markers_for
+    from diagnostics.parsing._markers import ALL_MARKERS, GATED_MARKERS, confirm_for, markers_for, scanner_for
     from diagnostics.parsing._parser import LineParser, parse_lines
     from diagnostics.parsing._reader import FileTail, file_tail, iter_file_events, read_run
     from diagnostics.parsing._runs import (

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from diagnostics.events import Source
 from diagnostics.parsing._parser import ERROR_MARKERS, GATED_ROLES, GROUP_STARTS
 from diagnostics.parsing._rules import GATES, LEVEL_GATES, NEEDLES, RULES, literals_of
+from diagnostics.parsing._scan import MarkerScanner
 
 _ALWAYS = (*GROUP_STARTS, "[AlpamayoPrefetch]", *ERROR_MARKERS)
 
@@ -58,3 +59,9 @@ GATED_CONFIRM = _confirm()
 def confirm_for(source: Source) -> Confirm | None:
     """``MarkerScanner``'s ``confirm`` for a file of ``source``'s role (None: every marker counts)."""
     return GATED_CONFIRM if source.role in GATED_ROLES else None
+
+
+def scanner_for(source: Source) -> MarkerScanner:
+    """The scanner of a file of ``source``'s role: its markers, and in a controller or replica log its
+    tag gates counting only with every string of one of their rules (``confirm_for``)."""
+    return MarkerScanner(markers_for(source), confirm_for(source))

@@ -288,15 +288,15 @@ _REPORT_KEY = re.compile(r"(?:^|, )([A-Za-z0-9_./-]+): ")
 
 def parse_report_pairs(text: str) -> dict[str, float | str]:
     """``k: v, k2: v2`` where a value may itself hold ``, `` (custom metrics; cosmos-rl.md §7.2)."""
-    keys = list(_REPORT_KEY.finditer(text))
+    # split: the text before the first key, then each key and the text up to the next key's match.
+    parts = _REPORT_KEY.split(text)
     out: dict[str, float | str] = {}
-    for i, km in enumerate(keys):
-        end = keys[i + 1].start() if i + 1 < len(keys) else len(text)
-        raw = text[km.end() : end].strip()
+    for i in range(1, len(parts), 2):
+        raw = parts[i + 1].strip()
         try:
-            out[km.group(1)] = float(raw)
+            out[parts[i]] = float(raw)
         except ValueError:
-            out[km.group(1)] = cap(raw, MAX_FIELD)
+            out[parts[i]] = cap(raw, MAX_FIELD)
     return out
 
 

@@ -225,14 +225,6 @@ class MarkerScanner:
         ascii_only = all(m.isascii() for m in (*self.markers, *(x for g in (extra[1] if extra else ()) for x in g)))
         self._automaton = _automaton(self.markers, *extra) if _native is not None and ascii_only else None
 
-    @classmethod
-    def for_source(cls, source: Any) -> MarkerScanner:
-        """The scanner of a file of ``source``'s role: its markers (``_markers.markers_for``), and in a
-        controller or replica log its gates counting only with a needle of their rules."""
-        from diagnostics.parsing._markers import confirm_for, markers_for
-
-        return cls(markers_for(source), confirm_for(source))
-
     def lines(self, lines: Sequence[str]) -> list[int]:
         """Indices (from 0) of the lines holding a marker, in order."""
         return self.text("\n".join(lines))

@@ -16,7 +16,7 @@ import pytest
 from test_bulk import _check
 
 from diagnostics.events import Role, Source
-from diagnostics.parsing import MarkerScanner, _bulk, _rules
+from diagnostics.parsing import _bulk, _rules, scanner_for
 from diagnostics.parsing._parser import GATED_ROLES
 from diagnostics.parsing._required import required_literals
 from diagnostics.parsing._shapes import shape_of
@@ -77,7 +77,7 @@ def test_the_scanner_takes_every_recorded_line_that_gives_an_event(generation: s
     lines = [line for _, line in _lines(generation) if "\r" not in line]
     for role in sorted(GATED_ROLES, key=lambda r: r.value):
         source = Source(f"{role.value}_0.log", role, None if role is Role.CONTROLLER else 0)
-        taken = set(MarkerScanner.for_source(source).lines(lines))
+        taken = set(scanner_for(source).lines(lines))
         parser = LineParser(source, keep_unknown=False)
         left_out = [line for i, line in enumerate(lines) if i not in taken]
         assert len(left_out) < len(lines)
