@@ -469,6 +469,7 @@ done:
  *   \x07  [!-~]{1,63}, then a space or the end -> str
  *   \x08  YYYY-mm-dd HH:MM:SS                 the line's time (no field)
  *   \x09  the end, or a space and the rest of the line without \r (no field)
+ *   \x0a  the rest of the line without \r -> str (strict UTF-8), for Python to read
  * A template starting with '[' is matched right after the optional torchrun prefix (it must hold
  * \x08); any other after the cosmos prefix, whose time the line then has. A code with its high bit
  * set (0x81 for \x01, ...) is checked the same way and not handed back.
@@ -664,6 +665,10 @@ match_templates(const unsigned char *p, Py_ssize_t ls, Py_ssize_t le, const unsi
                     j++;
                 ok = j > f0 && j - f0 < 64 && (j == le || p[j] == ' ');
                 break;
+            case 10:  /* the rest of the line, no \r in it: text for Python to read */
+                ok = memchr(p + j, '\r', (size_t)(le - j)) == NULL;
+                j = le;
+                break;
             default:
                 ok = 0;
             }
@@ -700,6 +705,8 @@ field_value(const unsigned char *p, const Hit *h, int f)
     int code = h->codes[f];
     if (code == 6 || code == 7)
         return PyUnicode_DecodeASCII(s, n, "strict");
+    if (code == 10)  /* not UTF-8: a UnicodeDecodeError, a ValueError: the line is then a candidate */
+        return PyUnicode_DecodeUTF8(s, n, "strict");
     if (code == 4 && n == 4 && memcmp(s, "None", 4) == 0)
         Py_RETURN_NONE;
     char tmp[80];  /* tokens are at most 64 bytes (floats) or 19 (ints) */

@@ -18,11 +18,11 @@ from typing import Any
 from diagnostics.detectors import EventStore, FileFacts
 from diagnostics.events import Event, Source, SyncPhase
 from diagnostics.metrics import Metrics
-from diagnostics.parsing.records import RECORD_TYPES, Bulk
+from diagnostics.parsing.records import RECORD_TYPES, Bulk, event_fields
 
 # Both shapes of a line feed the same store and series, in line order.
 _FAMILY: dict[int, Bulk] = {**{int(k): k for k in Bulk}, Bulk.STAT_OLD: Bulk.STAT, Bulk.RECV_DONE_OLD: Bulk.RECV_DONE}
-_IN_PLACE = frozenset({Bulk.STEP})  # records taken in place, like events: they move the step
+_IN_PLACE = frozenset({Bulk.STEP, Bulk.TRAIN_REPORT})  # records taken in place, like events: they move the step
 _RECORDS = RECORD_TYPES
 
 
@@ -79,7 +79,9 @@ class RunTaker:
                     self.add(item)
                     step = metrics.step
                     continue
-                if metrics.step_record(item, store.pending(head, item)):
+                if item.kind == Bulk.TRAIN_REPORT:
+                    metrics.train_report(event_fields(item)["metrics"], item.ts, store.pending(head, item))
+                elif metrics.step_record(item, store.pending(head, item)):
                     new_steps.append(item)
                 step = metrics.step
             n += 1
@@ -148,6 +150,9 @@ class RunTaker:
             elif family == Bulk.STALENESS:
                 store.staleness.extend_pending(head, recs)
                 metrics.stalenesses(recs, at)
+            elif family == Bulk.TRAIN_REPORT:
+                store.train_reports.extend_pending(head, recs)
+                self._mark("train_report", recs)
             elif family == Bulk.STEP:
                 store.steps.extend_pending(head, recs)
                 self._mark("step", recs)

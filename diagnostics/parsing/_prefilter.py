@@ -31,20 +31,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from diagnostics.events import (
-    DynamicSampling,
-    Event,
-    Prefetch,
-    PromptRejected,
-    Source,
-    Staleness,
-    Stat,
-    Step,
-    WeightSync,
-)
+from diagnostics.events import Event, Source
 from diagnostics.parsing._lines import MAX_LINE_BYTES, decode, iter_lines, segments
 from diagnostics.parsing._markers import markers_for
 from diagnostics.parsing._parser import GROUP_STARTS, Key, LineParser
+from diagnostics.parsing._rules import TEMPLATES
 from diagnostics.parsing._shapes import split_rank
 
 _START_A, _START_B = GROUP_STARTS
@@ -308,7 +299,8 @@ def _read_group(path: Path, source: Source, mtime: float, offset: int, start: Ke
 # Events whose class a bulk record also stands for: they share its store, marks and series, so a run of
 # records is handed on before one of them. Every other event joins the run, in its place (the Collector
 # takes the run's events in order, and each record with the step and window it came in).
-_RECORD_CLASSES = (Stat, Staleness, PromptRejected, WeightSync, DynamicSampling, Prefetch, Step)
+# The event classes of the bulk shapes: an event of one shares its stores, marks and series with records.
+_RECORD_CLASSES = tuple(dict.fromkeys(t.event for t in TEMPLATES.values() if t.event is not None))
 
 
 def _events(blocks: Iterable[Sequence[Sequence[Any]]], path: Path, source: Source, mtime: float) -> Iterator[Any]:

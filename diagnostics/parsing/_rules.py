@@ -30,6 +30,7 @@ from diagnostics.events import (
     ConfigDump,
     DynamicSampling,
     Event,
+    Prefetch,
     PromptRejected,
     Signal,
     SignalKind,
@@ -114,7 +115,7 @@ def template_rule(t: Template) -> None:
     is its longest literal piece, its gates the tag gates its text holds (``_GATES``' vocabulary)."""
     TEMPLATES[t.kind] = t
     if t.event is None or t.level is None:
-        return  # read by its family's parser (prefetch lines)
+        return  # a whole line, read by its family's parser (prefetch lines)
     make: Callable[..., Event] = ctx_maker(t.event)
     level = t.level
 
@@ -298,6 +299,12 @@ def parse_report_pairs(text: str) -> dict[str, float | str]:
         except ValueError:
             out[parts[i]] = cap(raw, MAX_FIELD)
     return out
+
+
+# The controller's per-step report (cosmos-rl.md §4.5): C hands back the pairs' text, this module reads it.
+template_rule(Template(Bulk.TRAIN_REPORT, "INFO - [Controller] Train report data from total {rollouts:int} rollouts: "
+                       "{pairs:text}", TrainReport,
+                       fold=lambda f: {"rollouts": f["rollouts"], "metrics": parse_report_pairs(f["pairs"])}))
 
 
 @rule("Train report data from total ", r"Train report data from total (\d+) rollouts: ?(.*)$")
@@ -1058,7 +1065,8 @@ _GATES: dict[str, tuple[str, ...]] = {
 
 # The recipe's prefetch server (alpamayo-recipe.md §9.3): the event name; the k=v rest is read by the
 # prefetch parser (``_parser``) when the event is built.
-template_rule(Template(Bulk.PREFETCH, "[AlpamayoPrefetch][{_:word}] {_:time} pid={_:int} {event:token}{_:rest}"))
+template_rule(Template(Bulk.PREFETCH, "[AlpamayoPrefetch][{_:word}] {_:time} pid={_:int} {event:token}{_:rest}",
+                       Prefetch))
 
 _TAG_GATES = tuple(dict.fromkeys(g for gates in _GATES.values() for g in gates))
 

@@ -40,6 +40,7 @@ class Bulk(enum.IntEnum):
     PREFETCH = 7
     STEP = 8
     RECV_DONE_OLD = 9
+    TRAIN_REPORT = 10
 
 
 # type -> (code of diagnostics/_scan.c, regex of the same characters, the characters of a number, Python value)
@@ -53,6 +54,7 @@ _TYPES: dict[str, tuple[int, str, str, Callable[[str], Any]]] = {
     "token": (7, r"[!-~]{1,63}(?= |$)", "", str),
     "time": (8, r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}", "", str),
     "rest": (9, r"(?: [^\r]*)?", "", str),
+    "text": (10, r"[^\r]*", "", str),  # the rest of the line, kept: for the shape's fold to read
 }
 _NO_FIELD = frozenset({"time", "rest"})  # checked where they stand, never kept
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*):([a-z?]+)\}")
@@ -61,9 +63,10 @@ _LEVEL = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL) - ")
 
 @dataclass(frozen=True)
 class Template:
-    """One bulk shape. ``event``: the event class a line of it gives (through its rule in ``_rules``),
-    None where its family's own parser builds it (prefetch lines); ``const``: the event fields the
-    shape fixes; ``fold``: the kept fields -> the event's keyword arguments, where they differ."""
+    """One bulk shape. ``event``: the event class a line of it gives (through its rule in ``_rules``,
+    or, for a whole-line template, through its family's own parser: prefetch lines); ``const``: the
+    event fields the shape fixes; ``fold``: the kept fields -> the event's keyword arguments, where
+    they differ."""
 
     kind: Bulk
     text: str

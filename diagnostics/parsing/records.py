@@ -15,10 +15,10 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from diagnostics.events import Event, Source
-from diagnostics.parsing._bulk import FIELDS, RECORDS, prefetch, run_items
+from diagnostics.parsing._bulk import FIELDS, RECORDS, TEMPLATES, prefetch, run_items
 from diagnostics.parsing._bulk import available as native_available
 from diagnostics.parsing._parser import LineParser
-from diagnostics.parsing._templates import RECORD_HEAD, Bulk
+from diagnostics.parsing._templates import RECORD_HEAD, Bulk, event_kwargs
 
 RECORD_TYPES: frozenset[type] = frozenset(RECORDS.values())
 
@@ -46,10 +46,17 @@ class Pending(NamedTuple):
         return events[0]
 
 
+def event_fields(record: Any) -> dict[str, Any]:
+    """The fields of the event ``record`` stands for, as its shape's definition folds them (a Train
+    report's ``metrics`` read from the pairs' text), beyond the line's context."""
+    t = TEMPLATES[record.kind]
+    return event_kwargs(t, {name: getattr(record, name) for name in FIELDS[record.kind]})
+
+
 def built(item: Any) -> Any:
     """``item``, or the event of a ``Pending``."""
     return item.event() if type(item) is Pending else item
 
 
-__all__ = ["FIELDS", "RECORDS", "RECORD_HEAD", "RECORD_TYPES", "Bulk", "Pending", "built", "is_record",
+__all__ = ["FIELDS", "RECORDS", "RECORD_HEAD", "RECORD_TYPES", "Bulk", "Pending", "built", "event_fields", "is_record",
            "native_available", "prefetch", "run_items"]
