@@ -517,6 +517,8 @@ class Metrics:
 
         def num(key: str) -> float | None:
             value = m.get(key)
+            if type(value) is float:  # what parse_report_pairs gives a number
+                return value
             return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
         step_value = num("train_step")
