@@ -36,7 +36,9 @@ typedef struct {
     Py_ssize_t root2;            /* the needles' DFA in the same table starts here; 0: none */
     const unsigned char *ends;   /* for each state of the needles' DFA, the needles ending there (bits) */
     Py_ssize_t ebytes;           /* bytes of one such bit set */
-    const unsigned char *groups; /* needle groups: a count n, then n 16-bit little-endian needle indices */
+    const unsigned char *groups; /* needle groups by key needle: 8 * ebytes + 1 uint32 LE offsets into the
+                                  * groups that follow (those of needle i: [off[i], off[i + 1])), then each
+                                  * group: a count n, then n 16-bit little-endian needle indices */
     Py_ssize_t glen;
 } Automaton;
 
@@ -60,6 +62,14 @@ release_automaton(AutomatonArgs *args)
     PyBuffer_Release(&args->ends);
     PyBuffer_Release(&args->groups);
     args->held = 0;
+}
+
+/* Where the groups keyed by needle i start, after the offsets (see Automaton.groups). */
+static Py_ssize_t
+group_offset(const Automaton *a, Py_ssize_t i)
+{
+    const unsigned char *o = a->groups + 4 * i;
+    return (Py_ssize_t)((uint32_t)o[0] | (uint32_t)o[1] << 8 | (uint32_t)o[2] << 16 | (uint32_t)o[3] << 24);
 }
 
 /* Checks the tables' sizes and byte classes; 0 with a ValueError set if they do not fit. */
@@ -102,7 +112,24 @@ load_automaton(AutomatonArgs *args, Py_ssize_t nclasses, Py_ssize_t root2, Autom
             return 0;
         }
         a->ebytes = args->ends.len / nneedle;
-        for (Py_ssize_t g = 0; g < a->glen;) {  /* every group whole, every index inside the bit sets */
+        Py_ssize_t head = 4 * (8 * a->ebytes + 1), prev = 0;
+        if (a->glen < head) {
+            PyErr_SetString(PyExc_ValueError, "inconsistent automaton: needle groups");
+            return 0;
+        }
+        for (Py_ssize_t i = 0; i <= 8 * a->ebytes; i++) {  /* offsets that only grow, inside the groups */
+            Py_ssize_t off = group_offset(a, i);
+            if (off < prev || head + off > a->glen) {
+                PyErr_SetString(PyExc_ValueError, "inconsistent automaton: needle groups");
+                return 0;
+            }
+            prev = off;
+        }
+        if (head + prev != a->glen) {
+            PyErr_SetString(PyExc_ValueError, "inconsistent automaton: needle groups");
+            return 0;
+        }
+        for (Py_ssize_t g = head; g < a->glen;) {  /* every group whole, every index inside the bit sets */
             Py_ssize_t cnt = a->groups[g++];
             if (g + 2 * cnt > a->glen) {
                 PyErr_SetString(PyExc_ValueError, "inconsistent automaton: needle groups");
@@ -147,16 +174,26 @@ needle_in_line(const Automaton *a, const unsigned char *p, Py_ssize_t ls, Py_ssi
     }
     if (!any)
         return 0;
-    for (Py_ssize_t g = 0; g < a->glen;) {
-        Py_ssize_t cnt = a->groups[g++], next = g + 2 * cnt, i = 0;
-        for (; i < cnt; i++, g += 2) {  /* stops at the first needle of the group missing */
-            unsigned int idx = a->groups[g] | (unsigned int)a->groups[g + 1] << 8;
-            if (!(found[idx >> 3] & (1u << (idx & 7))))
-                break;
+    /* Only the groups keyed by a needle the line holds can be whole. */
+    Py_ssize_t head = 4 * (8 * a->ebytes + 1);
+    for (Py_ssize_t b = 0; b < a->ebytes; b++) {
+        for (int bit = 0; found[b] >> bit; bit++) {
+            if (!(found[b] >> bit & 1))
+                continue;
+            Py_ssize_t key = 8 * b + bit;
+            Py_ssize_t g = head + group_offset(a, key), end = head + group_offset(a, key + 1);
+            while (g < end) {
+                Py_ssize_t cnt = a->groups[g++], next = g + 2 * cnt, i = 0;
+                for (; i < cnt; i++, g += 2) {  /* stops at the first needle of the group missing */
+                    unsigned int idx = a->groups[g] | (unsigned int)a->groups[g + 1] << 8;
+                    if (!(found[idx >> 3] & (1u << (idx & 7))))
+                        break;
+                }
+                if (i == cnt)
+                    return 1;
+                g = next;
+            }
         }
-        if (i == cnt)
-            return 1;
-        g = next;
     }
     return 0;
 }
@@ -377,7 +414,8 @@ hit_line(void *ctx, Py_ssize_t ls, Py_ssize_t le, Py_ssize_t line)
  *   root2:    where the needles' DFA starts in table (0: none); a marker accepting with kind 2
  *             counts only on a line holding every needle of one group
  *   ends:     for each state from root2 on, the bit set of the needles ending there (b"" with no root2)
- *   groups:   the needle groups, each a count byte then that many uint16 little-endian needle indices
+ *   groups:   the needle groups by key needle: 8 * (bytes of a bit set) + 1 uint32 LE offsets, then each
+ *             group a count byte and that many uint16 little-endian needle indices
  * Line i is the text between the i-th and (i+1)-th newline, numbered from 0. */
 static PyObject *
 scan_lines(PyObject *self, PyObject *args)

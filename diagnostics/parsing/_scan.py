@@ -169,8 +169,9 @@ def _automaton(markers: tuple[str, ...], confirmed: frozenset[str] = frozenset()
     it also holds every string of one of ``groups`` (each a rule's required strings,
     ``_rules.literals_of``): a second DFA of those strings in the same table, rooted at the needle
     root (0: none), whose states say which strings end there (needle ends: a bit set of
-    ``(len(strings) + 7) // 8`` bytes a state of it), and the groups as byte strings (a count, then
-    that many 16-bit little-endian string indices). A gate such as ``INFO - [Policy] `` is on most
+    ``(len(strings) + 7) // 8`` bytes a state of it), and the groups filed under their longest
+    string: ``8 * size + 1`` 32-bit offsets, then each group a count and that many 16-bit string
+    indices (all little-endian). A gate such as ``INFO - [Policy] `` is on most
     lines of a replica log, a whole rule's strings on few (docs/parsing.md, "Gates")."""
     patterns = [m.encode() for m in dict.fromkeys(markers) if m]
     strings = list(dict.fromkeys(x for g in groups for x in g if x)) if confirmed else []
@@ -199,11 +200,22 @@ def _automaton(markers: tuple[str, ...], confirmed: frozenset[str] = frozenset()
         size = (len(strings) + 7) // 8
         for bits in more_ends:
             ends += bits.to_bytes(size, "little")
+        # Each group under its key, its longest string (the likeliest to be missing from a noise line):
+        # C checks only the groups whose key the line holds.
         index = {x: i for i, x in enumerate(strings)}
+        by_key: list[bytearray] = [bytearray() for _ in range(8 * size)]
         for g in groups:
-            packed.append(len(g))
+            entry = by_key[index[max(g, key=len)]]
+            entry.append(len(g))
             for x in g:
-                packed += index[x].to_bytes(2, "little")
+                entry += index[x].to_bytes(2, "little")
+        offset = 0
+        for entry in by_key:
+            packed += offset.to_bytes(4, "little")
+            offset += len(entry)
+        packed += offset.to_bytes(4, "little")
+        for entry in by_key:
+            packed += entry
     if len(accept) > 0xFFFF:
         raise ValueError("too many markers for a 16-bit automaton")
     return (bytes(classes), table.tobytes(), bytes(accept), width, start_pairs(patterns), teddy_masks(patterns),

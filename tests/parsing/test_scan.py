@@ -189,5 +189,11 @@ def test_a_corrupt_automaton_is_refused_not_read_past() -> None:
         native_lines("xy", *gated[:7], gated[7][:-1], gated[8])
     with pytest.raises(ValueError, match="needle groups"):
         native_lines("xy", *gated[:8], gated[8][:-1])
+    keys = 8 * (len(gated[7]) // (len(gated[2]) - gated[6]))  # a bit per string of a needle state's set
+    one = bytes(4) + (3).to_bytes(4, "little") * keys  # the groups of string 0: 3 bytes
     with pytest.raises(ValueError, match="needle index out of range"):
-        native_lines("xy", *gated[:8], bytes([1, 0xFF, 0xFF]))
+        native_lines("xy", *gated[:8], one + bytes([1, 0xFF, 0xFF]))
+    with pytest.raises(ValueError, match="needle groups"):
+        native_lines("xy", *gated[:8], one + bytes([1, 0]))  # shorter than its offsets say
+    with pytest.raises(ValueError, match="needle groups"):
+        native_lines("xy", *gated[:8], gated[8][: 4 * keys])  # not even the offsets
