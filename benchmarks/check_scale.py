@@ -1,8 +1,8 @@
 """Cluster-scale benchmark of log reading: ``read_run`` (and ``a1x-tui --check``) against ``grep -c``.
 
-Generates a run shaped like the Alpamayo 1.5 cluster job (alpamayo-recipe.md §8.5: 64 policy and
+Generates a run shaped like the Alpamayo 1.5 cluster job (docs/reference/alpamayo-recipe.md §8.5: 64 policy and
 128 rollout replicas; one ``controller.log``; 193 files) in the real line formats
-(cosmos-rl.md §3-§6; ~90% DEBUG / vLLM noise, some tracebacks, tqdm redraws), then times, each in
+(docs/reference/cosmos-rl.md §3-§6; ~90% DEBUG / vLLM noise, some tracebacks, tqdm redraws), then times, each in
 a fresh process, with its peak resident memory:
 
   (a) ``grep -c -F <one fixed pattern>`` over all files (the baseline of the issue),

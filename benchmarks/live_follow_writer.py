@@ -4,7 +4,7 @@
 
 FOLDER holds ``controller.log``, ``policy_<i>.log``, ``rollout_<i>.log`` (created if missing).
 Every ``--tick`` seconds the writer appends the lines due to each file, one ``write`` per file per
-tick, spread evenly over the files. Lines look like the real mix (cosmos-rl.md §3.3-§3.4, §15):
+tick, spread evenly over the files. Lines look like the real mix (docs/reference/cosmos-rl.md §3.3-§3.4, §15):
 mostly ``[rankN]:[cosmos] … - DEBUG -`` and vLLM noise, some INFO lines the parsers act on
 (controller ``Stat`` lines, rollout and policy tags), a few WARNINGs. Each line ends with
 ``wt=<epoch seconds>``, the time it was written, for the follower to measure its lag. At the end
@@ -20,7 +20,7 @@ import random
 import time
 
 POLICIES = 64
-ROLLOUTS = 128  # with the controller: 193 files, the Alpamayo 1.5 cluster job (alpamayo-recipe.md §8.5)
+ROLLOUTS = 128  # with the controller: 193 files, the Alpamayo 1.5 cluster job (docs/reference/alpamayo-recipe.md §8.5)
 
 
 def file_names(policies: int = POLICIES, rollouts: int = ROLLOUTS) -> list[str]:

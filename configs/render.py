@@ -1,7 +1,7 @@
 """Render a recipe TOML from the run choices: a template plus the required overrides.
 
 The templates (``configs/templates/*.toml``) carry the recipe's keys and values with comments;
-rendering changes only the keys the choices decide (alpamayo-recipe.md §8.4 "must change",
+rendering changes only the keys the choices decide (docs/reference/alpamayo-recipe.md §8.4 "must change",
 §8.5 local vs cluster), through the same comment-preserving editor as ``a1x-tui fix``.
 """
 
@@ -19,13 +19,13 @@ COMPUTE_SHAPES = ("local", "cluster")
 RECIPE_DIR = "recipes/alpamayo1_x_rl"  # inside an alpamayo-recipes checkout
 _CHOICES_MARKER = "# a1x-tui: run choices"
 
-# alpamayo-recipe.md §8.1: the only difference between versions is the Hydra config.
+# docs/reference/alpamayo-recipe.md §8.1: the only difference between versions is the Hydra config.
 _HYDRA_CONFIG = {"1": "alpamayo1_rvla_rl_pai", "1.5": "alpamayo1_5_rvla_rl_pai"}
 _ENTRY = {
     "motion": "models/reasoning_vla/alpamayo_cosmos_rl_post_training_entry.py",
     "joint": "models/reasoning_vla/alpamayo_cosmos_rl_post_training_reasoning_entry.py",
 }
-# alpamayo-recipe.md §8.4: the reward weights the recipe ships for each mode.
+# docs/reference/alpamayo-recipe.md §8.4: the reward weights the recipe ships for each mode.
 _REWARD = {
     "motion": {"traj_l2_weight": 0.4, "comfort_weight": 0.1},
     "joint": {"traj_l2_weight": 0.2, "comfort_weight": 0.0, "reasoning_weight": 0.3},
@@ -116,7 +116,7 @@ def _overrides(choices: TemplateChoices) -> list[Edit]:
 
 
 def _sizing(choices: TemplateChoices) -> list[Edit]:
-    """Replica counts, and the prefetch capacity that follows from them (alpamayo-recipe.md §9.1)."""
+    """Replica counts, and the prefetch capacity that follows from them (docs/reference/alpamayo-recipe.md §9.1)."""
     edits: list[Edit] = []
     if choices.policy_replicas is not None:
         edits.append(Edit("policy.parallelism.n_init_replicas", choices.policy_replicas))

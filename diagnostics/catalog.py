@@ -58,7 +58,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("process_crashed", C, "A process of the run ended on an error", "logs"),
     _e("run_incomplete", C, "The run ended before its last step", "logs"),
     _e("unexplained_error", W, "Errors in the logs that no check explains", "logs"),
-    # --- failure table rows (alpamayo-recipe.md §14) ---
+    # --- failure table rows (docs/reference/alpamayo-recipe.md §14) ---
     _e("hydra_none_string", C, "Hydra turned None into the string 'None'", "logs"),
     _e("gated_repo", C, "Hugging Face refused a gated repository", "logs", "preflight"),
     _e("hf_rate_limit", W, "Hugging Face rate limit (HTTP 429)", "logs", "preflight"),

@@ -196,7 +196,7 @@ def _closed_loop_lint(cl: Any, loaded: Any, config_path: Any, notes: list[str]) 
 def _no_files_reason(target: str, layout: RunLayout) -> str:
     reason = f"{target}: no log files in this run"
     if layout.run_name:
-        # cosmos-rl.md §15: one replica needing more GPUs than the node leaves logs_<ts>/ empty; the
+        # docs/reference/cosmos-rl.md §15: one replica needing more GPUs than the node leaves logs_<ts>/ empty; the
         # error itself went to the launcher's own output.
         reason += (
             f" ({layout.run_name} is empty: the launcher failed before starting any process; its own output "

@@ -77,7 +77,7 @@ class LogLine(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Stat(Event):
-    """Controller ``[Controller] Stat: ...`` line (both shapes; cosmos-rl.md §4.3).
+    """Controller ``[Controller] Stat: ...`` line (both shapes; docs/reference/cosmos-rl.md §4.3).
 
     ``in_flight`` and ``outdated_filtered`` are ``None`` in the 747d1bd shape.
     """
@@ -92,7 +92,7 @@ class Stat(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Step(Event):
-    """Controller per-step ``Step: n/N, ...`` line (GRPO or SFT shape; cosmos-rl.md §4.5).
+    """Controller per-step ``Step: n/N, ...`` line (GRPO or SFT shape; docs/reference/cosmos-rl.md §4.5).
 
     Values may be ``nan``. Fields the SFT shape lacks are ``None``.
     """
@@ -254,7 +254,7 @@ class ConfigDump(Event):
 class SignalKind(str, Enum):
     """One-off lines that matter. ``fields`` keys per kind are listed in the comment."""
 
-    # --- launcher (cosmos-rl.md §2) ---
+    # --- launcher (docs/reference/cosmos-rl.md §2) ---
     GPUS_DETECTED = "gpus_detected"  # count:int
     REPLICAS_PLANNED = "replicas_planned"  # role:str, count:int, gpus_each:int
     WORKERS_REQUIRED = "workers_required"  # count:int
@@ -312,7 +312,7 @@ class SignalKind(str, Enum):
     BATCH_NOT_DIVISIBLE = "batch_not_divisible"  # train_batch_per_replica .. divisible by ..
     WANDB_UNAVAILABLE = "wandb_unavailable"  # 'Wandb is not available...' (benign alone)
     WANDB_INIT_FAILED = "wandb_init_failed"  # error:str, forbidden:bool
-    # --- recipe (alpamayo-recipe.md §8, §14) ---
+    # --- recipe (docs/reference/alpamayo-recipe.md §8, §14) ---
     MISSING_ENV_VAR = "missing_env_var"  # name:str
     HYDRA_NONE_STRING = "hydra_none_string"  # path:str
     GRADER_MISSING = "grader_missing"  # path:str

@@ -3,12 +3,12 @@
 Each series holds (timestamp, step, value) triples in ``array('d')``. When a series reaches its
 capacity it keeps every other point and from then on records every second sample (then every
 fourth, ...), so memory stays bounded on a months-long run while the shape of the curve and the
-exact last value are kept. Sources (cosmos-rl.md §4.3, §4.4, §4.5, §6.2, §6.3, §7):
+exact last value are kept. Sources (docs/reference/cosmos-rl.md §4.3, §4.4, §4.5, §6.2, §6.3, §7):
 
 - ``Step:`` lines: step / total, reward mean/std/max/min, loss avg/max, learning rate, grad norm,
   iteration time; the Δ timestamp between two Step lines is the step wall time (§7.4).
 - ``Train report`` lines: every metric of a step; the recipe's reward components
-  ``train/traj_L2``, ``train/comfort_reward``, ``train/reasoning_score`` (alpamayo-recipe.md §10)
+  ``train/traj_L2``, ``train/comfort_reward``, ``train/reasoning_score`` (docs/reference/alpamayo-recipe.md §10)
   and ``rollout/advantage_std``. Used for the Step-line metrics too when no Step line exists.
 - ``Stat:`` lines: pending rollouts, in-flight, filtered (outdated); samples/s and tokens/s from
   the Δ of the cumulative counters over Δ elapsed (§7.4).

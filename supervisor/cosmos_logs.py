@@ -79,7 +79,7 @@ def saved_checkpoints(logs_dir: Path) -> list[SavedCheckpoint]:
 
 
 def expected_ranks(toml_path: Path) -> int | None:
-    """How many ranks write a policy checkpoint: world size / dp_replicate (alpamayo-recipe.md §12.1)."""
+    """How many ranks write a policy checkpoint: world size / dp_replicate (docs/reference/alpamayo-recipe.md §12.1)."""
     try:
         data = tomlkit.parse(toml_path.read_text(encoding="utf-8")).unwrap()
     except Exception:
@@ -97,7 +97,7 @@ def expected_ranks(toml_path: Path) -> int | None:
 
 def checkpoint_incomplete_reason(path: Path, ranks: int | None = None) -> str | None:
     """None when the checkpoint is complete: ``cosmos_config`` and every ``.rank_<r>_complete``
-    marker (cosmos-rl.md §5.3: with async saves the log line comes before the files)."""
+    marker (docs/reference/cosmos-rl.md §5.3: with async saves the log line comes before the files)."""
     if not path.is_dir():
         return f"{path} does not exist"
     if not (path / "cosmos_config").exists():
@@ -119,7 +119,7 @@ def checkpoint_incomplete_reason(path: Path, ranks: int | None = None) -> str | 
 
 def latest_complete_checkpoint(log_dir: Path, ranks: int | None = None) -> SavedCheckpoint | None:
     """The newest run's highest-step complete checkpoint, from the log lines that report them
-    (alpamayo-recipe.md §12.1: the path in that line includes the timestamp folder)."""
+    (docs/reference/alpamayo-recipe.md §12.1: the path in that line includes the timestamp folder)."""
     for logs_dir in reversed(log_runs(log_dir)):
         for ckpt in reversed(saved_checkpoints(logs_dir)):
             if checkpoint_incomplete_reason(ckpt.path, ranks) is None:

@@ -4,7 +4,7 @@
 (``start_new_session``), so a terminal hang-up never reaches it and the whole group can be
 signalled at once. Output (stdout and stderr together) is read by a thread and written to the
 stage log. Stop = SIGTERM to the group, wait, SIGKILL (style.md, process-compose). Processes
-that leave the group (a ``redis-server`` that daemonizes, cosmos-rl.md §2.6) are tracked as
+that leave the group (a ``redis-server`` that daemonizes, docs/reference/cosmos-rl.md §2.6) are tracked as
 descendants and stopped with it: no process outlives its stage.
 
 A ``SlurmExecutor`` (another issue) will implement the same protocol with a job id in

@@ -1,7 +1,7 @@
 """Hugging Face failures read from a stage log: rate limits (retry) and gated repos (one-line fix);
 ``HfRetry``, the retry policy of the stages that talk to the Hub.
 
-alpamayo-recipe.md §14 rows 3 and 4, §4 failures (``GatedRepoError`` ... ``Cannot access gated
+docs/reference/alpamayo-recipe.md §14 rows 3 and 4, §4 failures (``GatedRepoError`` ... ``Cannot access gated
 repo for url {url}.``; 401 ``Repository Not Found for url``), §5 (HF 429: re-run with backoff,
 already-present files are skipped so a re-run resumes).
 """

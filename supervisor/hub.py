@@ -3,7 +3,7 @@
 Is the token valid (``whoami``)? May it read the gated repositories the run downloads (the Alpamayo
 checkpoint and the Cosmos-Reason2 VLM for ``convert``, the PAI dataset for ``download``; licence
 accepted?) through the Hub's ``auth-check``? With ``HF_HUB_OFFLINE=1`` no question is asked: the
-files the stages read must already be in the cache (alpamayo-recipe.md §3, §4: ``convert`` snapshots
+files the stages read must already be in the cache (docs/reference/alpamayo-recipe.md §3, §4: ``convert`` snapshots
 the Alpamayo repository and the VLM's tokenizer and processor files into the cache, training reads
 the processor from it).
 
@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
-PAI_DATASET = "nvidia/PhysicalAI-Autonomous-Vehicles"  # alpamayo-recipe.md §5
-# Files of the VLM that convert copies and training reads through the cache (alpamayo-recipe.md §3-§4).
+PAI_DATASET = "nvidia/PhysicalAI-Autonomous-Vehicles"  # docs/reference/alpamayo-recipe.md §5
+# Files of the VLM that convert copies and training reads through the cache (docs/reference/alpamayo-recipe.md §3-§4).
 VLM_FILES = ("config.json", "tokenizer_config.json", "preprocessor_config.json")
 ALPAMAYO_FILES = ("config.json", "model.safetensors.index.json")  # and every shard the index names
 

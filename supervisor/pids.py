@@ -4,7 +4,7 @@ The file is a JSON object ``{"pid": "label"}`` (docs/gpu.md, ``a1x-tui gpu-agent
 the main process of the stage that runs now under its stage name (the ``cosmos-rl`` launcher is
 ``train``), and during training the controller and the replicas (``controller``, ``policy_<i>``,
 ``rollout_<i>``) once the process tree shows them. A replica is named from its environment and the
-log file the launcher points its output at (cosmos-rl.md §2.5 ``COSMOS_ROLE``, §3.1
+log file the launcher points its output at (docs/reference/cosmos-rl.md §2.5 ``COSMOS_ROLE``, §3.1
 ``logs_<ts>/policy_<i>.log``), through the GPU monitor's own role join; only the top process of
 each replica is listed, its descendants are found by the agent walking up the tree. The file is
 rewritten atomically, and only when it changes.

@@ -71,7 +71,8 @@ def select_stages(names: Sequence[str], *, from_stage: str | None, only: str | N
     return list(names)
 
 
-# -- the Alpamayo RL pipeline (alpamayo-recipe.md §1-§12, cosmos-rl.md §2; docs/supervisor.md "Stages") --
+# -- the Alpamayo RL pipeline (docs/reference/alpamayo-recipe.md §1-§12, docs/reference/cosmos-rl.md §2;
+# docs/supervisor.md "Stages") --
 _ALPAMAYO: dict[str, Callable[[StageContext], StageSpec]] = {
     "env": env.stage,
     "convert": convert.stage,

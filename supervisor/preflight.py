@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from supervisor.hub import HubRepo
 
 
-MIN_GPU_MEMORY = 80 * GB  # alpamayo-recipe.md §1 / README: 'at least 80 GB of VRAM' each
-# alpamayo-recipe.md §1 'Timing/size anchors': ~22 GB model; 5-10 GB motion PAI; 85-90 GB joint PAI.
+MIN_GPU_MEMORY = 80 * GB  # docs/reference/alpamayo-recipe.md §1 / README: 'at least 80 GB of VRAM' each
+# docs/reference/alpamayo-recipe.md §1 'Timing/size anchors': ~22 GB model; 5-10 GB motion PAI; 85-90 GB joint PAI.
 MODEL_BYTES = 22 * GB
 MOTION_DATA_BYTES = 10 * GB
 JOINT_DATA_BYTES = 90 * GB
@@ -42,7 +42,7 @@ HF_STAGES = ("convert", "download", "grader", "train")
 
 
 def gpus_needed(spec: RunSpec) -> int:
-    """Policy replicas x dp_shard_size + rollout replicas x 1 (alpamayo-recipe.md §14 row 2)."""
+    """Policy replicas x dp_shard_size + rollout replicas x 1 (docs/reference/alpamayo-recipe.md §14 row 2)."""
     return spec.replicas.policy * POLICY_GPUS[spec.compute] + spec.replicas.rollout * ROLLOUT_GPUS
 
 
@@ -124,7 +124,7 @@ def _check_gpus(
             cid,
             f"Training needs {plan} of at least 80 GB each; {seen}. Cosmos-RL then fails with a misleading "
             "'GPUs larger than 8 ... Lepton' error or waits forever for a replica it could not place "
-            "(cosmos-rl.md §15).",
+            "(docs/reference/cosmos-rl.md §15).",
             evidence=[f"{seen}; needed: {plan}"],
             action="run on a node with enough GPUs (check CUDA_VISIBLE_DEVICES), or lower [replicas] in the run spec",
             visible=len(inventory.memory),
@@ -153,7 +153,7 @@ def _check_disk(
         needs,
         free_of,
         explanation="A stage would run out of disk: the model weights are about 22 GB, motion PAI data 5-10 GB, "
-        "joint PAI data 85-90 GB (alpamayo-recipe.md §1).",
+        "joint PAI data 85-90 GB (docs/reference/alpamayo-recipe.md §1).",
         action="free disk space or point the spec's paths (and HF_HOME) at a larger filesystem",
     )
 
@@ -169,7 +169,8 @@ def _check_hf_token(todo: Sequence[str], checks: Checks, env: Mapping[str, str])
         checks.finding(
             cid,
             f"Stages {', '.join(users)} download gated repositories (PAI, Alpamayo, Cosmos-Reason2-8B); without "
-            "a token they fail, or download_pai.py exits 0 having fetched nothing (alpamayo-recipe.md §5).",
+            "a token they fail, or download_pai.py exits 0 having fetched nothing (docs/reference/alpamayo-recipe.md "
+            "§5).",
             evidence=[f"HF_TOKEN is not set and {hf_token_file(env)} does not exist"],
             action="accept the licenses on huggingface.co, then `hf auth login` (or export HF_TOKEN)",
         )
@@ -220,7 +221,7 @@ def _check_hub(spec: RunSpec, todo: Sequence[str], checks: Checks, env: Mapping[
         checks.finding(
             "hf_token_invalid",
             f"The Hub at {endpoint} rejects the token from {source}: stages {', '.join(users)} would fail with "
-            "'Invalid user token' or 'Repository Not Found' (alpamayo-recipe.md §4).",
+            "'Invalid user token' or 'Repository Not Found' (docs/reference/alpamayo-recipe.md §4).",
             evidence=[f"whoami: {who.detail or 'HTTP 401'} for the token from {source}"],
             action="`hf auth login --force` with a valid token (or export a valid HF_TOKEN: it takes precedence "
             "over the token file)",
@@ -269,7 +270,7 @@ def _check_hub(spec: RunSpec, todo: Sequence[str], checks: Checks, env: Mapping[
         checks.finding(
             "gated_repo",
             f"The Hub at {endpoint} refuses this token repositories the run downloads: the stage that needs them "
-            "fails (alpamayo-recipe.md §4, §14 row 3).",
+            "fails (docs/reference/alpamayo-recipe.md §4, §14 row 3).",
             evidence=refused,
             action=action,
             repos=refused_ids,
@@ -305,7 +306,7 @@ def _check_hub_cache(repos: Sequence[HubRepo], checks: Checks, env: Mapping[str,
         checks.finding(
             cid,
             "HF_HUB_OFFLINE=1: the stages read these files from the Hugging Face cache and fail with "
-            "LocalEntryNotFoundError without them (alpamayo-recipe.md §3, §4).",
+            "LocalEntryNotFoundError without them (docs/reference/alpamayo-recipe.md §3, §4).",
             evidence=lines,
             action="run once without HF_HUB_OFFLINE (or with HF_HUB_OFFLINE=0) to fill the cache, or point HF_HOME "
             "at a cache that holds them",
@@ -335,7 +336,7 @@ def _check_binaries(
         ]
     elif "train" in todo:
         wanted += [
-            ("redis-server", "the Cosmos-RL controller starts redis-server (alpamayo-recipe.md §2.3)"),
+            ("redis-server", "the Cosmos-RL controller starts redis-server (docs/reference/alpamayo-recipe.md §2.3)"),
             ("nvidia-smi", "the cosmos-rl launcher counts GPUs with nvidia-smi"),
         ]
     if not wanted:
@@ -396,7 +397,7 @@ def _check_grader(spec: RunSpec, stages: Sequence[str], todo: Sequence[str], che
     checks.finding(
         cid,
         "Joint training loads the Lingo-Judge grader at its first reward; without it every rollout fails "
-        "(alpamayo-recipe.md §7, §14 row 5).",
+        "(docs/reference/alpamayo-recipe.md §7, §14 row 5).",
         evidence=[f"{spec.paths.grader_dir}/config.json does not exist and the grader stage is not part of this run"],
         action=f"run the grader stage (`a1x-tui run --spec FILE --only grader`) or hf download wayveai/Lingo-Judge "
         f"--local-dir {spec.paths.grader_dir}",
@@ -446,7 +447,7 @@ def _check_wandb(spec: RunSpec, todo: Sequence[str], checks: Checks, env: Mappin
         pass
     checks.finding(
         cid,
-        "W&B logging is on but no key is set: Cosmos-RL silently skips W&B (alpamayo-recipe.md §8.4).",
+        "W&B logging is on but no key is set: Cosmos-RL silently skips W&B (docs/reference/alpamayo-recipe.md §8.4).",
         evidence=["WANDB_API_KEY is not set and ~/.netrc has no api.wandb.ai entry"],
         action="export WANDB_API_KEY (or `wandb login`), or set [wandb] enabled = false in the run spec",
     )
@@ -511,7 +512,7 @@ def _check_wall_time(spec: RunSpec, todo: Sequence[str], checks: Checks) -> None
 
 def _check_reused_outputs(spec: RunSpec, stages: Sequence[str], todo: Sequence[str], checks: Checks) -> None:
     """Outputs of earlier stages that this run reuses without remaking them: the converted model (its
-    weights are links into the Hugging Face cache, alpamayo-recipe.md §4, §14 row 24) and the dataset a
+    weights are links into the Hugging Face cache, docs/reference/alpamayo-recipe.md §4, §14 row 24) and the dataset a
     download left (``snapshot_download`` returns an existing folder after a Hub failure, §5)."""
     trains = "train" in todo
     if not trains or "convert" in todo:
@@ -539,7 +540,7 @@ def _check_reused_outputs(spec: RunSpec, stages: Sequence[str], todo: Sequence[s
             "download_empty",
             f"{data_dir} exists but does not hold the files this run's data choices need, and the download "
             "stage is not part of this run: a download that 'succeeded' without its files (huggingface_hub "
-            "returns an existing folder when the Hub cannot be reached, alpamayo-recipe.md §5).",
+            "returns an existing folder when the Hub cannot be reached, docs/reference/alpamayo-recipe.md §5).",
             evidence=[f"{data_dir}: the expected chunk files for {spec.reward_mode} training are missing"],
             action="run the download stage again (`a1x-tui run --spec FILE --from download`) with network access "
             "and a token that can read the dataset",

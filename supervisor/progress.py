@@ -7,7 +7,7 @@ import re
 from diagnostics.parsing import STEP_RE
 from supervisor.stage import Progress
 
-# huggingface_hub's aggregate bar (alpamayo-recipe.md §5: 'Fetching {N} files', N = matched files):
+# huggingface_hub's aggregate bar (docs/reference/alpamayo-recipe.md §5: 'Fetching {N} files', N = matched files):
 # 'Fetching 12 files:  42%|████▏     | 5/12 [00:03<00:04,  1.50it/s]'
 _FETCHING_RE = re.compile(r"Fetching (\d+) files:\s*(\d+)%\|[^|]*\|\s*(\d+)/(\d+)")
 _PERCENT_RE = re.compile(r"(\d{1,3})%\|")

@@ -195,7 +195,7 @@ class RunLoop:
             # a program with its own run folder (AlpaGym's host): the stage judges that folder
             return self._safe_verify(stage)
         if stage.kind == "train":
-            # cosmos-rl.md §2.7: the launcher's exit code says nothing; steps and checkpoints do.
+            # docs/reference/cosmos-rl.md §2.7: the launcher's exit code says nothing; steps and checkpoints do.
             logs_dir = outcome.monitor.logs_dir if outcome.monitor is not None else None
             if logs_dir is None:
                 if outcome.slurm is not None:

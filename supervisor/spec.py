@@ -24,7 +24,7 @@ AlpamayoVersion = Literal["1", "1.5"]
 RewardMode = Literal["motion", "joint"]
 Compute = Literal["local", "cluster"]
 
-# alpamayo-recipe.md §4: release checkpoints per version; §8.1/§14 #16: Hydra config per version.
+# docs/reference/alpamayo-recipe.md §4: release checkpoints per version; §8.1/§14 #16: Hydra config per version.
 ALPAMAYO_MODEL_IDS: dict[str, str] = {"1": "nvidia/Alpamayo-R1-10B", "1.5": "nvidia/Alpamayo-1.5-10B"}
 DEFAULT_VLM = "nvidia/Cosmos-Reason2-8B"
 # README §5 (download commands): the four cameras and three calibrations of the local recipe.
@@ -240,7 +240,7 @@ class RunSpec(_Section):
 
     @model_validator(mode="after")
     def _motion_needs_chunks(self) -> RunSpec:
-        # alpamayo-recipe.md §5: without --chunk-ids download_pai.py fetches every chunk.
+        # docs/reference/alpamayo-recipe.md §5: without --chunk-ids download_pai.py fetches every chunk.
         if self.reward_mode == "motion" and not self.data.chunk_ids:
             raise ValueError("data.chunk_ids is empty: a motion download needs explicit PAI chunk ids")
         return self
@@ -459,7 +459,8 @@ def default_spec_text() -> str:
     return _commented_toml(data, header=header) + ALPAGYM_EXAMPLE + CLUSTER_EXAMPLE
 
 
-# The commented [cluster] example of `a1x-tui init` (docs/slurm.md; alpamayo-recipe.md §8.5 cluster values).
+# The commented [cluster] example of `a1x-tui init` (docs/slurm.md; docs/reference/alpamayo-recipe.md §8.5 cluster
+# values).
 CLUSTER_EXAMPLE = """
 # With compute = "cluster" the train stage is a Slurm job; every other stage runs here (docs/slurm.md).
 # [cluster]

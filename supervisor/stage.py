@@ -4,7 +4,7 @@ A ``StageSpec`` names the commands of one pipeline stage, the environment they n
 from the filesystem that the stage's outputs are there (``verify``), and how to read progress from
 its output. The supervisor calls ``verify`` before running a stage (resume: outputs that verify are
 not produced again) and after it: an exit code alone never makes a stage succeed
-(alpamayo-recipe.md §5: "download_pai.py can exit 0 without downloading").
+(docs/reference/alpamayo-recipe.md §5: "download_pai.py can exit 0 without downloading").
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A stage's log: its output, one timestamped line per line, secrets scrubbed.
 
 Output is split on ``\\r`` as well as ``\\n`` (tqdm redraws its bars with ``\\r``;
-alpamayo-recipe.md §5 "a log parser must split on \\r as well as \\n"). Every piece goes to the
+docs/reference/alpamayo-recipe.md §5 "a log parser must split on \\r as well as \\n"). Every piece goes to the
 progress parser; ``\\r`` redraws are written at most once per ``redraw_interval_s`` so a progress
 bar does not fill the disk, and the last one is always kept.
 

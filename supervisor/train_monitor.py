@@ -1,12 +1,12 @@
 """Watching the train stage: steps, checkpoints, dead replicas, a job that does not exit.
 
-The launcher cannot be trusted (cosmos-rl.md §2.7, §15): it keeps running when a policy or
+The launcher cannot be trusted (docs/reference/cosmos-rl.md §2.7, §15): it keeps running when a policy or
 rollout replica dies, and it can report success for a crash. So while ``cosmos-rl`` runs, the
 monitor
 
 - follows ``controller.log`` for ``Step: n/N`` and the policy logs for saved checkpoints;
 - reads the launcher's own output for ``Process {i} failed with return code {rc}`` (§2.7;
-  alpamayo-recipe.md §8.3: "treat any failed with return code as fatal");
+  docs/reference/alpamayo-recipe.md §8.3: "treat any failed with return code as fatal");
 - follows the run with one ``diagnostics.live.RunFollower`` (imported lazily) for the stage's
   lifetime: the follower tails every log file and runs the detectors on the new lines only
   (``docs/live.md``), and the monitor takes its ``FindingRaised`` / ``FindingUpdated`` /
@@ -20,7 +20,7 @@ points at (``logs_latest`` / ``latest_run``): an earlier attempt's logs are neve
 judged. A local train stage is one launcher and one ``logs_<ts>``: the follower is pinned to it.
 
 For a Slurm job (``slurm=True``, compute = "cluster") the log source is ``<run>/slurm`` and each
-start of the job is a ``part_<N>/run_<M>`` folder (cosmos-rl.md §11.1): the monitor follows the
+start of the job is a ``part_<N>/run_<M>`` folder (docs/reference/cosmos-rl.md §11.1): the monitor follows the
 newest one (a requeue makes a new one) for steps and checkpoints, and the follower moves with
 ``latest_run`` by itself (``RunSwitched``: what the previous start showed no longer holds).
 Failures belong to the job there: its monitor ends the job when a step fails and requeues it while
@@ -160,7 +160,7 @@ class TrainMonitor:
         self.last_step: tuple[int, int] | None = None
         self.checkpoints: dict[Path, int] = {}
         self.launcher_failure: str | None = None
-        # cosmos-rl.md §2.7: 'Process {i} failed with return code {rc}', as the parsers read it.
+        # docs/reference/cosmos-rl.md §2.7: 'Process {i} failed with return code {rc}', as the parsers read it.
         # Imported here: the parsing package is loaded only by a daemon that runs a train stage.
         from diagnostics.parsing import PROCESS_FAILED_RE
 

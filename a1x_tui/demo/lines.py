@@ -31,7 +31,8 @@ def vllm(now: datetime, where: str, msg: str) -> str:
 
 
 def prefetch(now: datetime, pid: int, event: str, **fields: object) -> str:
-    """alpamayo-recipe.md §9.3: ``[AlpamayoPrefetch][{level}] {YYYY-mm-dd HH:MM:SS} pid={pid} {event} {k}={v!r}``."""
+    """docs/reference/alpamayo-recipe.md §9.3: ``[AlpamayoPrefetch][{level}] {YYYY-mm-dd HH:MM:SS} pid={pid} {event}
+    {k}={v!r}``."""
     values = "".join(f" {k}={v!r}" for k, v in fields.items())
     return f"{RANK_PREFIX}[AlpamayoPrefetch][info] {now.strftime('%Y-%m-%d %H:%M:%S')} pid={pid} {event}{values}"
 
@@ -42,7 +43,7 @@ def elastic(now: datetime, pid: int, where: str, msg: str) -> str:
 
 
 def stopped_from_outside(now: datetime, pid: int, role: str) -> list[str]:
-    """What a replica's log ends with when the job is stopped with SIGTERM (cosmos-rl.md, "A job stopped
+    """What a replica's log ends with when the job is stopped with SIGTERM (docs/reference/cosmos-rl.md, "A job stopped
     from outside", as in the 747d1bd ``policy_stopped`` recording): torchrun's two lines for a worker,
     uvicorn's shutdown for the controller."""
     if role == "controller":

@@ -2,11 +2,13 @@
 
 A pure function of the troubles to play, the speed and a seed: ``script(role, ...)`` returns the
 entries one replica writes (seconds after the replicas start, already divided by ``speed``). The
-numbers follow the recipe's healthy motion run (alpamayo-recipe.md §8.8, §10: reward mean ≈ −0.28 → −0.21,
+numbers follow the recipe's healthy motion run (docs/reference/alpamayo-recipe.md §8.8, §10: reward mean ≈ −0.28 →
+−0.21,
 ``train/traj_L2`` ≈ 1.66 → 1.34) and three troubles, each ended by the fix the dashboard proposes:
 
 - ``buffer_growth``: ``pending rollouts`` in the controller's ``Stat:`` lines climbs step after step
-  (cosmos-rl.md §13.1, §15: "pending rollouts climbing ... and staying pinned"). Fix: ``rollout.batch_size``.
+  (docs/reference/cosmos-rl.md §13.1, §15: "pending rollouts climbing ... and staying pinned"). Fix:
+  ``rollout.batch_size``.
 - ``vllm_oom``: two generation batches of the rollout replica fail with a CUDA out-of-memory and
   are discarded while the replica goes on (§6.3, §6.7 "At runtime"). Fix: ``rollout.gpu_memory_utilization``.
 - ``grpo_collapse``: from step 18 every completion of a group gets the recipe's −1 gate reward:
@@ -333,7 +335,8 @@ _PREFETCH_SOCKET = "/tmp/alpamayo_prefetch/train-a1xdemo.sock"
 
 
 def _prefetch_start(role: str, *, spawns: bool) -> list[Entry]:
-    """The recipe's node prefetch server coming up (alpamayo-recipe.md §9.2-§9.3): the first process spawns it."""
+    """The recipe's node prefetch server coming up (docs/reference/alpamayo-recipe.md §9.2-§9.3): the first process
+    spawns it."""
     init = (("dataset_id", "pai_train"), ("server_key", "train-a1xdemo"), ("tag", "train"), ("capacity", 48))
     out = [Entry(1.7, "init_dataset_prefetch", kind="prefetch", fields=init)]
     if spawns:

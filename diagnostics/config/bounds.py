@@ -7,11 +7,11 @@ in a ``ZeroDivisionError``, a ``MemoryError`` or a loop that never returns. ``ou
 every value outside its range; ``invalid_value`` reports each (key, line, range) and the rules that
 compute with one of them stand aside (``Skipped``) instead of computing.
 
-Ranges: Cosmos-RL's own validators where it has them (cosmos-rl.md §8.5: parallel sizes > 0,
+Ranges: Cosmos-RL's own validators where it has them (docs/reference/cosmos-rl.md §8.5: parallel sizes > 0,
 ``dp_shard_size`` > 0 or -1); beyond that, limits far above any real run (the recipe's cluster
-values are 64 policy and 128 rollout replicas, batches of 40-48: alpamayo-recipe.md §8.5), so only
+values are 64 policy and 128 rollout replicas, batches of 40-48: docs/reference/alpamayo-recipe.md §8.5), so only
 absurd values are refused. Every other integer of the file must fit the signed 64 bits TOML 1.0
-allows (tomlkit and the ``toml`` package Cosmos-RL reads with accept more, cosmos-rl.md §8.1).
+allows (tomlkit and the ``toml`` package Cosmos-RL reads with accept more, docs/reference/cosmos-rl.md §8.1).
 """
 
 from __future__ import annotations

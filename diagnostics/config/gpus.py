@@ -1,4 +1,4 @@
-"""GPU arithmetic as the Cosmos-RL launcher does it (cosmos-rl.md §2.2, §2.3).
+"""GPU arithmetic as the Cosmos-RL launcher does it (docs/reference/cosmos-rl.md §2.2, §2.3).
 
 The launcher reads the raw TOML with a default of 1 for every size (not the schema's
 ``tp_size = 2``), gives each replica ``tp × dp_replicate × pp × cp × dp_shard`` GPUs, places

@@ -3,7 +3,7 @@
 Each rule reads one ``LoadedConfig`` (plus what only the user knows: GPUs per node, nodes,
 local or cluster, the environment) and returns at most one ``Finding`` for its catalog id, with
 the TOML lines as evidence and the ``Fix`` entries that cure it. Facts come from
-``cosmos-rl.md`` (C) and ``alpamayo-recipe.md`` (R); each rule names its sections.
+``docs/reference/cosmos-rl.md`` (C) and ``docs/reference/alpamayo-recipe.md`` (R); each rule names its sections.
 """
 
 from __future__ import annotations

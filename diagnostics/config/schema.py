@@ -1,10 +1,10 @@
 """The recipe TOML as pydantic models, with the defaults of Cosmos-RL 747d1bd.
 
-747d1bd is the Cosmos-RL revision the Alpamayo 1.x RL recipe pins (cosmos-rl.md §0). Field names
-and defaults follow ``cosmos_rl/policy/config/__init__.py`` at that revision (cosmos-rl.md §8.4,
+747d1bd is the Cosmos-RL revision the Alpamayo 1.x RL recipe pins (docs/reference/cosmos-rl.md §0). Field names
+and defaults follow ``cosmos_rl/policy/config/__init__.py`` at that revision (docs/reference/cosmos-rl.md §8.4,
 "747" column); the ``[custom.alpamayo]`` section follows the recipe's readers
-(alpamayo-recipe.md §9.1, §10, §7). Like Cosmos-RL, unknown keys are ignored here: the loader
-diffs the file's keys against these models itself (cosmos-rl.md §8.3). Value rules that Cosmos-RL
+(docs/reference/alpamayo-recipe.md §9.1, §10, §7). Like Cosmos-RL, unknown keys are ignored here: the loader
+diffs the file's keys against these models itself (docs/reference/cosmos-rl.md §8.3). Value rules that Cosmos-RL
 or the recipe enforce are lint rules (``rules.py``), so that one bad value does not hide the rest.
 """
 
@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # At 747d1bd this heuristic decides the policy type, overriding an explicit ``type``
-# (cosmos-rl.md §8.1): none of these keys in [train.train_policy] means SFT.
+# (docs/reference/cosmos-rl.md §8.1): none of these keys in [train.train_policy] means SFT.
 GRPO_MARKER_KEYS: tuple[str, ...] = ("temperature", "epsilon_low", "epsilon_high", "kl_beta", "use_remote_reward")
 
 
@@ -48,7 +48,7 @@ class OverlongRewardSection(_Section):
 
 
 class GrpoPolicy(_Section):
-    """``[train.train_policy]`` when it is GRPO (cosmos-rl.md §8.4)."""
+    """``[train.train_policy]`` when it is GRPO (docs/reference/cosmos-rl.md §8.4)."""
 
     type: Literal["grpo"] = "grpo"
     trainer_type: str = "grpo"
@@ -159,7 +159,7 @@ class Fp4Section(_Section):
 
 
 def effective_policy_type(policy: dict[str, Any]) -> str:
-    """``grpo`` or ``sft`` as 747d1bd decides it, whatever ``type`` says (cosmos-rl.md §8.1)."""
+    """``grpo`` or ``sft`` as 747d1bd decides it, whatever ``type`` says (docs/reference/cosmos-rl.md §8.1)."""
     return "grpo" if any(k in policy for k in GRPO_MARKER_KEYS) else "sft"
 
 
@@ -210,7 +210,7 @@ class TrainSection(_Section):
     @model_validator(mode="before")
     @classmethod
     def _type_by_747_heuristic(cls, data: Any) -> Any:
-        """Set ``train_policy.type`` the way 747d1bd does, on a copy (cosmos-rl.md §8.1)."""
+        """Set ``train_policy.type`` the way 747d1bd does, on a copy (docs/reference/cosmos-rl.md §8.1)."""
         if isinstance(data, dict) and isinstance(data.get("train_policy"), dict):
             policy = dict(data["train_policy"])
             policy["type"] = effective_policy_type(policy)
@@ -220,7 +220,7 @@ class TrainSection(_Section):
 
 class ParallelismSection(_Section):
     """``[policy.parallelism]`` / ``[rollout.parallelism]``. Note the schema's ``tp_size = 2``
-    against the launcher's default of 1 (cosmos-rl.md §2.2)."""
+    against the launcher's default of 1 (docs/reference/cosmos-rl.md §2.2)."""
 
     n_init_replicas: int = 1
     tp_size: int = 2
@@ -430,7 +430,7 @@ class VlaSection(_Section):
 
 
 class PrefetchSection(_Section):
-    """``[custom.alpamayo.prefetch]`` with the recipe's code defaults (alpamayo-recipe.md §9.1)."""
+    """``[custom.alpamayo.prefetch]`` with the recipe's code defaults (docs/reference/alpamayo-recipe.md §9.1)."""
 
     capacity: int = 0  # missing or <= 0: prefetch disabled (R:X/state.py:200-202)
     num_workers: int = 1
@@ -468,7 +468,7 @@ class CustomSection(BaseModel):
 
 
 class RecipeConfig(_Section):
-    """The whole recipe TOML (cosmos-rl.md §8.4 top level)."""
+    """The whole recipe TOML (docs/reference/cosmos-rl.md §8.4 top level)."""
 
     custom: CustomSection = Field(default_factory=CustomSection)
     train: TrainSection = Field(default_factory=TrainSection)
@@ -485,7 +485,7 @@ class RecipeConfig(_Section):
 
 
 # Fields that exist in newer Cosmos-RL (HEAD / 0.4.7) but not at 747d1bd: there they are
-# silently ignored (cosmos-rl.md §8.4 "✗ at 747" and the 0.4.7-only list).
+# silently ignored (docs/reference/cosmos-rl.md §8.4 "✗ at 747" and the 0.4.7-only list).
 NEWER_THAN_747: dict[str, frozenset[str]] = {
     "": frozenset({"controller_execution_id"}),
     "train": frozenset(
@@ -522,6 +522,6 @@ NEWER_THAN_747: dict[str, frozenset[str]] = {
     "vla": frozenset({"max_steps", "use_subprocess"}),
 }
 
-# Keys the recipe's shipped TOMLs carry although nothing reads them (alpamayo-recipe.md §8.4):
+# Keys the recipe's shipped TOMLs carry although nothing reads them (docs/reference/alpamayo-recipe.md §8.4):
 # still unknown, but harmless, so lint notes them instead of warning.
 SHIPPED_BUT_IGNORED: frozenset[str] = frozenset({"train.validation_step", "train.validation_batch_per_replica"})

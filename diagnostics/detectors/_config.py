@@ -3,7 +3,7 @@
 Detectors read configuration only through ``ConfigLike`` (``get``, ``is_set``, ``locate``). Two
 sources exist: the TOML given with ``--config`` (the config helper's ``LoadedConfig`` satisfies the
 protocol) and the effective config every policy prints at start-up, ``[Policy] Loaded
-configuration: {...}`` (cosmos-rl.md §5.1), which ``DumpConfig`` adapts. The dump is what the run
+configuration: {...}`` (docs/reference/cosmos-rl.md §5.1), which ``DumpConfig`` adapts. The dump is what the run
 actually used (the launcher rewrites ``n_init_replicas``, §2.2), so it wins for arithmetic; the
 TOML is what the user edits, so it gives a fix's ``current`` value.
 """

@@ -39,7 +39,7 @@ def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
 
 
 PROBES: tuple[Probe, ...] = (
-    # alpamayo-recipe.md §8.1 / §14 row 7
+    # docs/reference/alpamayo-recipe.md §8.1 / §14 row 7
     Probe("missing_env_var", ("Missing required env var",), _p(r"Missing required env var (?P<name>[A-Z0-9_]+)")),
     # §14 row 1: Hydra turned `null` into the string 'None' and a path ends in /None
     Probe(
@@ -119,7 +119,7 @@ PROBES: tuple[Probe, ...] = (
         ),
         None,
     ),
-    # cosmos-rl.md §5.3, §5.4: checkpoint saves that raised
+    # docs/reference/cosmos-rl.md §5.3, §5.4: checkpoint saves that raised
     Probe(
         "checkpoint_failed",
         (
@@ -130,7 +130,7 @@ PROBES: tuple[Probe, ...] = (
         ),
         None,
     ),
-    # cosmos-rl.md §6.7: vLLM / torch out-of-memory texts
+    # docs/reference/cosmos-rl.md §6.7: vLLM / torch out-of-memory texts
     Probe("oom", ("No available memory for the cache blocks",), None, kind="no_cache_blocks"),
     Probe("oom", ("KV cache is needed, which is larger than the available KV cache memory",), None, kind="kv_cache"),
     Probe("oom", ("that can be stored in KV cache",), None, kind="kv_cache"),
@@ -166,7 +166,7 @@ PROBES: tuple[Probe, ...] = (
     Probe("http", ("Failed in sending rollout completion to controller",), None, kind="send_rollout"),
     Probe("http", ("send train ack to controller after retries",), None, kind="train_ack"),
     Probe("http", ("Failed in query commands from controller",), None, kind="query_commands"),
-    # cosmos-rl.md §4.1: config validation and controller setup errors
+    # docs/reference/cosmos-rl.md §4.1: config validation and controller setup errors
     Probe(
         "config_load_failed",
         ("Failed to load or parse config file",),

@@ -122,7 +122,7 @@ class FileFacts:
     last_traceback: Traceback | None = None
     last_error: Traceback | None = None  # the last traceback that is not torchrun's own ChildFailedError
     last_item: Event | Pending | None = None  # read through ``last_event``
-    # First lines of tracebacks printed right after a line announcing a caught error (cosmos-rl.md §6.3:
+    # First lines of tracebacks printed right after a line announcing a caught error (docs/reference/cosmos-rl.md §6.3:
     # '[Rollout] Failed in rollout generation: ...' then print_exc()); judged when the traceback arrives,
     # while the announcing mark is still the one before it.
     caught_tracebacks: deque[int] = field(default_factory=lambda: deque(maxlen=64))

@@ -1,6 +1,6 @@
 """Producer/consumer balance: the rollout buffer grows, or the policy starves.
 
-Mechanism (cosmos-rl.md §4.3, §13.1; alpamayo-recipe.md §8.8, §14 rows 11-12): finished
+Mechanism (docs/reference/cosmos-rl.md §4.3, §13.1; docs/reference/alpamayo-recipe.md §8.8, §14 rows 11-12): finished
 completions wait in the controller's buffer ("pending rollouts" in the ``Stat:`` line) until a
 policy step takes ``B = train_batch_per_replica × n_policy`` of them. If rollouts are faster than
 the policy, pending climbs until the soft throttle (in-flight ≥ ``T = (allowed_outdated_steps+1) ×
@@ -35,7 +35,7 @@ THROTTLE_LONG_S = 120.0
 SATURATED_STEPS = 10  # "sustained": held back for this many consecutive steps...
 SATURATED_SPAN_S = 60.0  # ...and at least this long
 # A smoke test (3-10 steps) shows the same thing sooner: held back at every step since the first, and
-# rollouts already discarded as outdated (cosmos-rl.md §13.1): no need to wait for 10 steps.
+# rollouts already discarded as outdated (docs/reference/cosmos-rl.md §13.1): no need to wait for 10 steps.
 SMOKE_STEPS = 2
 
 
@@ -280,7 +280,8 @@ def rollout_buffer_growth(ctx: DetectorContext) -> Verdict:
             *ahead[-1:],
         ],
         fixes=_growth_fixes(ctx),
-        action="Tuning order (alpamayo-recipe.md §8.8): enable prefetch, lower rollout.batch_size / n_generation, "
+        action="Tuning order (docs/reference/alpamayo-recipe.md §8.8): enable prefetch, lower rollout.batch_size / "
+               "n_generation, "
         "add policy replicas (--policy N), raise policy dp_shard_size, then fewer epochs or max_num_steps.",
         data={
             "pending_start": start,

@@ -1,6 +1,7 @@
 """GRPO group collapse, and the logging blind spot that hides it.
 
-Mechanism (cosmos-rl.md §6.5, §13.5, §15; alpamayo-recipe.md §10.6, §14 row 13): the GRPO advantage
+Mechanism (docs/reference/cosmos-rl.md §6.5, §13.5, §15; docs/reference/alpamayo-recipe.md §10.6, §14 row 13): the GRPO
+advantage
 is ``(r - mean) / (std + 1e-6)`` within a prompt's group of ``n_generation`` completions, so a group
 whose rewards are all equal contributes exactly zero gradient. Plain GRPO logs nothing about it;
 it shows in the per-step metrics: ``Reward Std: 0.0000`` (a batch std of 0 means every group is

@@ -1,6 +1,6 @@
 """Config mistakes the run itself reports: the same ids as the linter, with log lines as evidence.
 
-Cosmos-RL validates some things only at runtime (cosmos-rl.md §8.2, §8.6, §8.7): a replica asserts
+Cosmos-RL validates some things only at runtime (docs/reference/cosmos-rl.md §8.2, §8.6, §8.7): a replica asserts
 on its parallel dims or its batch divisibility and dies, and the loader silently raises
 ``allowed_outdated_steps`` with a warning. With ``--config`` the linter raises the same ids from the
 TOML; the report then holds one finding per id with both kinds of evidence.
@@ -30,7 +30,8 @@ def outdated_steps_below_sync(ctx: DetectorContext) -> Verdict:
         make_finding(
             "outdated_steps_below_sync",
             f"The config loader raised allowed_outdated_steps to {value} because it was below sync_weight_interval - 1 "
-            "(cosmos-rl.md §8.6). The TOML value is not what runs; rollouts then wait for weights between syncs "
+            "(docs/reference/cosmos-rl.md §8.6). The TOML value is not what runs; rollouts then wait for weights "
+            "between syncs "
             "(prompt rejected lines, steps in bursts, §15).",
             raised[:1],
             fixes=[
@@ -61,7 +62,8 @@ def batch_not_divisible(ctx: DetectorContext) -> Verdict:
                 ctx.config,
                 "train.train_batch_per_replica",
                 proposed,
-                f"the nearest multiple of dp_shard_size × mini_batch = {shard * mini} (cosmos-rl.md §8.7 rule 2)",
+                f"the nearest multiple of dp_shard_size × mini_batch = {shard * mini} (docs/reference/cosmos-rl.md "
+                "§8.7 rule 2)",
             )
         )
     return verdict_of(
@@ -90,7 +92,7 @@ def tp_size_implicit(ctx: DetectorContext) -> Verdict:
                 "tp_size_implicit",
                 f"{sig.source.replica} was built with tp={m.group('tp')} on {m.group('world')} GPU(s) and died: the "
                 "launcher gives a replica GPUs by its own default tp_size = 1 while the schema default is 2 "
-                "(cosmos-rl.md §2.2)"
+                "(docs/reference/cosmos-rl.md §2.2)"
                 + ("." if not explicit else "; the TOML sets it, so check the launcher's --policy/--rollout counts."),
                 [sig],
                 fixes=[

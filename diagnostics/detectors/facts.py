@@ -332,7 +332,7 @@ class Death:
 
 
 def _announced_as_caught(facts: FileFacts, tb: Traceback) -> bool:
-    """Cosmos logs some caught errors as a line, then ``traceback.print_exc()`` (cosmos-rl.md §6.3:
+    """Cosmos logs some caught errors as a line, then ``traceback.print_exc()`` (docs/reference/cosmos-rl.md §6.3:
     'Failed in rollout generation', the batch is discarded and the replica goes on): a traceback that
     starts right after such a line proves no death."""
     return tb.line in facts.caught_tracebacks

@@ -1,6 +1,6 @@
 """Hard failures named by the logs: NCCL, checkpoints, config loading, the controller, generation.
 
-Each detector here quotes the exact failure lines of cosmos-rl.md (§4.1, §5.3, §6.3, §13.6) and
+Each detector here quotes the exact failure lines of docs/reference/cosmos-rl.md (§4.1, §5.3, §6.3, §13.6) and
 drops the ones that are normal at the end of a run: disaggregated runs abort NCCL communicators at
 shutdown, and replicas that outlive the controller fail to reach it (§15).
 """

@@ -1,6 +1,6 @@
 """Run lifecycle: a replica died, the run stalled, ended early, or finished and will not exit.
 
-Mechanism (cosmos-rl.md §2.7, §4.7, §13.6, §15): the launcher stops everything only when the
+Mechanism (docs/reference/cosmos-rl.md §2.7, §4.7, §13.6, §15): the launcher stops everything only when the
 controller fails; a dead policy/rollout replica is dropped from its watch list and the rest go on
 (its exit code can even be 0, or 'treating as success'). torchrun's summary in the replica's own
 log (``ChildFailedError``, ``exitcode : -9``) and the controller's ``… is dead`` line (after the
@@ -258,7 +258,7 @@ def shutdown_hang(ctx: DetectorContext) -> Verdict:
     finding = make_finding(
         "shutdown_hang",
         "The job does not exit although its work is done: " + "; ".join(parts) + ". This is the known shutdown race "
-        "(cosmos-rl.md §15), not a failed run: training is complete.",
+        "(docs/reference/cosmos-rl.md §15), not a failed run: training is complete.",
         [
             abnormal,
             *(f.last_traceback for f, _ in stopped[:2]),

@@ -1,6 +1,7 @@
 """Out of GPU memory: in the vLLM engine of a rollout, or in a policy (trainer) process.
 
-Mechanism (cosmos-rl.md §6.7, §13.4; alpamayo-recipe.md §14 rows 9-10): the vLLM engine is built
+Mechanism (docs/reference/cosmos-rl.md §6.7, §13.4; docs/reference/alpamayo-recipe.md §14 rows 9-10): the vLLM engine
+is built
 at the first weight sync and reserves ``gpu_memory_utilization`` of the GPU; if weights plus the KV
 cache for ``max_model_len = policy.model_max_length`` do not fit, it fails *at engine start*
 (before ``[Rollout] Engine initialized.``) with vLLM's cache-block / KV-cache / free-memory errors
@@ -54,7 +55,7 @@ def _is_vllm(ctx: DetectorContext, hit: Hit) -> bool:
 
 
 def _engine_start(ctx: DetectorContext, hit: Hit) -> bool:
-    """True when the OOM came before the replica's engine was up (cosmos-rl.md §6.7): no
+    """True when the OOM came before the replica's engine was up (docs/reference/cosmos-rl.md §6.7): no
     ``[Rollout] Engine initialized.`` and no completed weight receive earlier in its log (the engine
     is built by the first weight-sync command), and no training step yet when it happened."""
     if "Failed in rollout generation" in _text(hit):
@@ -140,7 +141,7 @@ def _vllm_fixes(ctx: DetectorContext, hits: list[Hit], at_start: bool) -> list[F
                 cfg,
                 "rollout.gpu_memory_utilization",
                 0.7 if util > 0.7 else round(max(0.1, util - 0.1), 2),
-                "leaves headroom outside vLLM's pool (alpamayo-recipe.md §14 row 9)",
+                "leaves headroom outside vLLM's pool (docs/reference/alpamayo-recipe.md §14 row 9)",
             )
         )
         n_gen = cfg.integer("rollout.n_generation")

@@ -1,6 +1,7 @@
 """Placement: whether the replicas' GPUs fit the node (``insufficient_gpus``).
 
-Mechanism (cosmos-rl.md §2.2-§2.4, §13.6, §15; alpamayo-recipe.md §8.3, §14 row 2): each replica
+Mechanism (docs/reference/cosmos-rl.md §2.2-§2.4, §13.6, §15; docs/reference/alpamayo-recipe.md §8.3, §14 row 2): each
+replica
 needs ``tp × dp_replicate × pp × cp × dp_shard`` GPUs and takes the next contiguous slice of the
 node's GPUs (policies first, then rollouts). One replica bigger than the node raises the
 misleading ``Replica with GPUs larger than 8 occurs but not on Lepton job …`` (the "8" is literal).

@@ -1,6 +1,6 @@
 """The recipe's node prefetch server failing at runtime, or configured and never started.
 
-Mechanism (alpamayo-recipe.md §9.2-§9.4): one prefetch server per node caches samples in POSIX
+Mechanism (docs/reference/alpamayo-recipe.md §9.2-§9.4): one prefetch server per node caches samples in POSIX
 shared memory; clients ask it over a Unix socket (30 s timeout, one retry) and fall back to
 loading synchronously on a miss. Its lines are ``[AlpamayoPrefetch][lvl] ts pid=N event k=v``
 (§9.3). Failures show as client RPC timeouts/failures, shared-memory blocks vanishing (capacity
@@ -135,7 +135,7 @@ def prefetch_misconfig(ctx: DetectorContext) -> Verdict:
                 "so every sample is loaded synchronously inside the step.",
                 [located, first_step],
                 action="Check that the entry script is the recipe's (it installs the prefetch wrapper) and that "
-                "[custom.alpamayo.prefetch] is spelled exactly so; see alpamayo-recipe.md §9.",
+                "[custom.alpamayo.prefetch] is spelled exactly so; see docs/reference/alpamayo-recipe.md §9.",
                 data={"capacity": capacity},
             )
         )

@@ -1,4 +1,4 @@
-"""One detector per row of the Alpamayo recipe's failure table (alpamayo-recipe.md §14).
+"""One detector per row of the Alpamayo recipe's failure table (docs/reference/alpamayo-recipe.md §14).
 
 Each is a named error text: the parser's signal or the same text at the end of a traceback (see
 ``_probes``). A finding quotes the first occurrences (one line per file, several ranks print the same

@@ -1,13 +1,13 @@
 """Weights on the rollout side: too old (lag), or a transfer that never finishes (P2P hang).
 
-Mechanism (cosmos-rl.md §1, §4.4, §6.2, §6.3, §13.2): after every ``sync_weight_interval`` (k)
+Mechanism (docs/reference/cosmos-rl.md §1, §4.4, §6.2, §6.3, §13.2): after every ``sync_weight_interval`` (k)
 policy steps the policy sends its weights to one rollout (P2R), which broadcasts them to the others
 (R2R). A prompt tagged with weight version P is generated only when P ≤ C + allowed_outdated_steps
 (A), C being the rollout's version; otherwise the rollout waits (``prompt rejected`` lines, 0.4.4+).
 The controller discards rollouts whose staleness exceeds A (``weight staleness: … discarded=a/b``).
 The P2R receiver logs ``All N at step S recv operations finished``: S should follow the
 controller's step within k. A receive that starts and never finishes is an NCCL P2P hang
-(alpamayo-recipe.md §8.8, §14 row 22).
+(docs/reference/alpamayo-recipe.md §8.8, §14 row 22).
 """
 
 from __future__ import annotations
@@ -207,7 +207,8 @@ def nccl_p2p_hang(ctx: DetectorContext) -> Verdict:
             f"finished (a receive usually takes {fmt(typical)} s). The NCCL point-to-point transfer is stuck; "
             "the GPUs typically sit at 100% while nothing moves.",
             [start_event, previous],
-            action="Relaunch with NCCL_P2P_DISABLE=1 in the environment (alpamayo-recipe.md §14 row 22); "
+            action="Relaunch with NCCL_P2P_DISABLE=1 in the environment (docs/reference/alpamayo-recipe.md §14 row "
+                   "22); "
             "if it persists, check the GPU interconnect (nvidia-smi topo -m).",
             data={"replica": facts.source.replica, "waited_s": round(waited, 1), "typical_recv_s": typical},
         )
@@ -225,7 +226,7 @@ def nccl_p2p_hang(ctx: DetectorContext) -> Verdict:
             "The policy's weight send to a rollout (P2R) stayed in flight past its 120 s drain limit and was aborted: "
             "the receiving rollout never completed the transfer.",
             [hit],
-            action="Relaunch with NCCL_P2P_DISABLE=1 (alpamayo-recipe.md §14 row 22); "
+            action="Relaunch with NCCL_P2P_DISABLE=1 (docs/reference/alpamayo-recipe.md §14 row 22); "
             "look for a crashed or hung rollout.",
             data={"replica": hit.event.source.replica},
         )

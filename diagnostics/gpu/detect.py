@@ -7,7 +7,7 @@ findings cites ``nvml:<gpu index>`` (a live reading) or the samples file and its
 - ``gpu_orphan``: memory held by processes not part of this run (a vLLM engine left from a killed
   run, another user's job); the action is the command that stops them.
 - ``vllm_oom_risk``: before the rollout engine starts, a rollout GPU has less free memory than
-  ``rollout.gpu_memory_utilization`` x total. cosmos-rl.md §6 (vLLM OOM): vLLM then refuses to start
+  ``rollout.gpu_memory_utilization`` x total. docs/reference/cosmos-rl.md §6 (vLLM OOM): vLLM then refuses to start
   with "Free memory on device (...) on startup is less than desired GPU memory utilization".
 - ``gpu_idle``: a policy or rollout replica's GPU at (near) 0 % utilisation for a long stretch.
 - ``gpu_memory_near_limit``: used memory above a fraction of total (a rollout GPU is allowed the

@@ -8,7 +8,7 @@ Sources, best first:
    environment names it more precisely. Any other process is "not part of this run", even one that
    looks like Cosmos-RL: that is the vLLM engine a killed run left behind.
 2. **Attached to a foreign run** (no ``known_pids``): the process's (or an ancestor's) environment
-   and command line. cosmos-rl.md §2.5: ``launch_replica.sh`` sets ``COSMOS_ROLE`` = ``Controller`` /
+   and command line. docs/reference/cosmos-rl.md §2.5: ``launch_replica.sh`` sets ``COSMOS_ROLE`` = ``Controller`` /
    ``Policy`` / ``Rollout`` / ``Reference`` and the replica's ``CUDA_VISIBLE_DEVICES`` slice; §1: the
    controller runs ``cosmos_rl.dispatcher.run_web_panel``, replicas ``launch_replica.sh --type <role>``
    → ``torchrun … -m cosmos_rl.policy.train`` / ``cosmos_rl.rollout.rollout_entry``. The replica
@@ -51,7 +51,7 @@ _COSMOS_ROLE = {
     "rollout": RoleKind.ROLLOUT,
     "reference": RoleKind.REFERENCE,
 }
-# (substring of the joined command line, kind). cosmos-rl.md §1 table.
+# (substring of the joined command line, kind). docs/reference/cosmos-rl.md §1 table.
 _COSMOS_MODULES = (
     ("cosmos_rl.dispatcher.run_web_panel", RoleKind.CONTROLLER),
     ("cosmos_rl.policy.train", RoleKind.POLICY),
@@ -60,7 +60,7 @@ _COSMOS_MODULES = (
 )
 _REPLICA_SCRIPT = re.compile(r"launch_replica\.sh\b.*?--type[= ](policy|rollout|reference)\b")
 _LAUNCHER = re.compile(r"(?:^|[/\s])cosmos-rl(?:\s|$)|cosmos_rl\.launcher\.launch_all")
-# Our stages' programs (alpamayo-recipe.md §1 table) -> stage name.
+# Our stages' programs (docs/reference/alpamayo-recipe.md §1 table) -> stage name.
 _STAGE_SCRIPTS = (
     ("convert_release_config_to_training.py", "convert"),
     ("download_pai.py", "download"),
@@ -348,7 +348,8 @@ def _guess(chain: list[ProcInfo]) -> _Guess | None:
 
 
 def _index_by_gpu_order(pending: list[tuple[int, _Guess, ProcInfo]], roles: dict[int, ProcessRole]) -> None:
-    """Number replicas with no log file by their first visible GPU (cosmos-rl.md §2.3: slices in order)."""
+    """Number replicas with no log file by their first visible GPU (docs/reference/cosmos-rl.md §2.3: slices in
+    order)."""
     groups: dict[RoleKind, dict[str, list[int]]] = {}
     infos: dict[int, tuple[_Guess, ProcInfo]] = {}
     for pid, guess, info in pending:

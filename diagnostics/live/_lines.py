@@ -29,7 +29,7 @@ class LineAssembler:
     ``skip_nul``: drop a run of NUL bytes at the start of the stream. A writer that did not open
     its file with O_APPEND keeps writing at its old offset after a copytruncate, which leaves a
     hole of NULs at the start of the truncated file (the Cosmos-RL launcher opens its logs with
-    mode "wb": cosmos-rl.md §3.1).
+    mode "wb": docs/reference/cosmos-rl.md §3.1).
     """
 
     __slots__ = ("_overflow", "_pending", "line_start", "max_line", "pos", "skip_nul")

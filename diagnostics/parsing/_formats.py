@@ -10,20 +10,23 @@ from __future__ import annotations
 
 import re
 
-# cosmos-rl.md §4.5: controller 'Step: {s}/{N}, Reward Mean: ...' (also the SFT shape 'Step: s/N, Loss: ...').
+# docs/reference/cosmos-rl.md §4.5: controller 'Step: {s}/{N}, Reward Mean: ...' (also the SFT shape 'Step: s/N, Loss:
+# ...').
 STEP_RE = re.compile(r"\bStep: (\d+)/(\d+)")
-# cosmos-rl.md §5.3 / alpamayo-recipe.md §8.8:
+# docs/reference/cosmos-rl.md §5.3 / docs/reference/alpamayo-recipe.md §8.8:
 # '[Policy] Step: {N}, checkpoint saved successfully at {.../checkpoints/step_N/policy}.'
 CHECKPOINT_SAVED_RE = re.compile(r"Step: (\d+), checkpoint saved successfully at (.+?)\.?\s*$")
-# cosmos-rl.md §3.3: '[cosmos] YYYY-mm-dd HH:MM:SS,mmm - logger - LEVEL - msg' (naive local time), maybe behind
+# docs/reference/cosmos-rl.md §3.3: '[cosmos] YYYY-mm-dd HH:MM:SS,mmm - logger - LEVEL - msg' (naive local time), maybe
+# behind
 # torchrun's '[rank<i>]:' tee prefix (§3.4). Groups: year, month, day, hour, minute, second, ms, level.
 COSMOS_STAMP_RE = re.compile(
     r"^(?:\[rank\d+\]:)?\[cosmos\] (\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d),(\d{3}) - [\w.]+ - "
     r"(DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
 )
-# alpamayo-recipe.md §9.3: the prefetch worker's '[AlpamayoPrefetch][<level>] ...' lines; group 1 is error or warn.
+# docs/reference/alpamayo-recipe.md §9.3: the prefetch worker's '[AlpamayoPrefetch][<level>] ...' lines; group 1 is
+# error or warn.
 PREFETCH_LEVEL_RE = re.compile(r"\[AlpamayoPrefetch\]\[(error|warn)\]")
-# torchrun's summary in the replica's own log (cosmos-rl.md §3.4, §15): the real cause of a death.
+# torchrun's summary in the replica's own log (docs/reference/cosmos-rl.md §3.4, §15): the real cause of a death.
 REPLICA_CAUSE_RE = re.compile(
     r"(exitcode\s*:\s*-?\d+|Signal \d+ \(SIG\w+\) received|ChildFailedError|"
     r"^\S*(Error|Exception): .+|CUDA out of memory|OutOfMemoryError)"

@@ -1,6 +1,6 @@
 """Which files make up a run: ``discover`` a path, ``classify_file`` a name.
 
-Layouts (cosmos-rl.md §3.1, §11.1, §11.2; alpamayo-recipe.md §8.3):
+Layouts (docs/reference/cosmos-rl.md §3.1, §11.1, §11.2; docs/reference/alpamayo-recipe.md §8.3):
 
 - ``log_dir``: a Cosmos-RL ``--log-dir`` with ``logs_<YYYYmmdd-HHMMSS>/`` folders and the
   ``logs_latest`` link; the latest run is read unless ``run`` names another. A launcher capture

@@ -1,7 +1,7 @@
 """Physical lines of a log file: streaming, bounded memory, any bytes.
 
 Lines are split on ``\\n`` and numbered from 1 like ``grep -n`` and editors do; a line is then
-split on ``\\r`` (tqdm and huggingface_hub redraw bars with it, alpamayo-recipe.md §5) into
+split on ``\\r`` (tqdm and huggingface_hub redraw bars with it, docs/reference/alpamayo-recipe.md §5) into
 segments that share its number. Bytes are decoded as UTF-8 with replacement characters. A line
 longer than ``MAX_LINE_BYTES`` is cut there (the rest is skipped, the numbering stays right).
 A last line without a newline is still a line.

@@ -11,7 +11,7 @@ interleaved ``[rank0]:``/``[rank1]:`` output cannot mix them up:
   ``OutOfMemoryError`` line gives an ``OOM`` signal, a ``RuntimeError: Missing required env var``
   a ``MISSING_ENV_VAR`` signal...);
 - torchrun's failure summary (``Root Cause (first observed failure):`` .. ``exitcode  : -9`` ..
-  ``traceback : Signal 9 (SIGKILL) received by PID``, cosmos-rl.md §3.4, §15) becomes one
+  ``traceback : Signal 9 (SIGKILL) received by PID``, docs/reference/cosmos-rl.md §3.4, §15) becomes one
   ``CHILD_FAILED`` signal anchored on its ``exitcode`` line.
 
 A group closes on the first line that cannot belong to it, at ``flush()``, or when it grows too

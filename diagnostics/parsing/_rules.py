@@ -9,7 +9,8 @@ whose needles occur in the message, in catalogue order, and returns the first ma
 {path}: {e}``, ``[Rollout] Failed in rollout generation: {e}``...) also classify the quoted error,
 so ``... : CUDA out of memory`` yields both the wrapper signal and an ``OOM`` signal.
 
-Texts come from cosmos-rl.md §2.3-§2.8, §4-§6, §8.6, §13.6, §14 and alpamayo-recipe.md §8, §11, §14;
+Texts come from docs/reference/cosmos-rl.md §2.3-§2.8, §4-§6, §8.6, §13.6, §14 and docs/reference/alpamayo-recipe.md
+§8, §11, §14;
 each group below names its section.
 """
 
@@ -259,7 +260,7 @@ def _step_field(head: str) -> str | None:
     return _STEP_FIELDS.get(m.group(1).strip().lower()) if m else None
 
 
-# The GRPO Step line of status.py (cosmos-rl.md §4.5).
+# The GRPO Step line of status.py (docs/reference/cosmos-rl.md §4.5).
 template_rule(Template(Bulk.STEP, "INFO - Step: {step:int}/{total:int}, Reward Mean: {reward_mean:float}, Reward Std: "
                        "{reward_std:float}, Reward Max: {reward_max:float}, Reward Min: {reward_min:float}, Completion "
                        "Length Mean: {completion_length_mean:float}, Completion Length Max: "
@@ -288,7 +289,7 @@ _REPORT_KEY = re.compile(r"(?:^|, )([A-Za-z0-9_./-]+): ")
 
 
 def parse_report_pairs(text: str) -> dict[str, float | str]:
-    """``k: v, k2: v2`` where a value may itself hold ``, `` (custom metrics; cosmos-rl.md §7.2)."""
+    """``k: v, k2: v2`` where a value may itself hold ``, `` (custom metrics; docs/reference/cosmos-rl.md §7.2)."""
     # split: the text before the first key, then each key and the text up to the next key's match.
     parts = _REPORT_KEY.split(text)
     out: dict[str, float | str] = {}
@@ -301,7 +302,8 @@ def parse_report_pairs(text: str) -> dict[str, float | str]:
     return out
 
 
-# The controller's per-step report (cosmos-rl.md §4.5): C hands back the pairs' text, this module reads it.
+# The controller's per-step report (docs/reference/cosmos-rl.md §4.5): C hands back the pairs' text, this module reads
+# it.
 template_rule(Template(Bulk.TRAIN_REPORT, "INFO - [Controller] Train report data from total {rollouts:int} rollouts: "
                        "{pairs:text}", TrainReport,
                        fold=lambda f: {"rollouts": f["rollouts"], "metrics": parse_report_pairs(f["pairs"])}))
@@ -582,7 +584,7 @@ signal_rule("is longer than the maximum model length", r"prompt \(length (?P<pro
 
 # ---------------------------------------------------------------- other frameworks' resource failures
 # Captured logs of torch, vLLM, SGLang, NCCL, Ray, verl, OpenRLHF and NeMo-RL jobs (docs/reference/
-# foreign-errors.md: each string with its source and versions). Short anchors, so a line that a terminal
+# docs/reference/foreign-errors.md: each string with its source and versions). Short anchors, so a line that a terminal
 # wrapped still holds one. In a replica or controller log they come inside tracebacks (read without gates),
 # at a cosmos WARNING/ERROR level, or in the few shapes of ``FOREIGN_GATES`` (``_GATES``): a short list, so
 # the marker scan of every replica line stays as fast as before these rules (a gate is also a marker).
@@ -919,7 +921,8 @@ rule("wandb: ERROR", r"wandb: ERROR ?(.*)$")(_wandb_error)
 rule("wandb.errors", r"wandb\.errors\.[\w.]+: ?(.*)$")(_wandb_error)
 
 
-# ---------------------------------------------------------------- recipe failures (alpamayo-recipe.md §8, §14)
+# ---------------------------------------------------------------- recipe failures (docs/reference/alpamayo-recipe.md
+# §8, §14)
 
 signal_rule("Missing required env var", r"Missing required env var (?P<name>\w+)", S.MISSING_ENV_VAR)
 signal_rule("/None", r"(?:No such file|not found|does not exist|FileNotFoundError|Failed to open|not exist).*?"
@@ -980,7 +983,7 @@ INFO_POLICY = " - INFO - [Policy] "
 # torch's ``Watchdog caught collective operation timeout`` is a glog line without a cosmos prefix.
 _NCCL = ("NCCL: ", "Watchdog")
 
-# needle -> gates beyond LEVEL_GATES (levels: cosmos-rl.md §4-§6 tables)
+# needle -> gates beyond LEVEL_GATES (levels: docs/reference/cosmos-rl.md §4-§6 tables)
 _GATES: dict[str, tuple[str, ...]] = {
     "[Controller] Stat: ": (INFO_CONTROLLER,),
     "Step: ": (" - INFO - Step: ",),
@@ -1063,7 +1066,7 @@ _GATES: dict[str, tuple[str, ...]] = {
 
 # ---------------------------------------------------------------- dispatch
 
-# The recipe's prefetch server (alpamayo-recipe.md §9.3): the event name; the k=v rest is read by the
+# The recipe's prefetch server (docs/reference/alpamayo-recipe.md §9.3): the event name; the k=v rest is read by the
 # prefetch parser (``_parser``) when the event is built.
 template_rule(Template(Bulk.PREFETCH, "[AlpamayoPrefetch][{_:word}] {_:time} pid={_:int} {event:token}{_:rest}",
                        Prefetch))

@@ -1,7 +1,7 @@
 """The runs of a log source and the log files of one run, by path: what the supervisor follows and judges.
 
 A *log source* is either a ``cosmos-rl --log-dir`` whose runs are ``logs_<ts>/`` folders with
-``controller.log`` and ``policy_<i>.log`` (cosmos-rl.md §3.1), or the ``slurm/`` folder of a Slurm
+``controller.log`` and ``policy_<i>.log`` (docs/reference/cosmos-rl.md §3.1), or the ``slurm/`` folder of a Slurm
 job whose runs are ``part_<N>/run_<M>/`` folders with ``controller.{out,err}`` and
 ``<role>_<t>.{out,err}`` (§11.1: cosmos logger lines in ``.err``, the rest in ``.out``). A
 cosmos-dispatch job at 747d1bd has one run, ``<jobid>/<role>/<t>.{out,err}`` (§11.2).
@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-# 747d1bd's per-role files, ``<role>/<t>.out|err`` (cosmos-rl.md §11.2).
+# 747d1bd's per-role files, ``<role>/<t>.out|err`` (docs/reference/cosmos-rl.md §11.2).
 PINNED_LOG_RE = re.compile(r"(\d+)\.(out|err)")
 
 
@@ -36,7 +36,7 @@ def numbered(parent: Path, prefix: str) -> list[tuple[int, Path]]:
 
 
 def logs_dirs(log_dir: Path) -> list[Path]:
-    """``logs_<YYYYmmdd-HHMMSS>`` folders under a ``--log-dir``, oldest first (cosmos-rl.md §3.1)."""
+    """``logs_<YYYYmmdd-HHMMSS>`` folders under a ``--log-dir``, oldest first (docs/reference/cosmos-rl.md §3.1)."""
     try:
         found = [p for p in log_dir.iterdir() if p.name.startswith("logs_") and p.name != "logs_latest" and p.is_dir()]
     except OSError:
@@ -45,7 +45,7 @@ def logs_dirs(log_dir: Path) -> list[Path]:
 
 
 def is_slurm_dir(log_dir: Path) -> bool:
-    """A Slurm job's ``slurm/`` folder (cosmos-rl.md §11.1), even before the job wrote its first run."""
+    """A Slurm job's ``slurm/`` folder (docs/reference/cosmos-rl.md §11.1), even before the job wrote its first run."""
     return log_dir.name == "slurm" or (log_dir / "latest_run").is_symlink() or bool(numbered(log_dir, "part"))
 
 

@@ -4,7 +4,7 @@ A ``Shape`` says which family a line belongs to, its timestamp, level and the me
 prefix. Message meaning (Stat, Step, signals) is decided elsewhere (``_rules``); this module only
 peels prefixes. Everything here is pure and never raises on content.
 
-Families (cosmos-rl.md §3.3-§3.4, §11.1; alpamayo-recipe.md §9.3):
+Families (docs/reference/cosmos-rl.md §3.3-§3.4, §11.1; docs/reference/alpamayo-recipe.md §9.3):
 
 - ``cosmos``: ``[cosmos] YYYY-mm-dd HH:MM:SS,mmm - logger - LEVEL - msg`` (§3.3; asctime, local time,
   no zone).

@@ -1,7 +1,7 @@
 """What a Slurm job's folder holds now: its parts and runs, the latest run, the job logs, each task's
 role log, and the lines of the batch script's monitor.
 
-Cosmos-RL's Slurm layout (cosmos-rl.md §11.1), which our sbatch script keeps too:
+Cosmos-RL's Slurm layout (docs/reference/cosmos-rl.md §11.1), which our sbatch script keeps too:
 ``slurm/part_<N>/run_<M>/<role>_<t>.{out,err}``, ``latest_run`` / ``latest_part``,
 ``remaining-retries`` and the monitor's ``[<time>][<tag>]: message`` lines in ``slurm_<jobid>.log``;
 and the 747d1bd layout of §11.2. Read again at every call (polling-friendly: no caching).

@@ -1,7 +1,7 @@
 """Bulk line shapes: one text per shape, from which its regex, C template, fields and record derive.
 
 A few exact shapes make most of a run's events (controller ``Stat:`` and ``weight staleness:``,
-weight-sync timings, ``prompt rejected``, the GRPO ``Step:`` line; cosmos-rl.md §4.3-§4.5, §5.2,
+weight-sync timings, ``prompt rejected``, the GRPO ``Step:`` line; docs/reference/cosmos-rl.md §4.3-§4.5, §5.2,
 §6.2, §6.3). Each is written once, as its level and message with typed fields::
 
     INFO - [Controller] Stat: {samples:int} samples, ... {elapsed_s:float}s elapsed

@@ -1,7 +1,7 @@
 """What the containers of a ``cosmos-dispatch`` job can see, checked before submission.
 
 Cosmos-RL's job template runs every step in a pyxis container with ``--no-container-mount-home``
-and only a few mounts (cosmos-rl.md §11.1 for HEAD, §11.2 for 747d1bd): ``/lustre`` at its own
+and only a few mounts (docs/reference/cosmos-rl.md §11.1 for HEAD, §11.2 for 747d1bd): ``/lustre`` at its own
 path (HEAD: the ``--mount-dirs`` list instead, default ``/lustre:/lustre/``), the submitting user's
 ``~/.cache/huggingface`` at ``/root/.cache/huggingface``, the folder of the processed TOML at
 ``/opt/tmp_config`` (HEAD: ``/opt/config``) and ``--repo-root-path`` at ``/opt/cosmos-rl``. The
@@ -135,7 +135,8 @@ def unmounted(needed: Iterable[NeededPath], mounts: Sequence[Mount]) -> list[Unm
 
 
 def model_link_targets(model_dir: Path) -> list[Path]:
-    """The folders the converted model's weight links point into (the HF cache's blobs, alpamayo-recipe.md §4)."""
+    """The folders the converted model's weight links point into (the HF cache's blobs,
+    docs/reference/alpamayo-recipe.md §4)."""
     found: dict[str, Path] = {}
     try:
         entries = list(model_dir.iterdir())
@@ -156,7 +157,8 @@ def describe(spec: ClusterSpec, missing: Sequence[Unmounted]) -> tuple[str, list
         explanation = (
             "dispatch_job.py at 747d1bd runs every step in a container that sees /lustre at its own path, "
             "~/.cache/huggingface at /root/.cache/huggingface, the TOML folder and repo_root, with "
-            "--no-container-mount-home (cosmos-rl.md §11.2): these paths of the run are not there, so the job "
+            "--no-container-mount-home (docs/reference/cosmos-rl.md §11.2): these paths of the run are not there, so "
+            "the job "
             "fails inside the container."
         )
         action = (
@@ -169,7 +171,8 @@ def describe(spec: ClusterSpec, missing: Sequence[Unmounted]) -> tuple[str, list
         explanation = (
             "dispatch_job.py runs every step in a container that sees only the --mount-dirs list at the same "
             "path (default /lustre:/lustre/; ~/.cache/huggingface goes to /root/.cache/huggingface), with "
-            "--no-container-mount-home (cosmos-rl.md §11.1): these paths of the run are not there, so the job "
+            "--no-container-mount-home (docs/reference/cosmos-rl.md §11.1): these paths of the run are not there, so "
+            "the job "
             "fails inside the container."
         )
         action = "set [cluster] mounts = [" + ", ".join(f'"{m}"' for m in proposed) + "] (it replaces the default)"

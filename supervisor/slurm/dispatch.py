@@ -1,4 +1,4 @@
-"""The command line for Cosmos-RL's own ``dispatch_job.py`` (cosmos-rl.md §11.1, §11.2).
+"""The command line for Cosmos-RL's own ``dispatch_job.py`` (docs/reference/cosmos-rl.md §11.1, §11.2).
 
 ``dispatch_argv`` turns a ``ClusterSpec`` and a checked ``NodePlan`` into the argv to run on the
 login node, flag by flag against the revision the cluster runs: HEAD/0.4.7 has autoresume,
@@ -115,7 +115,8 @@ def dispatch_argv(
             if used:
                 raise SlurmSpecError(
                     f"{name} is set but dispatch_job.py at 747d1bd has no such option (no autoresume, retries, "
-                    "mounts, --copycode or --dry-run there; cosmos-rl.md §11.2): remove it or set cosmos_rev = 'head'"
+                    "mounts, --copycode or --dry-run there; docs/reference/cosmos-rl.md §11.2): remove it or set "
+                    "cosmos_rev = 'head'"
                 )
         if plan.shape("reference").replicas:
             raise SlurmSpecError("reference replicas: dispatch_job.py at 747d1bd places policy and rollout only")
@@ -130,7 +131,7 @@ def dispatch_argv(
         raise SlurmSpecError(f"launcher {launcher!r} must be a module or script path, not an option")
     if launcher.endswith(".py") and not Path(launcher).is_absolute():
         # Both templates change into the installed cosmos_rl package's folder before `python <launcher>`
-        # (cosmos-rl.md §11.1, §11.2): a relative script is "can't open file" there.
+        # (docs/reference/cosmos-rl.md §11.1, §11.2): a relative script is "can't open file" there.
         raise SlurmSpecError(
             f"launcher {launcher!r} is relative: the job template runs it from the cosmos_rl package folder, "
             "so give its absolute path"
@@ -166,7 +167,7 @@ def dispatch_argv(
         # 747d1bd's only GPU request is its --extra-sbatch-args default ["--gres=gpu:8"], which any
         # value we pass replaces (HEAD's template writes --gres=gpu:<ngpu-per-node> itself).
         ours.append(f"--gres gpu:{spec.gpus_per_node}")
-    # 747d1bd's template writes --mem=0 before the extra lines, HEAD's writes no --mem (cosmos-rl.md
+    # 747d1bd's template writes --mem=0 before the extra lines, HEAD's writes no --mem (docs/reference/cosmos-rl.md
     # §11.2): ours come first, so the user's own extra_sbatch_args still win (the last --mem counts).
     if rev is CosmosRev.HEAD or spec.memory != "0":
         ours.append(f"--mem {spec.memory}")

@@ -2,7 +2,7 @@
 
 Two packers, because the two ways to submit place replicas differently:
 
-- ``cosmos-dispatch`` (Cosmos-RL's ``dispatch_job.py``, cosmos-rl.md §11.1): each role gets its own
+- ``cosmos-dispatch`` (Cosmos-RL's ``dispatch_job.py``, docs/reference/cosmos-rl.md §11.1): each role gets its own
   node set (policy, then rollout, then reference). A replica smaller than a node must divide the
   node; a larger one must be a whole multiple of it. Policy GPUs are ``tp × pp × cp × dp_replicate
   × dp_shard``, rollout GPUs only ``tp × pp``, and the parallelism keys are read without defaults.
@@ -13,7 +13,7 @@ Two packers, because the two ways to submit place replicas differently:
 
 ``plan_nodes`` returns a ``NodePlan`` or a ``PlanError`` (one line, with the exact upstream text
 where Cosmos-RL would stop). ``cluster_findings`` adds the multi-node rules of the recipe
-(alpamayo-recipe.md §8.5, §9.1): ``data_dispatch_as_rank_in_mesh = true`` and a prefetch cache
+(docs/reference/alpamayo-recipe.md §8.5, §9.1): ``data_dispatch_as_rank_in_mesh = true`` and a prefetch cache
 that holds what every replica on a node looks ahead.
 """
 
@@ -31,7 +31,8 @@ from diagnostics.findings import Evidence, Finding, Fix, Severity
 RoleName = Literal["policy", "rollout", "reference"]
 ROLES: tuple[RoleName, ...] = ("policy", "rollout", "reference")
 
-LAUNCHER_GPUS_PER_NODE = (1, 2, 4, 8)  # cosmos-rl.md §2.3: "Number of GPUs per node must be 1, 2, 4, or 8"
+# docs/reference/cosmos-rl.md §2.3: "Number of GPUs per node must be 1, 2, 4, or 8"
+LAUNCHER_GPUS_PER_NODE = (1, 2, 4, 8)
 RDZV_PORT = 29345  # §2.1 --rdzv-port default; dispatch_job.py counts up from it per colocated replica
 
 
@@ -193,7 +194,7 @@ def _size(data: Mapping[str, Any], section: str, key: str, *, required: bool) ->
     value = toml_get(data, f"{section}.parallelism.{key}")
     if value is None:
         if required:
-            # dispatch_job.py:401-433 indexes these keys directly (cosmos-rl.md §11.1).
+            # dispatch_job.py:401-433 indexes these keys directly (docs/reference/cosmos-rl.md §11.1).
             return PlanError(
                 f"{section}.parallelism.{key} is not set: Cosmos-RL's dispatch_job.py reads it without a default "
                 f"and stops with KeyError: '{key}'",
@@ -284,7 +285,7 @@ def role_shapes(
 def _dispatch_role_nodes(
     shape: RoleShape, gpus_per_node: int, rev: CosmosRev, first_node: int
 ) -> list[tuple[ReplicaSlot, ...]] | PlanError:
-    """``compute_nodes`` of dispatch_job.py (cosmos-rl.md §11.1), one role."""
+    """``compute_nodes`` of dispatch_job.py (docs/reference/cosmos-rl.md §11.1), one role."""
     g, n = shape.gpus_each, shape.replicas
     if n == 0:
         return []
@@ -339,7 +340,7 @@ def _dispatch_pack(shapes: tuple[RoleShape, ...], gpus_per_node: int, rev: Cosmo
 
 
 def _launcher_pack(shapes: tuple[RoleShape, ...], gpus_per_node: int) -> NodePlan | PlanError:
-    """The launcher's placement (cosmos-rl.md §2.3; ``NodesManager`` in utility.py)."""
+    """The launcher's placement (docs/reference/cosmos-rl.md §2.3; ``NodesManager`` in utility.py)."""
     if gpus_per_node not in LAUNCHER_GPUS_PER_NODE:
         return PlanError(
             f"{gpus_per_node} GPUs per node: the cosmos-rl launcher accepts 1, 2, 4 or 8",
@@ -466,7 +467,7 @@ def _finding(
 
 
 def prefetch_need(plan: NodePlan, data: Mapping[str, Any]) -> int:
-    """Samples the busiest node's prefetch server is asked to hold ahead (alpamayo-recipe.md §9.1, §9.4).
+    """Samples the busiest node's prefetch server is asked to hold ahead (docs/reference/alpamayo-recipe.md §9.1, §9.4).
 
     One server per node serves every replica there: a policy replica looks ahead
     ``train_batch_per_replica`` samples, a rollout replica ``rollout.batch_size``.
@@ -508,7 +509,7 @@ def cluster_findings(plan: NodePlan | PlanError, data: Mapping[str, Any], source
                     explanation=(
                         f"This run spans {plan.n_nodes} nodes but {key} is {current!r}: prompts are not routed "
                         "by rank, so replicas train on duplicate samples and the prefetch look-ahead predicts "
-                        "the wrong indices (alpamayo-recipe.md §8.5, §9.4). The job is not submitted."
+                        "the wrong indices (docs/reference/alpamayo-recipe.md §8.5, §9.4). The job is not submitted."
                     ),
                     evidence=source.evidence(key, f"{key} = {current!r}"),
                     fixes=[Fix(path=key, current=current, proposed=True, why="mandatory for multi-node runs")],
@@ -526,7 +527,7 @@ def cluster_findings(plan: NodePlan | PlanError, data: Mapping[str, Any], source
                     explanation=(
                         f"The node prefetch cache is off ({cap_key} = {capacity!r}): every rank loads its samples "
                         "synchronously, which the recipe measured at 44 s per iteration instead of 5-12 s "
-                        "(alpamayo-recipe.md §9.4)."
+                        "(docs/reference/alpamayo-recipe.md §9.4)."
                     ),
                     evidence=source.evidence(cap_key, f"{cap_key} = {capacity!r}"),
                     fixes=[Fix(path=cap_key, current=capacity, proposed=max(need, 1), why="one batch per replica")],
@@ -540,7 +541,8 @@ def cluster_findings(plan: NodePlan | PlanError, data: Mapping[str, Any], source
                     explanation=(
                         f"The busiest node runs replicas that look ahead {need} samples, but {cap_key} = {cap}: "
                         "entries are evicted before they are read, so most requests miss and load synchronously "
-                        "(capacity ≥ train_batch_per_replica × replicas per node, alpamayo-recipe.md §9.1, §9.4)."
+                        "(capacity ≥ train_batch_per_replica × replicas per node, docs/reference/alpamayo-recipe.md "
+                        "§9.1, §9.4)."
                     ),
                     evidence=source.evidence(cap_key, f"{cap_key} = {cap}"),
                     fixes=[Fix(path=cap_key, current=cap, proposed=need, why="hold every replica's look-ahead")],

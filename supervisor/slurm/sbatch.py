@@ -1,6 +1,6 @@
 """An sbatch script for clusters without containers, where the ``a1x_rl`` venv is on a shared filesystem.
 
-The job follows Cosmos-RL's own Slurm path (cosmos-rl.md §11.1) with the launcher of §2.1 on the
+The job follows Cosmos-RL's own Slurm path (docs/reference/cosmos-rl.md §11.1) with the launcher of §2.1 on the
 nodes: the controller runs as its own step on the first node (``launch_controller.sh --port P
 --config C --script <entry>``), and every node runs ``cosmos-rl --config C --num-workers N
 --worker-idx k --url <first node>:<port> --policy P --rollout R <entry>``, one ``srun`` per set of
@@ -25,7 +25,7 @@ with the tag ``[a1x-tui-sbatch]``. ``a1x-tui gpu-agent`` runs on every node as a
 step.
 
 Resuming is ours: at 747d1bd nothing in the launcher or the trainer handles SIGUSR1 and the TOML says
-``[train] resume = false`` (cosmos-rl.md §5.3, §11.2), so a requeued part would train from step 0.
+``[train] resume = false`` (docs/reference/cosmos-rl.md §5.3, §11.2), so a requeued part would train from step 0.
 On the pre-timeout signal the steps get SIGTERM there (HEAD: SIGUSR1, on which its policy saves a
 checkpoint, §2.6). Every start after the first looks for the newest complete checkpoint this job
 saved (the policy's ``checkpoint saved successfully at`` lines in the job's own logs; complete =
@@ -33,7 +33,7 @@ saved (the policy's ``checkpoint saved successfully at`` lines in the job's own 
 ``part_<N>/run_<M>/resume.toml``: the submitted TOML with ``[train] resume = "<checkpoint path>"``,
 which 747d1bd loads as that checkpoint. ``resume-step`` in the run folder records the step (0: none).
 
-The environment contract is the recipe's (alpamayo-recipe.md §3): values from the spec are
+The environment contract is the recipe's (docs/reference/alpamayo-recipe.md §3): values from the spec are
 exported in the script; secrets never are: ``pass_env`` names are only checked for presence.
 """
 
@@ -67,7 +67,7 @@ FIND_CONTROLLER_SH = (
     '"launch_controller.sh"))\''
 )
 
-# alpamayo-recipe.md §3 / §8.1: the dataset variable each training entry requires at import.
+# docs/reference/alpamayo-recipe.md §3 / §8.1: the dataset variable each training entry requires at import.
 ENTRY_DATA_ENV = {
     "alpamayo_cosmos_rl_post_training_entry.py": "ALPAMAYO_PAI_LOCAL_DIR",
     "alpamayo_cosmos_rl_post_training_reasoning_entry.py": "ALPAMAYO_PAI_REASONING_LOCAL_DIR",
@@ -86,7 +86,7 @@ class SbatchJob:
     entry_args: tuple[str, ...] = ()
     cosmos_rl: str = "cosmos-rl"  # the launcher command (a command line) inside the venv
     controller: str | None = None  # launch_controller.sh (a command line); None = the venv's cosmos_rl's
-    # Ranks that write a policy checkpoint (tp x cp x pp x dp_shard, cosmos-rl.md §5.3); 0 = every
+    # Ranks that write a policy checkpoint (tp x cp x pp x dp_shard, docs/reference/cosmos-rl.md §5.3); 0 = every
     # model_rank_<r>.pth present needs its .rank_<r>_complete marker.
     checkpoint_ranks: int = 0
 
@@ -141,7 +141,7 @@ def _header(spec: ClusterSpec, plan: NodePlan, job: SbatchJob) -> list[str]:
     lines.append("#SBATCH --ntasks-per-node=1")
     if spec.request_gpus:
         lines.append(f"#SBATCH --gres=gpu:{plan.gpus_per_node}")
-    # Cosmos-RL's 747d1bd template asks for all of each node's memory (cosmos-rl.md §11.2); without
+    # Cosmos-RL's 747d1bd template asks for all of each node's memory (docs/reference/cosmos-rl.md §11.2); without
     # it a cluster's small default memory per node gets the job killed by the host's OOM killer.
     lines.append(f"#SBATCH --mem={spec.memory}")
     if spec.cpus_per_task is not None:
@@ -236,7 +236,7 @@ on_signal() {
     received_signal=$1
     local forward=$1
     # The pre-timeout SIGUSR1 goes on as PRE_TIMEOUT_FORWARD: USR1 where the policy saves a checkpoint
-    # on it (HEAD), TERM at 747d1bd, where nothing handles it (cosmos-rl.md §2.6, §11.2).
+    # on it (HEAD), TERM at 747d1bd, where nothing handles it (docs/reference/cosmos-rl.md §2.6, §11.2).
     [ "$1" = USR1 ] && forward=$PRE_TIMEOUT_FORWARD
     log "Signal SIG$1 caught. Forwarding SIG$forward to the job steps."
     for pid in "${STEP_PIDS[@]}"; do
@@ -244,7 +244,8 @@ on_signal() {
     done
 }
 
-# A checkpoint is complete with its cosmos_config and every .rank_<r>_complete marker (cosmos-rl.md §5.3).
+# A checkpoint is complete with its cosmos_config and every .rank_<r>_complete marker
+# (docs/reference/cosmos-rl.md §5.3).
 checkpoint_complete() {
     local dir=$1 r f
     [ -e "$dir/cosmos_config" ] || return 1
@@ -348,7 +349,7 @@ def render_sbatch(spec: ClusterSpec, plan: NodePlan, job: SbatchJob) -> str:
     out += ["STEP_PIDS=()", "STEP_NAMES=()", 'trap "on_signal USR1" USR1', 'trap "on_signal TERM" TERM']
     out += [
         "",
-        "# --- environment (alpamayo-recipe.md §3); secrets come from the submitting environment only",
+        "# --- environment (docs/reference/alpamayo-recipe.md §3); secrets come from the submitting environment only",
         f"export VIRTUAL_ENV={_q(job.venv)}",
         'export PATH="$VIRTUAL_ENV/bin:$PATH"',
     ]
@@ -368,7 +369,7 @@ def render_sbatch(spec: ClusterSpec, plan: NodePlan, job: SbatchJob) -> str:
     out += [
         f"cd {_q(job.workdir)} || exit 2",
         "",
-        "# --- part_<N>/run_<M> (cosmos-rl.md §11.1): a new run per start, a new part per autoresume",
+        "# --- part_<N>/run_<M> (docs/reference/cosmos-rl.md §11.1): a new run per start, a new part per autoresume",
         'mkdir -p "$SLURM_RUN_ROOT"',
         'part=$(ls -d "$SLURM_RUN_ROOT"/part_* 2>/dev/null | sort -V | tail -n 1)',
         'if [ -z "$part" ]; then',
@@ -385,7 +386,8 @@ def render_sbatch(spec: ClusterSpec, plan: NodePlan, job: SbatchJob) -> str:
         'log "Job $SLURM_JOB_ID started on $(hostname) (restart ${SLURM_RESTART_COUNT:-0})"',
         'log "New run dir: $A1X_RUN_LOGS"',
         "",
-        "# --- resume (cosmos-rl.md §5.3, §8.4): a start after a requeue trains from the newest complete",
+        "# --- resume (docs/reference/cosmos-rl.md §5.3, §8.4): a start after a requeue trains from the newest "
+        "complete",
         "# checkpoint of this job. Cosmos-RL 747d1bd does nothing of its own (its TOML says resume = false),",
         "# so this start's TOML names the checkpoint in [train] resume, which it loads as a path.",
         "echo 0 > \"$A1X_RUN_LOGS/" + RESUME_STEP_NAME + "\"",

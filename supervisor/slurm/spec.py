@@ -1,7 +1,7 @@
 """The cluster part of a run spec: where and how the ``train`` stage is submitted to Slurm.
 
 ``method`` picks the way: ``cosmos-dispatch`` hands the job to Cosmos-RL's own
-``dispatch_job.py`` (container clusters, pyxis/enroot; cosmos-rl.md §11.1), ``sbatch`` submits a
+``dispatch_job.py`` (container clusters, pyxis/enroot; docs/reference/cosmos-rl.md §11.1), ``sbatch`` submits a
 script rendered by a1x-tui for clusters without containers, where the ``a1x_rl`` venv sits on a
 shared filesystem. Fields left ``None`` take the submitting tool's default. Secrets are never
 fields: ``pass_env`` only names variables the job must find in the submitting environment.
@@ -20,7 +20,7 @@ from supervisor.slurm.plan import CosmosRev, Packing
 
 # sbatch --time formats: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S (sbatch(1)).
 _SLURM_TIME = re.compile(r"^(\d+-)?\d+(:\d{1,2}){0,2}$|^UNLIMITED$|^INFINITE$", re.IGNORECASE)
-# sbatch --mem: a number with an optional unit; 0 = all of each node's memory (cosmos-rl.md §11.2).
+# sbatch --mem: a number with an optional unit; 0 = all of each node's memory (docs/reference/cosmos-rl.md §11.2).
 _SLURM_MEM = re.compile(r"^\d+[KMGT]?$", re.IGNORECASE)
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SECRET_WORDS = ("TOKEN", "API_KEY", "APIKEY", "PASSWORD", "SECRET")

@@ -67,7 +67,7 @@ def _plan_and_check(
 
 
 def checkpoint_ranks(data: Mapping[str, Any]) -> int:
-    """Ranks that write a policy checkpoint: tp x cp x pp x dp_shard (cosmos-rl.md §5.3: world size /
+    """Ranks that write a policy checkpoint: tp x cp x pp x dp_shard (docs/reference/cosmos-rl.md §5.3: world size /
     dp_replicate); 0 when a size is not a plain number (dp_shard_size = -1 is worked out at start)."""
     ranks = 1
     for key in ("tp_size", "cp_size", "pp_size", "dp_shard_size"):

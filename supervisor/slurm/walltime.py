@@ -3,14 +3,14 @@
 A job that reaches its time limit keeps only what its last complete checkpoint holds: the next part
 resumes from there (our sbatch script; docs/slurm.md "Resuming"), and at 747d1bd, whose
 ``dispatch_job.py`` does not requeue at all, the run simply ends. A part trains from its start until
-the pre-timeout signal (``pre_timeout_signal_s``, default 1200 s, before the limit; cosmos-rl.md
+the pre-timeout signal (``pre_timeout_signal_s``, default 1200 s, before the limit; docs/reference/cosmos-rl.md
 §11.1). ``checkpoint_after_time_limit`` is raised when no part can save a checkpoint in that time:
 
 - the signal comes at or before the start (``pre_timeout_signal_s`` ≥ the time limit);
-- checkpointing is off (``train.ckpt.enable_checkpoint``, default false, cosmos-rl.md §5.3) while
+- checkpointing is off (``train.ckpt.enable_checkpoint``, default false, docs/reference/cosmos-rl.md §5.3) while
   the job is requeued at its limit: every part starts again from step 0;
 - with ``step_time_s`` in the cluster spec: ``save_freq`` steps take longer than a part trains
-  (a checkpoint is saved at every ``save_freq``-th step, alpamayo-recipe.md §8.6).
+  (a checkpoint is saved at every ``save_freq``-th step, docs/reference/alpamayo-recipe.md §8.6).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from supervisor.slurm.sbatch import DEFAULT_PRE_TIMEOUT_S
 from supervisor.slurm.spec import ClusterSpec
 
 DISPATCH_DEFAULT_TIME_S = 4 * 3600  # dispatch_job.py: --slurm-job-time 04:00:00 (747d1bd), --duration 4 (HEAD)
-SAVE_FREQ_DEFAULT = 20  # cosmos-rl.md §8.4 [train.ckpt] save_freq
+SAVE_FREQ_DEFAULT = 20  # docs/reference/cosmos-rl.md §8.4 [train.ckpt] save_freq
 _TIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
 
 
@@ -113,7 +113,7 @@ def wall_time_problems(spec: ClusterSpec, data: Mapping[str, Any]) -> tuple[list
                 explanation=(
                     f"train.ckpt.enable_checkpoint is not true: a part that reaches the time limit of {shown} leaves "
                     "no checkpoint, so the requeued part starts again from step 0 and a training longer than "
-                    f"{duration(usable)} never finishes (cosmos-rl.md §5.3)."
+                    f"{duration(usable)} never finishes (docs/reference/cosmos-rl.md §5.3)."
                 ),
                 key="train.ckpt.enable_checkpoint",
                 evidence=f"train.ckpt.enable_checkpoint = {toml_get(data, 'train.ckpt.enable_checkpoint', False)!r}",
@@ -149,7 +149,7 @@ def wall_time_problems(spec: ClusterSpec, data: Mapping[str, Any]) -> tuple[list
                     f"{duration(interval)}, but a part trains only {duration(usable)} before "
                     + ("it is signalled and requeued" if requeued else "the job ends at its time limit")
                     + ": no part saves a checkpoint, so the training never gets past the start "
-                    "(a checkpoint is saved every save_freq steps, alpamayo-recipe.md §8.6)."
+                    "(a checkpoint is saved every save_freq steps, docs/reference/alpamayo-recipe.md §8.6)."
                 ),
                 key="train.ckpt.save_freq",
                 evidence=f"train.ckpt.save_freq = {freq}; step_time_s = {spec.step_time_s:g}; {note}",

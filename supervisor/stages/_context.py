@@ -24,7 +24,8 @@ class StageContext:
         self.workspace = spec.paths.workspace
         self.venv = spec.paths.venv_dir
         self.venv_bin = self.venv / "bin"
-        self.python = str(self.venv_bin / "python")  # commands run with the venv active (alpamayo-recipe.md §2.1)
+        # commands run with the venv active (docs/reference/alpamayo-recipe.md §2.1)
+        self.python = str(self.venv_bin / "python")
         self.venv_env = {"VIRTUAL_ENV": str(self.venv)}
         self.log_dir = rundir.log_dir(spec)
 

@@ -44,7 +44,7 @@ def index_shards(folder: Path) -> list[str] | str:
 
 
 def chunk_column(names: Sequence[str]) -> str | None:
-    # alpamayo-recipe.md §6: chunk column = 'chunk_id' if present else 'chunk'.
+    # docs/reference/alpamayo-recipe.md §6: chunk column = 'chunk_id' if present else 'chunk'.
     if "chunk_id" in names:
         return "chunk_id"
     if "chunk" in names:

@@ -2,7 +2,7 @@
 
 The program renders the training TOML from the run spec with ``configs.render`` and picks the Hydra
 config for the Alpamayo version. The recipe's entry scripts hard-code the Alpamayo 1.5 Hydra config
-(alpamayo-recipe.md §8.1: "For Alpamayo 1 the entry must be edited"); for Alpamayo 1 a copy of the
+(docs/reference/alpamayo-recipe.md §8.1: "For Alpamayo 1 the entry must be edited"); for Alpamayo 1 a copy of the
 entry script with the other name is written into the run directory. The user's checkout is never
 edited. Writes ``config/train.toml``, the copy if any, and ``config/configure.json``. The stage is
 verified against that record and the TOML (§8.1, §8.4), and runs again when the spec changed.
@@ -27,9 +27,9 @@ from supervisor.stages._files import read_json
 if TYPE_CHECKING:
     from configs.render import TemplateChoices
 
-# alpamayo-recipe.md §8.1: the name both shipped entry scripts use.
+# docs/reference/alpamayo-recipe.md §8.1: the name both shipped entry scripts use.
 SHIPPED_HYDRA_CONFIG = "alpamayo1_5_rvla_rl_pai"
-# alpamayo-recipe.md §8.1 / §14 row 16: the Hydra config each Alpamayo version needs.
+# docs/reference/alpamayo-recipe.md §8.1 / §14 row 16: the Hydra config each Alpamayo version needs.
 HYDRA_CONFIG_NAMES: dict[str, str] = {"1.5": "alpamayo1_5_rvla_rl_pai", "1": "alpamayo1_rvla_rl_pai"}
 _REPO_ROOT = Path(__file__).resolve().parents[2]  # for `python -m supervisor.stages.configure`
 
@@ -134,7 +134,8 @@ def verify_configured(
             return VerifyResult.failed(f"{toml_path}: {key} is {got!r}, the spec says {want!r}")
     loggers = data.get("logging", {}).get("logger", [])
     if "console" not in (loggers or []):
-        # cosmos-rl.md §4.5: without the console logger there are no 'Step: n/N' lines to judge training by.
+        # docs/reference/cosmos-rl.md §4.5: without the console logger there are no 'Step: n/N' lines to judge training
+        # by.
         return VerifyResult.failed(f"{toml_path}: [logging].logger lacks 'console' (no Step lines would be logged)")
     hydra = record.get("hydra_config_name")
     want_hydra = HYDRA_CONFIG_NAMES[alpamayo_version]

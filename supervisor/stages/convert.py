@@ -1,5 +1,5 @@
 """The ``convert`` stage: the release checkpoint turned into a training checkpoint
-(``scripts/convert_release_config_to_training.py``, alpamayo-recipe.md §4). Verified from the
+(``scripts/convert_release_config_to_training.py``, docs/reference/alpamayo-recipe.md §4). Verified from the
 model folder's config, shards and files, and from the marker written after success, which names the
 Alpamayo model converted (§8.1: a version mismatch is silent). Retry policy: ``HfRetry``."""
 
@@ -43,7 +43,7 @@ def verify_converted(model_dir: Path, *, alpamayo_model: str | None = None, vlm:
         return VerifyResult.failed(f"{model_dir}: no tokenizer files")
     marker = read_json(model_dir / CONVERT_MARKER)
     if alpamayo_model and isinstance(marker, dict) and marker.get("alpamayo_model") not in (None, alpamayo_model):
-        # alpamayo-recipe.md §8.1: nothing downstream catches a version mismatch; it changes the prompt.
+        # docs/reference/alpamayo-recipe.md §8.1: nothing downstream catches a version mismatch; it changes the prompt.
         return VerifyResult.failed(
             f"{model_dir} was converted from {marker.get('alpamayo_model')}, the spec asks for {alpamayo_model}"
         )

@@ -1,5 +1,5 @@
 """The ``curate`` stage (motion only): ``clip_index_mini.parquet`` from the downloaded clip index
-(``scripts/curate_pai_samples.py``, alpamayo-recipe.md §6). Verified by reading both parquet files:
+(``scripts/curate_pai_samples.py``, docs/reference/alpamayo-recipe.md §6). Verified by reading both parquet files:
 ``min(N, available)`` rows, a ``chunk`` column, only downloaded chunks, the ``clip_id`` index kept."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def verify_curated(pai_dir: Path, *, chunk_ids: Sequence[int], num_clips: int) -
     if expected == 0:
         return VerifyResult.failed(f"{source}: no clips in chunk(s) {sorted(wanted)}")
     if "chunk" not in table.column_names:
-        # the training loader needs 'chunk', not 'chunk_id' (alpamayo-recipe.md §6)
+        # the training loader needs 'chunk', not 'chunk_id' (docs/reference/alpamayo-recipe.md §6)
         return VerifyResult.failed(f"{mini}: no 'chunk' column (the training loader reads 'chunk')")
     if table.num_rows != expected:
         return VerifyResult.failed(

@@ -1,4 +1,4 @@
-"""The ``download`` stage: PAI data through ``scripts/download_pai.py`` (alpamayo-recipe.md §5),
+"""The ``download`` stage: PAI data through ``scripts/download_pai.py`` (docs/reference/alpamayo-recipe.md §5),
 motion chunks or reasoning clips. Verified by the files the dataset lays out for every chunk and
 subpart; a download that exits 0 having fetched nothing fails, quoting huggingface_hub's warning.
 Retry policy: ``HfRetry``."""
@@ -15,7 +15,7 @@ from supervisor.stages._files import as_ints, chunk_column, nonempty
 
 
 def _chunk_file_missing(root: Path, chunks: Sequence[int], parts: Sequence[tuple[str, Sequence[str]]]) -> str | None:
-    # alpamayo-recipe.md §5: '{component}/{subpart}/{subpart}.chunk_{NNNN}.*', 4-digit zero pad.
+    # docs/reference/alpamayo-recipe.md §5: '{component}/{subpart}/{subpart}.chunk_{NNNN}.*', 4-digit zero pad.
     for component, subparts in parts:
         for sub in subparts:
             for chunk in chunks:
@@ -26,7 +26,7 @@ def _chunk_file_missing(root: Path, chunks: Sequence[int], parts: Sequence[tuple
 
 
 def _silent_hub_failure(stage_log_text: str) -> str:
-    # alpamayo-recipe.md §5: snapshot_download returns the existing dir when the Hub cannot be reached.
+    # docs/reference/alpamayo-recipe.md §5: snapshot_download returns the existing dir when the Hub cannot be reached.
     if "Returning existing local_dir" in stage_log_text:
         return " (huggingface_hub: 'Returning existing local_dir ... remote repo cannot be accessed')"
     return ""

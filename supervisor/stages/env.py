@@ -1,5 +1,5 @@
 """The ``env`` stage: the ``a1x_rl`` venv, a two-pass ``uv sync`` and the import contract
-(alpamayo-recipe.md §2.1, §2.4). Verified by running the contract in the venv's own Python."""
+(docs/reference/alpamayo-recipe.md §2.1, §2.4). Verified by running the contract in the venv's own Python."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from supervisor.progress import LastLine
 from supervisor.stage import Command, StageError, StageSpec, VerifyResult
 from supervisor.stages._context import StageContext
 
-# alpamayo-recipe.md §2.4 (the import contract) plus its recommended flash_attn check.
+# docs/reference/alpamayo-recipe.md §2.4 (the import contract) plus its recommended flash_attn check.
 IMPORT_CONTRACT: tuple[str, ...] = (
     "import alpamayo_r1, alpamayo, cosmos_rl, vllm",
     "from alpamayo1_x_rl.models.reasoning_vla.base_model import RLWrapperReasoningVLA",

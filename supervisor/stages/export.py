@@ -1,5 +1,5 @@
 """The ``export`` stage: the newest run's highest complete checkpoint converted to a Hugging Face
-checkpoint (``scripts/convert_cosmos_rl_checkpoint.py``, alpamayo-recipe.md §12) in a fresh folder.
+checkpoint (``scripts/convert_cosmos_rl_checkpoint.py``, docs/reference/alpamayo-recipe.md §12) in a fresh folder.
 Verified by an export whose provenance names that checkpoint (an earlier one found again on resume)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from supervisor.stages._files import REASONING_MODEL_TYPE, TOKENIZER_FILES, inde
 
 def fresh_dir(preferred: Path) -> Path:
     """``preferred`` if it is absent or empty, else a sibling with a timestamp (never reuse shards,
-    alpamayo-recipe.md §12.2: safetensors are rewritten, stale ones would stay)."""
+    docs/reference/alpamayo-recipe.md §12.2: safetensors are rewritten, stale ones would stay)."""
     if not preferred.exists() or (preferred.is_dir() and not any(preferred.iterdir())):
         return preferred
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -29,7 +29,7 @@ def fresh_dir(preferred: Path) -> Path:
 
 
 def verify_export(export_dir: Path, *, checkpoint: Path | None, ranks: int | None) -> VerifyResult:
-    """alpamayo-recipe.md §12.4: what loading the exported checkpoint needs."""
+    """docs/reference/alpamayo-recipe.md §12.4: what loading the exported checkpoint needs."""
     config = read_json(export_dir / "config.json")
     if not isinstance(config, dict):
         return VerifyResult.failed(f"{export_dir}/config.json is missing")

@@ -1,5 +1,6 @@
 """The ``grader`` stage (joint only): the Lingo-Judge model through ``hf download``
-(alpamayo-recipe.md §7). Verified by its config, weights and tokenizer files. Retry policy: ``HfRetry``."""
+(docs/reference/alpamayo-recipe.md §7). Verified by its config, weights and tokenizer files. Retry policy:
+``HfRetry``."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ LINGO_JUDGE_REPO = "wayveai/Lingo-Judge"
 
 
 def verify_grader(grader_dir: Path) -> VerifyResult:
-    # alpamayo-recipe.md §7: loaded with from_pretrained(dir, local_files_only=True).
+    # docs/reference/alpamayo-recipe.md §7: loaded with from_pretrained(dir, local_files_only=True).
     if not (grader_dir / "config.json").exists():
         return VerifyResult.failed(f"{grader_dir}/config.json is missing")
     weights = [p for pat in ("*.safetensors", "*.bin") for p in grader_dir.glob(pat) if nonempty(p)]

@@ -1,7 +1,7 @@
-"""The ``train`` stage: GRPO training with ``cosmos-rl`` (alpamayo-recipe.md §8.2, §3), or its
+"""The ``train`` stage: GRPO training with ``cosmos-rl`` (docs/reference/alpamayo-recipe.md §8.2, §3), or its
 submission to Slurm for ``compute = "cluster"`` (``train_cluster``, docs/slurm.md).
 
-Never judged by the exit code (cosmos-rl.md §2.7): the last ``Step: n/N`` of this attempt's
+Never judged by the exit code (docs/reference/cosmos-rl.md §2.7): the last ``Step: n/N`` of this attempt's
 controller log reached N, and a checkpoint named by a ``checkpoint saved successfully at`` line is
 complete. While it runs, the supervisor's train monitor (``supervisor.train_monitor``) watches it.
 Retry policy: ``HfRetry`` without rate-limit retries (a training run is not started again; a gated
@@ -24,7 +24,7 @@ def verify_trained(log_dir: Path, *, ranks: int | None, logs_dir: Path | None = 
     """Training succeeded only if the last ``Step: n/N`` reached N and a complete checkpoint exists.
 
     The launcher's exit code and its 'treating as success' lines are not evidence
-    (cosmos-rl.md §2.7, §15).
+    (docs/reference/cosmos-rl.md §2.7, §15).
     """
     run_logs = logs_dir or latest_logs_dir(log_dir)
     if run_logs is None:

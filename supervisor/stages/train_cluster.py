@@ -3,9 +3,9 @@ and checked on this node, and the link to where a cosmos-dispatch job writes its
 
 With ``compute = "cluster"`` the train stage's one command is the submission (docs/slurm.md):
 ``sbatch --parsable <run>/slurm/sbatch_script.sh`` (``method = "sbatch"``) or Cosmos-RL's
-``python dispatch_job.py ...`` (``method = "cosmos-dispatch"``, cosmos-rl.md §11.1), run through
+``python dispatch_job.py ...`` (``method = "cosmos-dispatch"``, docs/reference/cosmos-rl.md §11.1), run through
 ``SlurmExecutor``. Before anything reaches Slurm the node and GPU arithmetic is planned and the
-multi-node rules are checked (``supervisor.slurm.submit``; alpamayo-recipe.md §8.5:
+multi-node rules are checked (``supervisor.slurm.submit``; docs/reference/alpamayo-recipe.md §8.5:
 ``data_dispatch_as_rank_in_mesh = true`` is mandatory, the prefetch capacity must cover a node's
 replicas): a refusal is a ``StageError`` carrying the findings, warnings travel with the command.
 The other stages run on this node as for a local run.
@@ -74,7 +74,7 @@ def dispatch_needed_paths(
     if cluster.cosmos_rev is CosmosRev.PINNED and out is not None:
         needed.append(NeededPath("train.output_dir (checkpoints)", out, "train.output_dir"))
     elif cluster.cosmos_rev is CosmosRev.HEAD and cluster.output_root is not None:
-        # HEAD's dispatch_job.py sets train.output_dir under output_root (cosmos-rl.md §11.1).
+        # HEAD's dispatch_job.py sets train.output_dir under output_root (docs/reference/cosmos-rl.md §11.1).
         needed.append(NeededPath("output_root (train.output_dir goes under it)", cluster.output_root))
     grader_path = local(grader)
     if grader_path is not None:
@@ -119,7 +119,7 @@ def cluster_train_command(
     submitting = {**base, **env}
     submitting.update({name: "set" for name in secrets if read_secret(name, base)})
     # The job runs the entry from elsewhere (Cosmos-RL's template changes into the cosmos_rl package
-    # folder, cosmos-rl.md §11.1-§11.2): always its absolute path, the Alpamayo 1 copy included.
+    # folder, docs/reference/cosmos-rl.md §11.1-§11.2): always its absolute path, the Alpamayo 1 copy included.
     entry = str(record.get("entry_script") or record["entry_arg"])
     try:
         if cluster.method == "sbatch":
@@ -182,7 +182,7 @@ def cluster_train_command(
 def dispatch_logs_target(spec: RunSpec, job_id: str, slurm_dir: Path | None) -> Path | None:
     """Where a cosmos-dispatch job writes its logs, for the ``<run>/slurm`` link: the run directory's
     ``slurm/`` that HEAD's dispatch_job.py printed, else 747d1bd's ``<output-root>/<job-name>/<jobid>``
-    (cosmos-rl.md §11.2)."""
+    (docs/reference/cosmos-rl.md §11.2)."""
     if slurm_dir is not None:
         return slurm_dir
     cluster = spec.cluster

@@ -1,5 +1,5 @@
 """The ``verify`` stage: runs nothing; its verdict is the check of the exported checkpoint
-(alpamayo-recipe.md §12.4), made every time, even when the other stages were skipped."""
+(docs/reference/alpamayo-recipe.md §12.4), made every time, even when the other stages were skipped."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The detectors on REAL Cosmos-RL runs recorded on a GPU (tests/fixtures/cosmos/<version>/<scenario>/).
 
-Most important: the healthy runs of both versions give no finding (cosmos-rl.md §15: healthy runs
+Most important: the healthy runs of both versions give no finding (docs/reference/cosmos-rl.md §15: healthy runs
 print ERROR/WARNING lines that are not failures). The one exception is documented in §15.1: at rev
 747d1bd every run, healthy or not, finishes training and then never exits, so a shutdown_hang warning
 is the truth there. Each fault scenario must give its finding, and nothing outside its story.

@@ -14,7 +14,7 @@ DATA = Path(__file__).parent / "data"
 MOTION = DATA / "recipe_local_test.toml"  # shape of the shipped motion TOML (no final newline)
 JOINT = DATA / "recipe_local_test_with_reasoning.toml"
 
-# The must-change keys of alpamayo-recipe.md §8.4 set, console logging: a clean local file.
+# The must-change keys of docs/reference/alpamayo-recipe.md §8.4 set, console logging: a clean local file.
 READY = {
     "train.output_dir": "/data/alpamayo/outputs",
     "policy.model_name_or_path": "/data/alpamayo/converted",

@@ -1,7 +1,7 @@
 """Build log lines in the exact reference formats and run the real parser + Collector on them.
 
-Lines come from cosmos-rl.md §3.3 (the ``[cosmos]`` prefix, ``[rank<N>]:`` under torchrun),
-§4.3-§4.7 (controller), §5-§6 (policy, rollout), §2 (launcher) and alpamayo-recipe.md §9.3.
+Lines come from docs/reference/cosmos-rl.md §3.3 (the ``[cosmos]`` prefix, ``[rank<N>]:`` under torchrun),
+§4.3-§4.7 (controller), §5-§6 (policy, rollout), §2 (launcher) and docs/reference/alpamayo-recipe.md §9.3.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def config_dump(t: float, config: Mapping[str, Any], rank: int = 0) -> str:
 
 
 def recipe_config(**overrides: Any) -> dict[str, Any]:
-    """A model_dump()-like effective config of the local motion recipe (alpamayo-recipe.md §8.4)."""
+    """A model_dump()-like effective config of the local motion recipe (docs/reference/alpamayo-recipe.md §8.4)."""
     cfg: dict[str, Any] = {
         "custom": {"alpamayo": {"prefetch": {"capacity": 16, "num_workers": 5, "log_level": "info"}}},
         "train": {

@@ -71,7 +71,7 @@ def test_the_frameworks_messages_are_recognised(section: str, want: tuple[str, s
 
 def test_a_ray_captured_vllm_sleep_mode_oom_is_a_vllm_oom_and_a_crash(tmp_path: Path) -> None:
     # verl colocated rollout: vLLM's cumem allocator under a Ray actor prefix with colour codes
-    # (foreign-errors.md A5, D1; verl-project/verl#302).
+    # (docs/reference/foreign-errors.md A5, D1; verl-project/verl#302).
     text = "\n".join([
         "\x1b[36m(WorkerDict pid=26108)\x1b[0m INFO 06-11 10:01:00 [gpu_worker.py:101] Sleep mode freed 35.43 GiB",
         "\x1b[36m(WorkerDict pid=26108)\x1b[0m CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:62",
@@ -128,7 +128,7 @@ def test_an_oom_glued_after_a_tqdm_redraw_is_read(tmp_path: Path) -> None:
 
 
 def test_a_kv_cache_error_hard_wrapped_by_a_terminal_is_read(tmp_path: Path) -> None:
-    # foreign-errors.md D4: a capture taken from a terminal screen breaks the line without any prefix
+    # docs/reference/foreign-errors.md D4: a capture taken from a terminal screen breaks the line without any prefix
     text = ("(EngineCore_DP0 pid=563) ERROR 12-23 23:34:23 [core.py:708] ValueError: To serve at least one request "
             "with the models's max seq len (131072), (16.00 GiB KV cach\n"
             "e is needed, which is larger than the available KV cache memory (4.25 GiB). Based on the available "

@@ -20,7 +20,8 @@ LAUNCHER = proc(100, 1, "/usr/bin/python", "/usr/bin/cosmos-rl", "--config", "x.
 def replica_tree(
     inspector: FakeInspector, role: str, shell_pid: int, worker_pid: int, gpus: str, log: str | None = None
 ) -> None:
-    """launcher -> launch_replica.sh --type <role> -> torchrun -> worker (as cosmos-rl.md §2 lays it out)."""
+    """launcher -> launch_replica.sh --type <role> -> torchrun -> worker (as docs/reference/cosmos-rl.md §2 lays it
+    out)."""
     inspector.add(LAUNCHER)
     inspector.add(proc(shell_pid, 100, "bash", "/x/launch_replica.sh", "--type", role, "--ngpus", "1", stdout=log))
     inspector.add(proc(shell_pid + 1, shell_pid, "/usr/bin/python", "/usr/bin/torchrun", "--nproc-per-node=1"))

@@ -1,6 +1,6 @@
 """Findings on a live run, with the real parsers and detectors, and the ``a1x-tui watch`` stream.
 
-A writer process appends Cosmos-RL controller lines in their real format (cosmos-rl.md §3.3, §4.3,
+A writer process appends Cosmos-RL controller lines in their real format (docs/reference/cosmos-rl.md §3.3, §4.3,
 §4.5): steps that stopped 20 minutes ago raise ``stalled``; a fresh step resolves it.
 """
 

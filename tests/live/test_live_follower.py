@@ -41,7 +41,7 @@ def make_run(root: Path, name: str, files: dict[str, str]) -> Path:
 
 
 def point_latest(root: Path, name: str) -> None:
-    """As the launcher does: a temporary link renamed over logs_latest (cosmos-rl.md §3.1)."""
+    """As the launcher does: a temporary link renamed over logs_latest (docs/reference/cosmos-rl.md §3.1)."""
     tmp = root / ".logs_latest.tmp"
     os.symlink(name, tmp)
     os.replace(tmp, root / "logs_latest")

@@ -1,6 +1,6 @@
 """Build lines in the exact formats of the references and parse them.
 
-``cosmos()`` renders the cosmos logger format (cosmos-rl.md §3.3:
+``cosmos()`` renders the cosmos logger format (docs/reference/cosmos-rl.md §3.3:
 ``[cosmos] %(asctime)s - %(name)s - %(levelname)s - %(message)s``, asctime ``YYYY-mm-dd HH:MM:SS,mmm``)
 with the torchrun ``[rank<N>]:`` prefix when ``rank`` is given.
 """

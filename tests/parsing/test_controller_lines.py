@@ -1,4 +1,4 @@
-"""Controller lines (cosmos-rl.md §4), in the three generations (§14)."""
+"""Controller lines (docs/reference/cosmos-rl.md §4), in the three generations (§14)."""
 
 from __future__ import annotations
 

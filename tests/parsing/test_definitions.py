@@ -26,7 +26,7 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "cosmos"
 GENERATIONS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
 # Shapes no recorded run of ours holds: the receive line of earlier Cosmos-RL without its ``While``
 # tail (seen in users' logs, docs/reference/cosmos-rl.md §6.2) and the recipe's prefetch server
-# (alpamayo-recipe.md §9.3), whose runs we have not recorded.
+# (docs/reference/alpamayo-recipe.md §9.3), whose runs we have not recorded.
 UNRECORDED = {Bulk.RECV_DONE_OLD, Bulk.PREFETCH}
 
 

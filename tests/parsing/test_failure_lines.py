@@ -1,5 +1,5 @@
-"""Failure and launcher lines: cosmos-rl.md §2.3-§2.8, §4.1, §5.5, §6.7, §8.6, §13.6, §14 and the
-recipe's failure table (alpamayo-recipe.md §14), as cosmos lines, exception lines and plain output."""
+"""Failure and launcher lines: docs/reference/cosmos-rl.md §2.3-§2.8, §4.1, §5.5, §6.7, §8.6, §13.6, §14 and the
+recipe's failure table (docs/reference/alpamayo-recipe.md §14), as cosmos lines, exception lines and plain output."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``discover`` / ``classify_file`` on every layout (cosmos-rl.md §3.1, §11.1, §11.2)."""
+"""``discover`` / ``classify_file`` on every layout (docs/reference/cosmos-rl.md §3.1, §11.1, §11.2)."""
 
 from __future__ import annotations
 

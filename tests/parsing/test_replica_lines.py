@@ -1,4 +1,4 @@
-"""Policy and rollout lines (cosmos-rl.md §3.6, §5, §6) and the recipe's prefetch lines (recipe §9.3)."""
+"""Policy and rollout lines (docs/reference/cosmos-rl.md §3.6, §5, §6) and the recipe's prefetch lines (recipe §9.3)."""
 
 from __future__ import annotations
 

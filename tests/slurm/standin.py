@@ -2,7 +2,7 @@
 """A stand-in for ``launch_controller.sh`` and the ``cosmos-rl`` launcher inside real Slurm jobs.
 
 It takes the same arguments our sbatch script gives them and writes lines in Cosmos-RL's formats
-(cosmos-rl.md §3.3 prefix, §4.3 Stat at 747d1bd, §4.5 Step, §3.6 replica start, §2.4/§2.7
+(docs/reference/cosmos-rl.md §3.3 prefix, §4.3 Stat at 747d1bd, §4.5 Step, §3.6 replica start, §2.4/§2.7
 launcher lines, a torch OOM traceback under the torchrun ``[rank0]:`` prefix) to stderr, which
 the step sends to ``part_<N>/run_<M>/<role>_<t>.err``. Behaviour comes from the environment the
 job inherits from sbatch:
@@ -20,7 +20,7 @@ job inherits from sbatch:
 
 ``train``: the launcher plays the policy and appends the controller's ``Step: n/N`` lines to this
 start's ``controller.err``; the controller only waits for it. Checkpoints go where Cosmos-RL
-747d1bd puts them (cosmos-rl.md §5.3): ``<train.output_dir>/<timestamp>/checkpoints/step_N/policy/``
+747d1bd puts them (docs/reference/cosmos-rl.md §5.3): ``<train.output_dir>/<timestamp>/checkpoints/step_N/policy/``
 with ``cosmos_config``, ``model_rank_<r>.pth``, ``extra_info_rank_<r>.pth`` (the step, as JSON here)
 and the ``.rank_<r>_complete`` markers, every ``train.ckpt.save_freq`` steps and at the last one,
 announced by the policy's ``checkpoint saved successfully at`` line. Saves are asynchronous: a
@@ -221,7 +221,7 @@ def train(argv: list[str]) -> int:
             _say(_cosmos(f"[Policy] Step: {step}, checkpoint saved successfully at {ckpt}.", rank=0))
             finish(in_flight)  # the previous async save is done once this one has started
             in_flight = ckpt
-    finish(in_flight)  # the last save is waited for (cosmos-rl.md §5.3: finalize)
+    finish(in_flight)  # the last save is waited for (docs/reference/cosmos-rl.md §5.3: finalize)
     (logs / "standin-done").write_text("")
     _say(_cosmos("Process 0 completed successfully"))
     return 0

@@ -1,4 +1,4 @@
-"""cosmos-dispatch: what the job's containers see (Cosmos-RL's templates, cosmos-rl.md §11.1 and §11.2).
+"""cosmos-dispatch: what the job's containers see (Cosmos-RL's templates, docs/reference/cosmos-rl.md §11.1 and §11.2).
 
 Every path the job opens must be visible inside the container at the same path; at 747d1bd only
 ``/lustre`` is mounted that way, at HEAD the ``mounts`` list (default ``/lustre:/lustre/``).
@@ -60,7 +60,7 @@ def test_at_747d1bd_only_lustre_is_seen_at_its_own_path() -> None:
         "hf_cache: /home/ana/.cache/huggingface/hub is not mounted in the container",
     ]
     assert "move them under /lustre" in action and 'cosmos_rev = "head"' in action
-    assert "--no-container-mount-home" in explanation and "cosmos-rl.md §11.2" in explanation
+    assert "--no-container-mount-home" in explanation and "docs/reference/cosmos-rl.md §11.2" in explanation
     assert data["mount"] == ["/home/ana/alpamayo_model_converted_from_hf", "/home/ana/.cache/huggingface/hub"]
 
 

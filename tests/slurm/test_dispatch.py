@@ -1,4 +1,5 @@
-"""The dispatch_job.py command line, parsed flag by flag by parsers built from cosmos-rl.md §11.1 / §11.2.
+"""The dispatch_job.py command line, parsed flag by flag by parsers built from docs/reference/cosmos-rl.md §11.1 /
+§11.2.
 
 ``reference_parser`` declares the flags, types, defaults and nargs of the reference's tables (not
 Cosmos-RL's code): an argv that this argparse parser reads back to the intended values is one that

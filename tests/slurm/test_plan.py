@@ -1,4 +1,5 @@
-"""Node and GPU arithmetic for cluster runs, against cosmos-rl.md §2.2-§2.4, §11.1-§11.2 and recipe §8.5."""
+"""Node and GPU arithmetic for cluster runs, against docs/reference/cosmos-rl.md §2.2-§2.4, §11.1-§11.2 and recipe
+§8.5."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def error(data: dict, packing: Packing = Packing.DISPATCH, gpus: int = 8, **kw: 
 
 @pytest.mark.parametrize("packing", list(Packing))
 def test_the_recipe_cluster_is_80_nodes_64_policy_then_16_rollout(packing: Packing) -> None:
-    # alpamayo-recipe.md §8.5: 64 policy replicas × dp_shard 8 + 128 rollout replicas = 80 nodes.
+    # docs/reference/alpamayo-recipe.md §8.5: 64 policy replicas × dp_shard 8 + 128 rollout replicas = 80 nodes.
     p = plan(recipe(CLUSTER), packing)
     assert p.n_nodes == 80
     assert [(s.role, s.replicas, s.gpus_each) for s in p.shapes] == [

@@ -158,7 +158,7 @@ def test_the_environment_contract_exports_values_and_only_checks_secrets() -> No
     lines = render(recipe("recipe_cluster_80.toml"))
     env = block(lines, "# --- environment")
     assert env == [
-        "# --- environment (alpamayo-recipe.md §3); secrets come from the submitting environment only",
+        "# --- environment (docs/reference/alpamayo-recipe.md §3); secrets come from the submitting environment only",
         "export VIRTUAL_ENV=/lustre/alpamayo-recipes/recipes/alpamayo1_x_rl/a1x_rl",
         'export PATH="$VIRTUAL_ENV/bin:$PATH"',
         "export ALPAMAYO_PAI_LOCAL_DIR='/lustre/PAI mini'",
@@ -207,7 +207,7 @@ def test_the_monitor_retries_and_autoresume_follow_cosmos_rls_script() -> None:
 
 
 def test_the_pre_timeout_signal_goes_on_as_each_revision_handles_it() -> None:
-    # 747d1bd has no SIGUSR1 handler (cosmos-rl.md §11.2): the steps are ended with SIGTERM; HEAD's
+    # 747d1bd has no SIGUSR1 handler (docs/reference/cosmos-rl.md §11.2): the steps are ended with SIGTERM; HEAD's
     # policy saves a checkpoint on SIGUSR1 (§2.6), so it gets SIGUSR1 and time to save.
     assert "PRE_TIMEOUT_FORWARD=TERM" in render(recipe())
     head = SPEC.model_copy(update={"cosmos_rev": CosmosRev.HEAD})

@@ -154,7 +154,7 @@ def download_pai() -> int:
     out = args.output_dir
     out.mkdir(parents=True, exist_ok=True)
     if behaviour == "empty":
-        # alpamayo-recipe.md §5: the Hub failed, snapshot_download returned the existing dir, rc 0
+        # docs/reference/alpamayo-recipe.md §5: the Hub failed, snapshot_download returned the existing dir, rc 0
         print(f"Returning existing local_dir `{out}` as remote repo cannot be accessed in `snapshot_download` (x).")
         return 0
     if behaviour == "429_once" and bump("download") == 1:
@@ -397,7 +397,7 @@ def cosmos_rl() -> int:
 
 
 # -- the same two programs inside a Slurm job (compute = "cluster", our sbatch script) ---------------
-# The job step sends their stderr to slurm/part_<N>/run_<M>/<role>_<t>.err (cosmos-rl.md §11.1).
+# The job step sends their stderr to slurm/part_<N>/run_<M>/<role>_<t>.err (docs/reference/cosmos-rl.md §11.1).
 
 
 def _say(msg: str, rank: bool = False) -> None:
@@ -421,7 +421,7 @@ def _script_opens(script: str) -> bool:
 
 
 def controller() -> int:
-    """``launch_controller.sh --port P --config C --script ENTRY`` (cosmos-rl.md §2.8)."""
+    """``launch_controller.sh --port P --config C --script ENTRY`` (docs/reference/cosmos-rl.md §2.8)."""
     p = argparse.ArgumentParser(prog="launch_controller.sh")
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--config", required=True)

@@ -340,7 +340,8 @@ def _dispatch_edits(world: World) -> tuple[Edit, ...]:
 
 
 def _dispatch_cluster(world: World, script: Path, *, mounted: bool = True) -> str:
-    # The containers see the test's whole folder at its own path (HEAD's --mount-dirs, cosmos-rl.md §11.1).
+    # The containers see the test's whole folder at its own path (HEAD's --mount-dirs, docs/reference/cosmos-rl.md
+    # §11.1).
     mounts = f'mounts = ["{world.root}:{world.root}"]' if mounted else ""
     return f"""
 [cluster]
@@ -406,7 +407,7 @@ def test_a_cosmos_dispatch_job_whose_paths_its_containers_cannot_see_is_not_subm
     assert lines == [
         f"the entry script: {entry} is not mounted in the container",
         f"policy.model_name_or_path (the converted model): {world.root / 'model'} is not mounted in the container",
-        # HEAD's dispatch_job.py puts train.output_dir under output_root (cosmos-rl.md §11.1)
+        # HEAD's dispatch_job.py puts train.output_dir under output_root (docs/reference/cosmos-rl.md §11.1)
         f"output_root (train.output_dir goes under it): {world.root / 'jobs'} is not mounted in the container",
         f"ALPAMAYO_PAI_LOCAL_DIR (the PAI data): {world.root / 'pai'} is not mounted in the container",
         f"the Hugging Face cache (HF_HOME; the VLM's processor files): {world.root / 'hfhome' / 'hub'} is not "
@@ -416,7 +417,7 @@ def test_a_cosmos_dispatch_job_whose_paths_its_containers_cannot_see_is_not_subm
 
 
 # A dispatch_job.py of our own that submits a real job shaped like Cosmos-RL's template where it matters
-# here (cosmos-rl.md §11.1): every step starts in the cosmos_rl package's folder and runs the launcher
+# here (docs/reference/cosmos-rl.md §11.1): every step starts in the cosmos_rl package's folder and runs the launcher
 # by the path it was given, and the layout is HEAD's <output-root>/<job-name>_<ts>/slurm/part_0/run_0.
 REAL_DISPATCH = """
 import subprocess, sys, time

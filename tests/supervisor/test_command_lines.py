@@ -1,4 +1,5 @@
-"""Every stage's command line, flag by flag, against alpamayo-recipe.md and cosmos-rl.md."""
+"""Every stage's command line, flag by flag, against docs/reference/alpamayo-recipe.md and
+docs/reference/cosmos-rl.md."""
 
 from __future__ import annotations
 

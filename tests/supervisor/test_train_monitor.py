@@ -80,7 +80,7 @@ def _run_logs(tmp_path: Path, steps: int, total: int, ckpt: Path | None = None, 
     latest = tmp_path / "logs" / "logs_latest"
     if latest.is_symlink():
         latest.unlink()
-    latest.symlink_to(name)  # the launcher re-points it at each start (cosmos-rl.md §3.1)
+    latest.symlink_to(name)  # the launcher re-points it at each start (docs/reference/cosmos-rl.md §3.1)
     return logs
 
 
@@ -159,7 +159,7 @@ def test_shutdown_hang_ends_the_job_after_the_grace_period(tmp_path: Path) -> No
 
 
 def test_the_engine_following_a_run_finds_the_killed_rollout(tmp_path: Path) -> None:
-    """The real parsers and detectors behind the follower (a recorded v0.4.4 run, cosmos-rl.md §15)."""
+    """The real parsers and detectors behind the follower (a recorded v0.4.4 run, docs/reference/cosmos-rl.md §15)."""
     factory = load_diagnosis()
     assert factory is not None
     clock, events = Clock(), []  # type: ignore[var-annotated]

@@ -151,7 +151,8 @@ def test_the_supervisor_reports_each_finding_once_as_watch_does(tmp_path: Path) 
 @pytest.mark.slow
 def test_a_stopped_demo_is_reported_as_stopped_not_ok(tmp_path: Path) -> None:
     """`a1x-tui stop` sends SIGTERM to the train stage's process group: the replicas end their logs as
-    torchrun does when stopped (cosmos-rl.md, "A job stopped from outside"), so --check says terminated."""
+    torchrun does when stopped (docs/reference/cosmos-rl.md, "A job stopped from outside"), so --check says
+    terminated."""
     toml = demo_toml(tmp_path)
     log_dir = tmp_path / "logs"
     launcher = subprocess.Popen(

@@ -42,7 +42,7 @@ Spec = dict[str, Any]
 RUN_ID = f"{os.getpid()}-{int(time.time())}"
 
 # Shorter heartbeats so the controller's "... is dead" verdict lands inside the recording window
-# (defaults: COSMOS_HEARTBEAT_TIMEOUT=200 s, COSMOS_HEARTBEAT_SEND_INTERVAL=60 s; cosmos-rl.md §12, §15).
+# (defaults: COSMOS_HEARTBEAT_TIMEOUT=200 s, COSMOS_HEARTBEAT_SEND_INTERVAL=60 s; docs/reference/cosmos-rl.md §12, §15).
 FAST_HEARTBEAT = {"COSMOS_HEARTBEAT_TIMEOUT": "45", "COSMOS_HEARTBEAT_SEND_INTERVAL": "10"}
 LONG_RUN = {"train.epoch": 10, "train.max_num_steps": 40}
 

@@ -1,7 +1,7 @@
 """The demo's ``convert`` stage: writes a stand-in training checkpoint folder, downloads nothing.
 
 ``python -m a1x_tui.demo.programs.convert --output-dir DIR --alpamayo-model ID [--speed S]``, the
-arguments of ``scripts/convert_release_config_to_training.py`` (alpamayo-recipe.md §4).
+arguments of ``scripts/convert_release_config_to_training.py`` (docs/reference/alpamayo-recipe.md §4).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The demo's ``download`` stage: fetches nothing, prints huggingface_hub's progress bar, writes stand-ins.
 
 ``python -m a1x_tui.demo.programs.download --output-dir DIR --chunk-ids 3116 [--speed S]``. The
-bar has the shape the supervisor reads for download progress (alpamayo-recipe.md §5: ``Fetching
+bar has the shape the supervisor reads for download progress (docs/reference/alpamayo-recipe.md §5: ``Fetching
 {N} files``); the files are small placeholders named as the real download names them.
 """
 

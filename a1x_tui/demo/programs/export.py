@@ -2,7 +2,7 @@
 
 ``python -m a1x_tui.demo.programs.export --log-dir DIR --export-dir DIR [--ranks N] [--speed S]``.
 The checkpoint is found as the real export stage finds it: the newest run's highest-step checkpoint
-whose ``checkpoint saved successfully`` line points at a complete folder (alpamayo-recipe.md §12.1).
+whose ``checkpoint saved successfully`` line points at a complete folder (docs/reference/alpamayo-recipe.md §12.1).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The demo's ``cosmos-rl`` launcher: the log layout and launcher lines of the real one, no GPU.
 
 ``python -m a1x_tui.demo.programs.launcher --config TOML --log-dir DIR --run-dir RUN [--speed S]``.
-Like the real launcher (cosmos-rl.md §2.3, §2.6, §3.1) it creates ``DIR/logs_<YYYYmmdd-HHMMSS>/``,
+Like the real launcher (docs/reference/cosmos-rl.md §2.3, §2.6, §3.1) it creates ``DIR/logs_<YYYYmmdd-HHMMSS>/``,
 re-points ``DIR/logs_latest`` at it (temporary link + ``os.replace``), starts the controller, then
 one policy and one rollout replica, each with its stdout and stderr in ``<role>_<i>.log`` and
 ``COSMOS_ROLE`` / ``CUDA_VISIBLE_DEVICES`` in its environment, and reports each process's exit.

@@ -2,7 +2,7 @@
 
 ``python -m a1x_tui.demo.programs.replica --role policy --t0 EPOCH --speed S --config TOML
 --checkpoint-dir DIR --ranks N``. The demo launcher points stdout at ``logs_<ts>/<role>.log``, as
-the real launcher does (cosmos-rl.md §3.1). Each entry is written at ``t0 + entry.at`` with the
+the real launcher does (docs/reference/cosmos-rl.md §3.1). Each entry is written at ``t0 + entry.at`` with the
 wall-clock timestamp of that moment.
 """
 
@@ -22,7 +22,7 @@ from a1x_tui.demo.scenario import ROLES, Context, Trouble, script
 
 
 def write_checkpoint(path: Path, ranks: int) -> None:
-    """The files cosmos-rl writes per saving rank, the completion marker last (cosmos-rl.md §5.3)."""
+    """The files cosmos-rl writes per saving rank, the completion marker last (docs/reference/cosmos-rl.md §5.3)."""
     path.mkdir(parents=True, exist_ok=True)
     (path / "cosmos_config").write_text('{"a1x_tui_demo": true}\n', encoding="utf-8")
     for rank in range(ranks):

@@ -55,7 +55,7 @@ def uv_run(
     secrets: tuple[str, ...] = (),
 ) -> Command:
     """``uv run --no-sync ARGS`` in the checkout, as AlpaGym's onboarding runs every step (docs/reference/
-    alpagym.md §1.1): the venv ``env`` synced once, never re-resolved per command."""
+    docs/reference/alpagym.md §1.1): the venv ``env`` synced once, never re-resolved per command."""
     return Command(
         argv=("uv", "run", "--no-sync", *args),
         cwd=ctx.workspace,
