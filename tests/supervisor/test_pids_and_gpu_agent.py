@@ -69,7 +69,7 @@ def test_replicas_are_named_from_their_environment_and_log_file(
 
 
 AGENT = """
-import json, sys, time
+import json, os, sys, time
 from pathlib import Path
 pids, out = Path(sys.argv[sys.argv.index('--pids-file') + 1]), Path(sys.argv[1])
 while True:
@@ -77,8 +77,9 @@ while True:
         data = json.loads(pids.read_text())
     except (OSError, ValueError):
         data = {}
-    if 'train' in data.values():
-        out.write_text(json.dumps(data))
+    if 'train' in data.values():  # atomically: the stop's SIGTERM may land between truncate and write
+        out.with_suffix('.tmp').write_text(json.dumps(data))
+        os.replace(out.with_suffix('.tmp'), out)
     time.sleep(0.05)
 """
 
