@@ -31,7 +31,8 @@ typedef struct {
     const uint16_t *next;        /* nstates * nclasses next states */
     const unsigned char *acc;    /* nstates: non-zero where a marker ends */
     Py_ssize_t nstates, nclasses;
-    const unsigned char *pairs;  /* 65536: a marker may start with bytes a, b; and every a == '\n' */
+    const unsigned char *pairs;  /* 65536: & 1 where a marker may start with bytes a, b, & 2 where a needle
+                                  * may; both at every a == '\n' */
     const unsigned char *teddy;  /* 96 bytes (lo/hi nibble masks of bytes 0, 1, 2), or NULL */
     Py_ssize_t root2;            /* the needles' DFA in the same table starts here; 0: none */
     const unsigned char *ends;   /* for each state of the needles' DFA, the needles ending there (bits) */
@@ -155,10 +156,16 @@ needle_in_line(const Automaton *a, const unsigned char *p, Py_ssize_t ls, Py_ssi
 {
     unsigned char found[MAX_NEEDLE_BYTES];
     int any = 0;
-    unsigned int state = (unsigned int)a->root2;
+    const unsigned int root = (unsigned int)a->root2;
+    unsigned int state = root;
     Py_ssize_t end = n - ls > max_line ? ls + max_line : n;
     memset(found, 0, (size_t)a->ebytes);
     for (Py_ssize_t k = ls; k < end; k++) {
+        /* At the root, a position where no needle starts (pairs & 2, as the markers' & 1 in
+         * scan_scalar) leaves the DFA at the root: skip it. */
+        if (state == root)
+            while (k + 1 < end && !(a->pairs[p[k] << 8 | p[k + 1]] & 2))
+                k++;
         unsigned char c = p[k];
         if (c == '\n')
             break;
@@ -198,11 +205,17 @@ needle_in_line(const Automaton *a, const unsigned char *p, Py_ssize_t ls, Py_ssi
     return 0;
 }
 
+/* Whether the line starting at ls is taken whatever the needles say (chunk(): it is a bulk line, whose
+ * template holds a rule's strings; tests/parsing/test_bulk.py); NULL: no such line. */
+typedef int (*TakeFn)(void *ctx, Py_ssize_t ls);
+
 /* The end (inclusive) of the first marker found running the automaton from position s, which it
  * leaves when back at the start state or at a newline; -1: none; -2: a corrupt table. A marker
- * that needs a needle on its line (accepting kind 2) counts only with one there (line start ls). */
+ * that needs a needle on its line (accepting kind 2) counts only with one there (line start ls),
+ * or where take() says so. */
 static Py_ssize_t
-confirm(const Automaton *a, const unsigned char *p, Py_ssize_t s, Py_ssize_t n, Py_ssize_t ls, Py_ssize_t max_line)
+confirm(const Automaton *a, const unsigned char *p, Py_ssize_t s, Py_ssize_t n, Py_ssize_t ls, Py_ssize_t max_line,
+        TakeFn take, void *ctx)
 {
     unsigned int state = 0;
     for (Py_ssize_t k = s; k < n; k++) {
@@ -213,7 +226,7 @@ confirm(const Automaton *a, const unsigned char *p, Py_ssize_t s, Py_ssize_t n, 
         if (state >= (unsigned int)a->nstates)
             return -2;
         if (a->acc[state]) {
-            if (a->acc[state] == 1 || a->root2 == 0)
+            if (a->acc[state] == 1 || a->root2 == 0 || (take != NULL && take(ctx, ls)))
                 return k;
             int found = needle_in_line(a, p, ls, n, max_line);
             return found < 0 ? -2 : found ? k : -1;
@@ -249,12 +262,12 @@ take_line(const unsigned char *p, Py_ssize_t n, Py_ssize_t e, Py_ssize_t max_lin
 /* One position at a time from cur, to the end. Returns 0, -1 (memory), -2 (corrupt table). */
 static int
 scan_scalar(const Automaton *a, const unsigned char *p, Py_ssize_t n, Py_ssize_t max_line, Cursor *cur,
-            HitFn hit, void *ctx)
+            HitFn hit, TakeFn take, void *ctx)
 {
     const unsigned char *pairs = a->pairs;
     Py_ssize_t i = cur->i;
     while (i < n) {
-        while (i + 1 < n && !pairs[p[i] << 8 | p[i + 1]])
+        while (i + 1 < n && !(pairs[p[i] << 8 | p[i + 1]] & 1))
             i++;
         if (p[i] == '\n') {
             cur->line++;
@@ -266,7 +279,7 @@ scan_scalar(const Automaton *a, const unsigned char *p, Py_ssize_t n, Py_ssize_t
             i = nl == NULL ? n : nl - p;
             continue;
         }
-        Py_ssize_t e = confirm(a, p, i, n, cur->ls, max_line);
+        Py_ssize_t e = confirm(a, p, i, n, cur->ls, max_line, take, ctx);
         if (e == -2)
             return -2;
         if (e >= 0) {
@@ -285,7 +298,7 @@ scan_scalar(const Automaton *a, const unsigned char *p, Py_ssize_t n, Py_ssize_t
 #if HAVE_TEDDY
 __attribute__((target("ssse3,popcnt"))) static int
 scan_teddy(const Automaton *a, const unsigned char *p, Py_ssize_t n, Py_ssize_t max_line, Cursor *cur, HitFn hit,
-           void *ctx)
+           TakeFn take, void *ctx)
 {
     const __m128i nib = _mm_set1_epi8(0x0F), newline = _mm_set1_epi8('\n'), zero = _mm_setzero_si128();
     const __m128i *t = (const __m128i *)a->teddy;
@@ -310,7 +323,7 @@ scan_teddy(const Automaton *a, const unsigned char *p, Py_ssize_t n, Py_ssize_t 
             unsigned int below = nl & ((1u << c) - 1u);
             Py_ssize_t ls = below ? i + (31 - __builtin_clz(below)) + 1 : cur->ls;
             if (i + c - ls < max_line) {
-                Py_ssize_t e = confirm(a, p, i + c, n, ls, max_line);
+                Py_ssize_t e = confirm(a, p, i + c, n, ls, max_line, take, ctx);
                 if (e == -2)
                     return -2;
                 if (e >= 0) {
@@ -335,7 +348,7 @@ scan_teddy(const Automaton *a, const unsigned char *p, Py_ssize_t n, Py_ssize_t 
         i += 16;
     }
     cur->i = i;
-    return scan_scalar(a, p, n, max_line, cur, hit, ctx);
+    return scan_scalar(a, p, n, max_line, cur, hit, take, ctx);
 }
 #endif
 
@@ -344,16 +357,16 @@ scan_teddy(const Automaton *a, const unsigned char *p, Py_ssize_t n, Py_ssize_t 
  * No Python API: runs without the GIL. */
 static Py_ssize_t
 scan_block(const Automaton *a, const unsigned char *p, Py_ssize_t n, Py_ssize_t max_line, int simd, HitFn hit,
-           void *ctx)
+           TakeFn take, void *ctx)
 {
     Cursor cur = {0, 0, 0};
     int r;
 #if HAVE_TEDDY
     if (simd && a->teddy != NULL && teddy_ok)
-        r = scan_teddy(a, p, n, max_line, &cur, hit, ctx);
+        r = scan_teddy(a, p, n, max_line, &cur, hit, take, ctx);
     else
 #endif
-        r = scan_scalar(a, p, n, max_line, &cur, hit, ctx);
+        r = scan_scalar(a, p, n, max_line, &cur, hit, take, ctx);
     (void)simd;
     if (r < 0)
         return r;
@@ -408,8 +421,8 @@ hit_line(void *ctx, Py_ssize_t ls, Py_ssize_t le, Py_ssize_t line)
  *   classes:  bytes(256), the class of each byte value (0: in no marker)
  *   table:    bytes, uint16 native order, nstates * nclasses next states
  *   accept:   bytes(nstates), non-zero where a marker ends
- *   pairs:    bytes(65536), non-zero at a << 8 | b where a marker starts with bytes a, b, and at
- *             every a that is the newline
+ *   pairs:    bytes(65536), & 1 at a << 8 | b where a marker starts with bytes a, b, & 2 where a
+ *             needle does, both at every a that is the newline
  *   teddy:    bytes(96): the nibble masks of the markers' first three bytes, or b"" (no prefilter)
  *   root2:    where the needles' DFA starts in table (0: none); a marker accepting with kind 2
  *             counts only on a line holding every needle of one group
@@ -463,7 +476,7 @@ scan_lines(PyObject *self, PyObject *args)
 
     Py_ssize_t r;
     Py_BEGIN_ALLOW_THREADS
-    r = scan_block(&a, p, n, PY_SSIZE_T_MAX, 1, hit_line, &hits);
+    r = scan_block(&a, p, n, PY_SSIZE_T_MAX, 1, hit_line, NULL, &hits);
     Py_END_ALLOW_THREADS
     if (r < 0) {
         raise_scan_error(r);
@@ -766,11 +779,38 @@ field_value(const unsigned char *p, const Hit *h, int f)
 typedef struct {
     Vec hits;
     const unsigned char *p;
-    Py_ssize_t lineno0, max_line;
+    Py_ssize_t n, lineno0, max_line;
     const unsigned char **tpl;
     const Py_ssize_t *tlen;
     int ntpl;
+    Py_ssize_t matched_ls;  /* the line whose templates were last tried (into matched), -1: none */
+    Hit matched;
 } ChunkCtx;
+
+/* The templates tried on the line starting at ls, once however often it is asked. */
+static const Hit *
+line_match(ChunkCtx *c, Py_ssize_t ls, Py_ssize_t le)
+{
+    if (c->matched_ls != ls) {
+        c->matched_ls = ls;
+        c->matched.tid = -1;
+        if (c->ntpl > 0 && le - ls <= c->max_line)
+            match_templates(c->p, ls, le, c->tpl, c->tlen, c->ntpl, &c->matched);
+    }
+    return &c->matched;
+}
+
+/* A bulk line is taken before its needles are walked: a line a template matches holds its rule's
+ * strings, a group of the needles (tests/parsing/test_bulk.py), so the walk could only agree. */
+static int
+take_bulk(void *ctx, Py_ssize_t ls)
+{
+    ChunkCtx *c = (ChunkCtx *)ctx;
+    if (c->ntpl == 0)
+        return 0;
+    const unsigned char *nl = memchr(c->p + ls, '\n', (size_t)(c->n - ls));
+    return line_match(c, ls, nl == NULL ? c->n : nl - c->p)->tid >= 0;
+}
 
 static int
 hit_chunk(void *ctx, Py_ssize_t ls, Py_ssize_t le, Py_ssize_t line)
@@ -779,12 +819,10 @@ hit_chunk(void *ctx, Py_ssize_t ls, Py_ssize_t le, Py_ssize_t line)
     Hit *h = (Hit *)vec_push(&c->hits);
     if (h == NULL)
         return -1;
+    *h = *line_match(c, ls, le);
     h->start = ls;
     h->end = le - ls > c->max_line ? ls + c->max_line : le;
     h->lineno = c->lineno0 + line;
-    h->tid = -1;
-    if (c->ntpl > 0 && le - ls <= c->max_line)
-        match_templates(c->p, ls, le, c->tpl, c->tlen, c->ntpl, h);
     return 0;
 }
 
@@ -822,7 +860,8 @@ scan_chunk(PyObject *self, PyObject *args)
     PyTypeObject *rtype[16];
     int ntpl = (int)PyTuple_GET_SIZE(templates);
     Automaton a;
-    ChunkCtx ctx = {{NULL, 0, 0, sizeof(Hit)}, (const unsigned char *)data.buf, lineno0, max_line, tpl, tlen, ntpl};
+    ChunkCtx ctx = {{NULL, 0, 0, sizeof(Hit)}, (const unsigned char *)data.buf, data.len, lineno0, max_line, tpl, tlen,
+                    ntpl, -1};
 
     if (!load_automaton(&aa, nclasses, root2, &a))
         goto done;
@@ -857,7 +896,7 @@ scan_chunk(PyObject *self, PyObject *args)
     const unsigned char *p = (const unsigned char *)data.buf;
     Py_ssize_t nlines;
     Py_BEGIN_ALLOW_THREADS
-    nlines = scan_block(&a, p, data.len, max_line, simd, hit_chunk, &ctx);
+    nlines = scan_block(&a, p, data.len, max_line, simd, hit_chunk, take_bulk, &ctx);
     Py_END_ALLOW_THREADS
     if (nlines < 0) {
         raise_scan_error(nlines);

@@ -163,10 +163,11 @@ Automaton = tuple[bytes, bytes, bytes, int, bytes, bytes, int, bytes, bytes]
 @functools.lru_cache(maxsize=16)
 def _automaton(markers: tuple[str, ...], confirmed: frozenset[str] = frozenset(),
                groups: tuple[tuple[str, ...], ...] = ()) -> Automaton:
-    """(byte classes, transition table, accepting states, number of classes, start pairs, teddy
-    masks, needle root, needle ends, groups) of the Aho-Corasick DFA of ``markers`` (UTF-8), in the
-    layout ``diagnostics._scan`` reads. A line holding only markers of ``confirmed`` is taken only if
-    it also holds every string of one of ``groups`` (each a rule's required strings,
+    """(byte classes, transition table, accepting states, number of classes, start pairs (& 1: a
+    marker may start there, & 2: a needle), teddy masks, needle root, needle ends, groups) of the
+    Aho-Corasick DFA of ``markers`` (UTF-8), in the layout ``diagnostics._scan`` reads. A line
+    holding only markers of ``confirmed`` is taken only if it also holds every string of one of
+    ``groups`` (each a rule's required strings,
     ``_rules.literals_of``): a second DFA of those strings in the same table, rooted at the needle
     root (0: none), whose states say which strings end there (needle ends: a bit set of
     ``(len(strings) + 7) // 8`` bytes a state of it), and the groups filed under their longest
@@ -218,7 +219,11 @@ def _automaton(markers: tuple[str, ...], confirmed: frozenset[str] = frozenset()
             packed += entry
     if len(accept) > 0xFFFF:
         raise ValueError("too many markers for a 16-bit automaton")
-    return (bytes(classes), table.tobytes(), bytes(accept), width, start_pairs(patterns), teddy_masks(patterns),
+    pairs = start_pairs(patterns)
+    if root:  # & 2: a needle may start there (0/1 bytes, so one shift marks them all)
+        both = int.from_bytes(pairs, "big") | int.from_bytes(start_pairs(needle_bytes), "big") << 1
+        pairs = both.to_bytes(len(pairs), "big")
+    return (bytes(classes), table.tobytes(), bytes(accept), width, pairs, teddy_masks(patterns),
             root, bytes(ends), bytes(packed))
 
 

@@ -56,6 +56,23 @@ def test_every_needle_is_inside_a_string_its_regex_requires() -> None:
         assert any(r.needle in s for s in _rules.literals_of(r)), (r.needle, r.pattern.pattern)
 
 
+def test_a_bulk_line_would_pass_the_needles_it_skips() -> None:
+    """``_scan.c`` takes a line its templates match before walking the needles (a tag gate's
+    confirmation): that line must be one the walk takes too. Each shape's text holds a marker that
+    always counts, or its rule's strings are a group of the confirmation."""
+    from diagnostics.parsing._markers import GATED_CONFIRM, GATED_MARKERS
+
+    confirmed, groups = GATED_CONFIRM
+    always = [m for m in GATED_MARKERS if m not in confirmed]
+    for kind, t in _rules.TEMPLATES.items():
+        text = "".join(lit for lit, _, _ in t.parts())
+        if any(m in text for m in always):
+            continue
+        pattern = message_pattern(t)
+        rule = next(r for r in _rules.RULES if r.pattern.pattern == pattern)
+        assert _rules.literals_of(rule) in groups, kind
+
+
 @pytest.mark.parametrize("generation", GENERATIONS)
 def test_a_line_a_regex_matches_holds_every_string_it_requires(generation: str) -> None:
     matched = 0
