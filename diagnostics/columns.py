@@ -18,12 +18,14 @@ from typing import Any
 from diagnostics.detectors import EventStore, FileFacts
 from diagnostics.events import Event, Source, SyncPhase
 from diagnostics.metrics import Metrics
-from diagnostics.parsing.records import RECORD_TYPES, Bulk, event_fields
+from diagnostics.parsing.records import RECORD_TYPES, RECORDS, Bulk, event_fields
 
 # Both shapes of a line feed the same store and series, in line order.
 _FAMILY: dict[int, Bulk] = {**{int(k): k for k in Bulk}, Bulk.STAT_OLD: Bulk.STAT, Bulk.RECV_DONE_OLD: Bulk.RECV_DONE}
 _IN_PLACE = frozenset({Bulk.STEP, Bulk.TRAIN_REPORT})  # records taken in place, like events: they move the step
 _RECORDS = RECORD_TYPES
+# Each shape has a class of its own, so a run's set of classes says its kinds without a loop in Python.
+_NOT_IN_PLACE = frozenset(cls for kind, cls in RECORDS.items() if kind not in _IN_PLACE)
 
 
 class RunTaker:
@@ -49,13 +51,13 @@ class RunTaker:
         step = metrics.step
         n = 0
         records = _RECORDS
-        records_only = all(type(item) in records and item.kind not in _IN_PLACE for item in run)
+        classes = set(map(type, run))
+        records_only = classes <= _NOT_IN_PLACE
         if records_only:
             # Records only, none that moves the step (replica logs): one step for all, families at once.
             n = len(run)
-            kind = run[0].kind
-            if all(r.kind == kind for r in run):
-                families[_FAMILY[kind]] = (run, None)
+            if len(classes) == 1:
+                families[_FAMILY[run[0].kind]] = (run, None)
             else:
                 for r in run:
                     slot = families.get(_FAMILY[r.kind])

@@ -317,6 +317,12 @@ def _events(blocks: Iterable[Sequence[Sequence[Any]]], path: Path, source: Sourc
     last_taken = 0  # the highest line number any group took: past it, no candidate can be taken
     run: list[Any] = []
     for block in blocks:
+        if block and min(map(len, block)) > 3 and block[0][1] > last_taken:
+            # Records only (replica logs), in line order, all past any group's lines: the run takes them.
+            run.extend(block)
+            yield run
+            run = []
+            continue
         for row in block:
             if len(row) > 3:  # a bulk record (``records``): one segment, never a group start
                 rec: Any = row
