@@ -950,6 +950,10 @@ scan_chunk(PyObject *self, PyObject *args)
             if (item != NULL) {
                 for (int v = 0; v < nv; v++)
                     PyTuple_SET_ITEM(item, v, vals[v]);
+                /* Its items are ints, floats, str, bytes or None: it can be in no cycle. The collector
+                 * untracks such a plain tuple itself, never a named tuple, and would walk every record
+                 * kept at each collection. */
+                PyObject_GC_UnTrack(item);
             } else {
                 for (int v = 0; v < nv; v++)
                     Py_DECREF(vals[v]);
