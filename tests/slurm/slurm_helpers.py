@@ -10,6 +10,7 @@ from typing import Any
 
 import tomlkit
 
+from supervisor.slurm import ClusterSpec
 from supervisor.slurm.tracking import CommandResult
 
 HERE = Path(__file__).parent
@@ -22,6 +23,20 @@ MOTION_ENTRY = "recipes/alpamayo1_x_rl/models/reasoning_vla/alpamayo_cosmos_rl_p
 
 def recipe(name: str = "recipe_local.toml") -> dict[str, Any]:
     return tomlkit.parse((DATA / name).read_text(encoding="utf-8")).unwrap()
+
+
+def cluster_spec(**kw: object) -> ClusterSpec:
+    """A cosmos-dispatch cluster spec on /lustre with ``kw`` over its defaults."""
+    base: dict[str, object] = {
+        "method": "cosmos-dispatch",
+        "partition": "gpu",
+        "account": "alpamayo",
+        "container": "/lustre/images/cosmos.sqsh",
+        "output_root": Path("/lustre/runs"),
+        "repo_root": Path("/lustre/cosmos-rl"),
+    }
+    base.update(kw)
+    return ClusterSpec.model_validate(base)
 
 
 def with_values(data: dict[str, Any], **dotted: Any) -> dict[str, Any]:

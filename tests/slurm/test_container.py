@@ -9,28 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from slurm_helpers import cluster_spec as spec
 from slurm_helpers import recipe
 
 from diagnostics.findings import Severity
-from supervisor.slurm import ClusterSpec, CosmosRev, NodePlan, Packing, SlurmSpecError, dispatch_argv, plan_nodes
+from supervisor.slurm import CosmosRev, NodePlan, Packing, SlurmSpecError, dispatch_argv, plan_nodes
 from supervisor.slurm.container import NeededPath, describe, job_mounts, unmounted
 from supervisor.slurm.plan import ConfigSource
 from supervisor.slurm.submit import SubmissionRefused, prepare_dispatch
 
 HOME = {"HOME": "/home/ana"}
-
-
-def spec(**kw: object) -> ClusterSpec:
-    base: dict[str, object] = {
-        "method": "cosmos-dispatch",
-        "partition": "gpu",
-        "account": "alpamayo",
-        "container": "/lustre/images/cosmos.sqsh",
-        "output_root": Path("/lustre/runs"),
-        "repo_root": Path("/lustre/cosmos-rl"),
-    }
-    base.update(kw)
-    return ClusterSpec.model_validate(base)
 
 
 def needed(**paths: str) -> list[NeededPath]:

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+from slurm_helpers import cluster_spec as spec
 from slurm_helpers import recipe
 
 from supervisor.slurm import ClusterSpec, CosmosRev, NodePlan, Packing, SlurmSpecError, dispatch_argv, plan_nodes
@@ -49,19 +50,6 @@ def reference_parser(rev: CosmosRev) -> argparse.ArgumentParser:
     p.add_argument("launcher", nargs="?", default=launcher)
     p.add_argument("launcher_args", nargs=argparse.REMAINDER)
     return p
-
-
-def spec(**kw: object) -> ClusterSpec:
-    base: dict[str, object] = {
-        "method": "cosmos-dispatch",
-        "partition": "gpu",
-        "account": "alpamayo",
-        "container": "/lustre/images/cosmos.sqsh",
-        "output_root": Path("/lustre/runs"),
-        "repo_root": Path("/lustre/cosmos-rl"),
-    }
-    base.update(kw)
-    return ClusterSpec.model_validate(base)
 
 
 def cluster_plan(s: ClusterSpec) -> NodePlan:
