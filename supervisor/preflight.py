@@ -8,13 +8,12 @@ contract and exit codes as ``--check``. Only the stages the run will execute are
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from diagnostics.findings import CheckState, Report
-from supervisor.preflight_checks import GB, Checks, GpuProbe, probe_gpus
+from supervisor.preflight_checks import GB, Checks, GpuProbe, machine, probe_gpus
 from supervisor.preflight_checks import GpuInventory as GpuInventory  # the spec of a probe, for callers
 from supervisor.secrets import hf_token_file, read_secret, secret_source
 from supervisor.slurm.container import hf_hub_cache
@@ -71,11 +70,7 @@ def preflight(
 
         return alpagym_preflight(spec, stages=stages, target=target, environ=environ, gpu_probe=gpu_probe,
                                  disk_free=disk_free, which=which, skip_verified=skip_verified, hub=hub)
-    env = os.environ if environ is None else environ
-    find = which or (lambda name: shutil.which(name, path=env.get("PATH")))
-    free_of = disk_free or (lambda p: shutil.disk_usage(p).free)
-    done = skip_verified or (lambda _stage: False)
-    todo = [s for s in stages if not done(s)]
+    env, find, free_of, todo = machine(stages, environ, which, disk_free, skip_verified)
     checks = Checks()
 
     _check_gpus(spec, todo, checks, env, gpu_probe)

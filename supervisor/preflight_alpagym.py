@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from diagnostics.findings import CheckState, Report
-from supervisor.preflight_checks import GB, Checks, GpuProbe, probe_gpus
+from supervisor.preflight_checks import GB, Checks, GpuProbe, machine, probe_gpus
 from supervisor.secrets import hf_token_file, read_secret, secret_source
 from supervisor.spec import RunSpec
 from supervisor.stages.alpagym._common import ALPAMAYO_1_5
@@ -75,11 +75,7 @@ def alpagym_preflight(
     hub: bool = True,
 ) -> Report:
     """``supervisor.preflight.preflight`` for a spec with ``pipeline = "alpagym"`` (the same arguments)."""
-    env = os.environ if environ is None else environ
-    find = which or (lambda name: shutil.which(name, path=env.get("PATH")))
-    free_of = disk_free or (lambda p: shutil.disk_usage(p).free)
-    done = skip_verified or (lambda _stage: False)
-    todo = [s for s in stages if not done(s)]
+    env, find, free_of, todo = machine(stages, environ, which, disk_free, skip_verified)
     checks = Checks()
     assert spec.alpagym is not None
     local = spec.alpagym.deploy == "local"

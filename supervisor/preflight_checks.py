@@ -88,6 +88,25 @@ def probe_gpus(environ: Mapping[str, str] | None = None) -> GpuInventory | str:
     return GpuInventory(tuple(by_index.get(i) for i in _visible(len(rows), env)), "nvidia-smi")
 
 
+def machine(
+    stages: Sequence[str],
+    environ: Mapping[str, str] | None,
+    which: Callable[[str], str | None] | None,
+    disk_free: Callable[[Path], int] | None,
+    skip_verified: Callable[[str], bool] | None,
+) -> tuple[Mapping[str, str], Callable[[str], str | None], Callable[[Path], int], list[str]]:
+    """What a preflight asks this machine through (tests pass their own): the environment, ``which`` on
+    its PATH, free disk space; and the stages still to run, those whose outputs do not verify."""
+    env = os.environ if environ is None else environ
+    done = skip_verified or (lambda _stage: False)
+    return (
+        env,
+        which or (lambda name: shutil.which(name, path=env.get("PATH"))),
+        disk_free or (lambda p: shutil.disk_usage(p).free),
+        [s for s in stages if not done(s)],
+    )
+
+
 class Checks:
     def __init__(self) -> None:
         self.findings: list[Finding] = []
