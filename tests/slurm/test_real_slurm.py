@@ -57,8 +57,9 @@ class Run:
             time.sleep(0.2)
         raise AssertionError(f"job {self.job.job_id} never reached {states}: {self.job.info}")
 
-    def release_requeued(self, restarts: int, timeout: float = 30.0) -> None:
-        """A requeued job waits ~2 min (BeginTime) before it may start again: let it go now."""
+    def release_requeued(self, restarts: int, timeout: float = 90.0) -> None:
+        """A requeued job waits ~2 min (BeginTime) before it may start again: let it go now. It is pending
+        only once its processes have ended (COMPLETING first), which took over 30 s on a loaded 2-core VM."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             info = query_job(self.job.job_id)
@@ -232,7 +233,7 @@ def test_a_job_that_reaches_its_time_limit_resumes_from_its_last_complete_checkp
         edits=(Edit("train.output_dir", str(outputs)), Edit("train.ckpt.save_freq", 2)),
         env={"A1X_STANDIN_STEPS": "400", "A1X_STANDIN_STEP_S": "0.1"},
     )
-    run.release_requeued(restarts=1, timeout=75)
+    run.release_requeued(restarts=1)
     assert run.job.wait(60) == 0
     layout = read_layout(run.slurm)
     assert [(p.index, p.runs) for p in layout.parts] == [(0, (0,)), (1, (0,))]
