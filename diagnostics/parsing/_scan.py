@@ -114,10 +114,12 @@ def teddy_masks(patterns: list[bytes]) -> bytes:
 
 
 def _dfa(patterns: list[bytes], kinds: list[int], classes: bytes,
-         width: int) -> tuple[array[int], bytearray, list[int]]:
+         width: int, base: int = 0) -> tuple[array[int], bytearray, list[int]]:
     """The Aho-Corasick DFA of ``patterns``: its transition rows (state 0 the start), accepting
     states (the kind of the pattern ending there; where several end, the lowest kind) and, for each
-    state, the patterns ending there (bit i: ``patterns[i]``, also where it ends inside a longer one)."""
+    state, the patterns ending there (bit i: ``patterns[i]``, also where it ends inside a longer one).
+    ``base``: the number of its first state in a table it is appended to (the rows hold ``base + s``;
+    offset here, not by a pass over the table's million entries in Python afterwards)."""
     goto: list[dict[int, int]] = [{}]
     accept = bytearray(1)
     ends = [0]
@@ -136,11 +138,11 @@ def _dfa(patterns: list[bytes], kinds: list[int], classes: bytes,
         accept[state] = min(accept[state] or kind, kind)
         ends[state] |= 1 << i
     # Breadth-first: each state's row is its failure state's row with its own edges over it.
-    table = array("H", bytes(2 * len(goto) * width))
+    table = array("H", [base]) * (len(goto) * width)
     fail = [0] * len(goto)
     queue: deque[int] = deque()
     for c, s in goto[0].items():
-        table[c] = s
+        table[c] = base + s
         queue.append(s)
     while queue:
         state = queue.popleft()
@@ -151,8 +153,8 @@ def _dfa(patterns: list[bytes], kinds: list[int], classes: bytes,
         row = state * width
         table[row : row + width] = table[f * width : f * width + width]
         for c, s in goto[state].items():
-            fail[s] = table[f * width + c]
-            table[row + c] = s
+            fail[s] = table[f * width + c] - base
+            table[row + c] = base + s
             queue.append(s)
     return table, accept, ends
 
@@ -195,8 +197,8 @@ def _automaton(markers: tuple[str, ...], confirmed: frozenset[str] = frozenset()
     packed = bytearray()
     if needle_bytes and 2 in kinds:
         root = len(accept)
-        more, more_accept, more_ends = _dfa(needle_bytes, [1] * len(needle_bytes), bytes(classes), width)
-        table.extend(s + root for s in more)
+        more, more_accept, more_ends = _dfa(needle_bytes, [1] * len(needle_bytes), bytes(classes), width, root)
+        table.extend(more)
         accept.extend(more_accept)
         size = (len(strings) + 7) // 8
         for bits in more_ends:
