@@ -85,9 +85,9 @@ def _start_reading(path: str, run: str | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from diagnostics.findings import report_json_schema
-
     if args.schema:
+        from diagnostics.findings import report_json_schema
+
         _emit(json.dumps(report_json_schema(), indent=2) + "\n")
         return 0
     path = args.path
