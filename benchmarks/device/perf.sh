@@ -7,8 +7,11 @@
 set -u
 WHEELS=${1:?wheel folder}; WHAT=${2:-both}; OUT=${OUT:-/tmp/perf_out}
 mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$WHEELS"/*.whl || exit 1
+# With their bytecode, as an install has it: the node sets PYTHONDONTWRITEBYTECODE=1, so wheels installed
+# with --no-compile (as before 2026-12-02) compiled pydantic from source in every timed run.
+python3 -m pip install -q --no-index --no-deps --target /tmp/site "$WHEELS"/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+python3 -m compileall -q a1x_tui diagnostics supervisor configs > /dev/null  # this checkout's too
 {
   date -u; uname -r; python3 -V; nproc; grep -m1 "model name" /proc/cpuinfo; uptime
   python3 -c "from diagnostics.parsing._scan import NATIVE; print('C scanner (diagnostics._scan):', NATIVE)"
