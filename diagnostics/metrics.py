@@ -326,8 +326,28 @@ class Metrics:
             self._put_many("in_flight", [recs[i].in_flight for i in new], new_times, new_steps)
             self._put_many("filtered_outdated", [recs[i].outdated_filtered for i in new], new_times, new_steps)
         self._put_many("samples", [r.samples for r in recs], times, steps)
+        # ``_rate`` for each, its points gathered: most records only move no anchor (one comparison each).
+        anchor = self._rate_anchor
+        at: list[int] = []  # the records that gave a point
+        rates: list[float] = []
+        token_rates: list[float] = []
         for i, r in enumerate(recs):
-            self._rate(r.samples, r.completion_tokens, r.elapsed_s, r.ts, self.step if steps is None else steps[i])
+            elapsed, samples = r.elapsed_s, r.samples
+            if anchor is None or elapsed < anchor[0] or samples < anchor[1]:
+                anchor = (elapsed, samples, r.completion_tokens)
+                continue
+            dt = elapsed - anchor[0]
+            if dt >= RATE_WINDOW_S:
+                at.append(i)
+                rates.append((samples - anchor[1]) / dt)
+                token_rates.append((r.completion_tokens - anchor[2]) / dt)
+                anchor = (elapsed, samples, r.completion_tokens)
+        self._rate_anchor = anchor
+        if at:
+            point_times = [times[i] for i in at]
+            point_steps = self.step if steps is None else [steps[i] for i in at]
+            self._series("samples_per_s").extend(rates, point_times, point_steps)
+            self._series("tokens_per_s").extend(token_rates, point_times, point_steps)
 
     def stalenesses(self, recs: list[Any], steps: list[Any] | None) -> None:
         """Staleness records."""
