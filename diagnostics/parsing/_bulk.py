@@ -87,15 +87,25 @@ def _templates_for(source: Source) -> tuple[tuple[bytes, type], ...]:
     return _TEMPLATE_TUPLE if source.role in GATED_ROLES else ()
 
 
-def scan_file(path: Path, source: Source) -> Iterator[list[Any]]:
+def block_buffer() -> bytearray:
+    """A block's buffer: it holds at least one line's searched part."""
+    return bytearray(max(CHUNK_BYTES, MAX_LINE_BYTES))
+
+
+def scan_file(path: Path, source: Source, buf: bytearray | None = None) -> Iterator[list[Any]]:
     """The items of one file, a block at a time: candidates ``(lineno, offset, text)`` and records,
-    in line order. Raises ``OSError`` if the file cannot be opened; a read error ends the file."""
+    in line order. Raises ``OSError`` if the file cannot be opened; a read error ends the file.
+
+    ``buf``: a ``block_buffer()`` to read into, which a worker keeps for all its files (nothing read
+    refers to it once the file is done): a new one a file zeroed 4 MiB with the GIL held and faulted its
+    pages in again, 193 times in a cluster run (docs/parsing.md, "Any mix of lines")."""
     automaton = _automaton(markers_for(source), *(confirm_for(source) or ()))
     templates = _templates_for(source)
     max_line = MAX_LINE_BYTES
     size = max(CHUNK_BYTES, max_line)  # a block holds at least one line's searched part
-    buf = bytearray(size)
-    view = memoryview(buf)
+    if buf is None or len(buf) < size:
+        buf = bytearray(size)
+    view = memoryview(buf)[:size]
     lineno, offset = 1, 0  # of buf[0]
     filled = 0
     skipping = False  # inside an over-long line, past its searched part: drop bytes up to its newline
@@ -219,6 +229,7 @@ class _Reader:
             self.budget.notify_all()
 
     def _work(self) -> None:
+        buf = block_buffer()  # this thread's, for each file it reads in turn
         while not self.stop.is_set():
             if not self.ahead.acquire(timeout=0.1):
                 continue
@@ -229,7 +240,7 @@ class _Reader:
                 return
             path, source, _, _ = self.entries[i]
             try:
-                for items in scan_file(path, source):
+                for items in scan_file(path, source, buf):
                     if not self._put(i, items):
                         break
                 else:

@@ -351,6 +351,23 @@ def test_file_reader_gives_read_runs_events_at_any_block_size(tmp_path: Path, bl
     assert sum(isinstance(e, (Stat, WeightSync)) for e in pure) > 50
 
 
+def test_a_buffer_kept_from_file_to_file_gives_each_file_its_own_items(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker reads all its files into one buffer: a shorter file after a longer one (its last line without a
+    newline) must not see the bytes the first one left there."""
+    monkeypatch.setattr(_bulk, "CHUNK_BYTES", 4096)
+    rng = random.Random(7)
+    long, short = tmp_path / "rollout_0.log", tmp_path / "rollout_1.log"
+    long.write_text("".join(_line(B.RECV_DONE, rng) + "\n" for _ in range(200)))
+    short.write_text(_line(B.RECV_DONE_OLD, rng) + "\n" + _line(B.PROMPT_REJECTED, rng))
+    src = Source("rollout_0.log", Role.ROLLOUT, 0)
+    alone = [list(_bulk.scan_file(path, src)) for path in (long, short)]
+    buf = _bulk.block_buffer()
+    kept = [list(_bulk.scan_file(path, src, buf)) for path in (long, short, long)]
+    assert kept == [*alone, alone[0]]
+    assert sum(len(items) for items in alone[1]) == 2
+
+
 def test_unreadable_file_is_reported_and_skipped(tmp_path: Path) -> None:
     good = tmp_path / "rollout_0.log"
     good.write_text(_line(B.RECV_DONE, random.Random(1)) + "\n")
