@@ -5,6 +5,8 @@ log) only when it holds every such string of one rule logged under that gate, so
 shares a word with a rule ("preparing send operations") never reaches Python. The strings come
 from each rule's own regex (``_rules.RULES``), never from a list kept by hand beside it: a line the
 regex matches holds them all, so the lines kept stay a superset of the lines that give an event.
+Each rule's needle is one of them too (``_rules``); ``read`` gives them with the compiled regex,
+from one parse.
 """
 
 from __future__ import annotations
@@ -14,13 +16,19 @@ import re
 import sys
 from typing import Any
 
-# The parser the re module itself uses (sre_parse until 3.10, deprecated under that name after).
+# The parser and compiler the re module itself uses (sre_parse/sre_compile until 3.10, deprecated under
+# those names after).
 if sys.version_info >= (3, 11):
     _c: Any = importlib.import_module("re._constants")
     _p: Any = importlib.import_module("re._parser")
+    _k: Any = importlib.import_module("re._compiler")
 else:  # pragma: no cover - Python 3.10
     import sre_constants as _c
     import sre_parse as _p
+
+    _k = importlib.import_module("sre_compile")
+
+_LITERAL, _SUBPATTERN, _AT, _REPEATS = _c.LITERAL, _c.SUBPATTERN, _c.AT, (_c.MAX_REPEAT, _c.MIN_REPEAT)
 
 MIN_LENGTH = 3
 """Shorter required strings (``": "``, ``" "``) are on nearly every line: not worth a check."""
@@ -31,6 +39,26 @@ def required_literals(pattern: re.Pattern[str]) -> tuple[str, ...]:
     ``MIN_LENGTH`` long, in order; () when it cannot tell (case-insensitive or verbose patterns)."""
     if pattern.flags & (re.IGNORECASE | re.VERBOSE):
         return ()
+    return _strings(_p.parse(pattern.pattern, pattern.flags))
+
+
+def read(source: str, flags: int = 0) -> tuple[re.Pattern[str], tuple[str, ...], tuple[tuple[str, ...], ...]]:
+    """``re.compile(source, flags)``, the strings every match holds (``required_literals``) and, where
+    it has none and its top level is ``A|B|...``, those of each alternative (else ``()``), from one parse.
+
+    ``re.compile`` parses the regex as this does; compiling the tree read here (``re``'s own last
+    step) spares each rule's regex the second parse that reading its strings would cost at import."""
+    tree = _p.parse(source, flags)
+    if flags & (re.IGNORECASE | re.VERBOSE):
+        literals: tuple[str, ...] = ()
+        alternatives: tuple[tuple[str, ...], ...] = ()
+    else:
+        literals = _strings(tree)
+        alternatives = () if literals else tuple(_strings(alt) for alt in _branches(tree))
+    return _compile(source, flags, tree), literals, alternatives
+
+
+def _strings(items: Any) -> tuple[str, ...]:
     out: list[str] = []
     run: list[str] = []
 
@@ -40,20 +68,46 @@ def required_literals(pattern: re.Pattern[str]) -> tuple[str, ...]:
         run.clear()
 
     def walk(items: Any) -> None:
-        for op, av in items:
-            if op is _c.LITERAL:
+        for op, av in items.data:  # the parse tree's own list: indexing the tree costs a call an item
+            if op is _LITERAL:
                 run.append(chr(av))
-            elif op is _c.SUBPATTERN and not av[1] & re.IGNORECASE:  # a group: in every match, in place
+            elif op is _SUBPATTERN and not av[1] & re.IGNORECASE:  # a group: in every match, in place
                 walk(av[-1])
-            elif op is _c.AT:  # ^, $, \b: zero width, between characters of the run
+            elif op is _AT:  # ^, $, \b: zero width, between characters of the run
                 continue
-            elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT) and av[0] >= 1:
+            elif op in _REPEATS and av[0] >= 1:
                 flush()  # what repeats is in every match, once at least, but not joined to its sides
                 walk(av[2])
                 flush()
             else:  # a class, a branch, an optional part, a look-around: no fixed text
                 flush()
 
-    walk(_p.parse(pattern.pattern, pattern.flags))
+    walk(items)
     flush()
     return tuple(dict.fromkeys(out))
+
+
+def _branches(items: Any) -> list[Any]:
+    """The alternatives of a regex whose top level is one branch (``A|B``, ``(?:A|B)``, ``^(A|B)$``)."""
+    ops = [(op, av) for op, av in items.data if op is not _c.AT]
+    if len(ops) == 1 and ops[0][0] is _c.SUBPATTERN and not ops[0][1][1] & re.IGNORECASE:
+        return _branches(ops[0][1][-1])
+    if len(ops) == 1 and ops[0][0] is _c.BRANCH:
+        return list(ops[0][1][1])
+    return []
+
+
+def _compile(source: str, flags: int, tree: Any) -> re.Pattern[str]:
+    """What ``re.compile(source, flags)`` returns (an equal pattern), from ``tree``; ``re.compile``
+    itself where this Python's ``re`` is not built as expected."""
+    try:
+        code = _k._code(tree, flags)
+        state = tree.state
+        index: list[str | None] = [None] * state.groups
+        for name, i in state.groupdict.items():
+            index[i] = name
+        compiled: re.Pattern[str] = _k._sre.compile(source, flags | state.flags, code, state.groups - 1,
+                                                    state.groupdict, tuple(index))
+        return compiled
+    except (AttributeError, TypeError):  # pragma: no cover - another re's internals
+        return re.compile(source, flags)

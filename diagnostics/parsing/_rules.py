@@ -1,17 +1,30 @@
 """Message rules: which log message means what, in all three Cosmos-RL generations.
 
-Each ``Rule`` has a ``needle`` (a fixed string every line it matches contains), a regex and a
-builder. The needles double as the fixed-string markers of the grep prefilter (``_prefilter``):
-a line without any needle can only ever be a ``LogLine``. ``classify_message`` tries the rules
-whose needles occur in the message, in catalogue order, and returns the first match.
+A rule is one declaration: ``@rule(regex, gates=...)`` on its builder, ``signal_rule(regex, kind,
+gates=..., **fields)``, ``foreign_rule`` (gated by ``FOREIGN_GATES``) or ``template_rule`` (a bulk
+shape, ``_templates``). Everything else about it is read from that declaration, never kept beside it:
 
-"Wrapper" rules (a failure that quotes another error: ``Failed to load or parse config file
-{path}: {e}``, ``[Rollout] Failed in rollout generation: {e}``...) also classify the quoted error,
-so ``... : CUDA out of memory`` yields both the wrapper signal and an ``OOM`` signal.
+- **Needle**: the quick ``in`` test before the regex, and a marker of launcher files. It is the
+  longest string that every match of the regex holds (``_required``: ``re``'s own parse of it) and
+  that the rule's gates do not already say; a line the regex matches holds it, so no event is lost
+  to it. A regex whose top level is ``A|B|...`` with no such string gets one needle per alternative
+  (the longest string each alternative requires), one catalogue entry each, in place, sharing the
+  regex and builder: a line is looked up by whichever its alternative holds. A regex that requires
+  no string of ``MIN_LENGTH`` characters in some alternative is refused at import.
+- **Gates** (replica and controller logs, below): ``LEVEL_GATES`` plus the ``gates=`` of the
+  declaration: the cosmos level and tag prefix the message is logged under (``INFO_CONTROLLER``...),
+  a tag of its own, or ``OWN_NEEDLE`` for a message printed without either (its needle is its
+  gate). A bulk shape's gates are the others' tag gates that its text holds.
+- ``NEEDLES``, ``GATES`` and what the scanners look for (``_markers``, ``_prefilter``, the live
+  follower) come from ``RULES``.
 
-Texts come from docs/reference/cosmos-rl.md §2.3-§2.8, §4-§6, §8.6, §13.6, §14 and docs/reference/alpamayo-recipe.md
-§8, §11, §14;
-each group below names its section.
+``classify_message`` tries the rules whose needles occur in the message, in catalogue order, and
+returns the first match. "Wrapper" rules (a failure that quotes another error: ``Failed to load or
+parse config file {path}: {e}``, ``[Rollout] Failed in rollout generation: {e}``...) also classify
+the quoted error, so ``... : CUDA out of memory`` yields both the wrapper signal and an ``OOM`` signal.
+
+Texts come from docs/reference/cosmos-rl.md §2.3-§2.8, §4-§6, §8.6, §13.6, §14 and
+docs/reference/alpamayo-recipe.md §8, §11, §14; each group below names its section.
 """
 
 from __future__ import annotations
@@ -47,7 +60,8 @@ from diagnostics.events import (
 )
 from diagnostics.parsing._build import MAX_TEXT, ctx_maker
 from diagnostics.parsing._literal import read_literal
-from diagnostics.parsing._required import required_literals
+from diagnostics.parsing._required import MIN_LENGTH
+from diagnostics.parsing._required import read as read_regex
 from diagnostics.parsing._templates import Bulk, Template, convert, event_kwargs, message_pattern
 
 MAX_FIELD = 2048  # characters of an error message kept in a signal field
@@ -97,23 +111,92 @@ Builder = Callable[[Any, Ctx], Event | None]  # gets a re.Match (or a _MatchView
 
 @dataclass(frozen=True, slots=True)
 class Rule:
+    """One entry of the catalogue, all of it read from its declaration (see the module's doc)."""
+
     needle: str
     pattern: re.Pattern[str]
     build: Builder
     wrapper: bool = False  # the ``error`` group quotes another message: classify it too
     gates: frozenset[str] = frozenset()  # in replica/controller logs: the line must hold one of these
     alt_groups: bool = False  # the regex has ``<name>2`` alternatives to fold into ``<name>``
+    literals: tuple[str, ...] = ()  # the strings every match holds (``_required``), else ``(needle,)``
 
 
-_RULES: list[Rule] = []
-_OWN_GATES: dict[int, str] = {}  # id(build) -> the text whose tag gates a template's rule has
+# ---------------------------------------------------------------- gates for replica and controller logs
+#
+# controller.log / policy_<i>.log / rollout_<i>.log are most of the bytes of a run, and mostly
+# DEBUG and vLLM noise. There a rule is tried only when the line also holds one of its *gates*:
+# the cosmos level prefix of the level the message is logged at, or a tag that every line of the
+# message carries, declared on the rule (``gates=``; levels: docs/reference/cosmos-rl.md §4-§6 tables).
+# The gates of all rules together are few, so GNU grep can look for all of them at once at near disk
+# speed (``_prefilter``); the pure path applies the same gates, so both paths see the same lines. Any
+# rule fires on a WARNING/ERROR/CRITICAL line, and exception lines inside a traceback are read without
+# gates. Launcher captures and stage logs (small) are read without gates.
+
+LEVEL_GATES = (" - WARNING - ", " - ERROR - ", " - CRITICAL - ")
+INFO_CONTROLLER = " - INFO - [Controller] "
+INFO_ROLLOUT = " - INFO - [Rollout"  # also "[Rollout rank=N]"
+INFO_POLICY = " - INFO - [Policy] "
+WEIGHT_SYNC_THREAD = "[WeightSyncThread] "  # the async weight sender's lines, at any level
+# HA_NCCL, [NCCL] and [ABNORMAL ...] lines are WARNING/ERROR (§4.7, §5.2, §5.5, §6.2, §15): the level
+# gates cover them. The pynccl ``NCCL: ...`` and ``[Watchdog]`` lines have no documented level, and
+# torch's ``Watchdog caught collective operation timeout`` is a glog line without a cosmos prefix.
+NCCL_GATES = ("NCCL: ", "Watchdog")
+# Other frameworks' lines (``foreign_rule``): a short list, so the marker scan of every replica line
+# stays as fast as before those rules (a gate is also a marker).
+FOREIGN_GATES = (
+    "[c10d]",  # torch's socket / store warnings: [W304 19:44:37.5 socket.cpp:767] [c10d] ...
+    "NCCL WARN",  # NCCL's own log: host:pid:tid [dev] file:line NCCL WARN ...
+    "NCCL error",  # torch's C10D_NCCL_CHECK text outside a traceback
+    "Watchdog",  # ProcessGroupNCCL's watchdog lines
+    "CUDA Error", "CUDA error",  # vLLM's cumem allocator on stderr; C10_CUDA_CHECK
+    "out of memory",
+    "failed (exitcode:",  # torchrun's agent: E0325 ... failed (exitcode: -9) local_rank: 5 (pid: 2630) ...
+    "terminate called", "SIGSEGV", "Caught signal",  # C++ and signal handlers
+    "Error:", "Exception:", "ERROR", "CRITICAL",  # an exception line without its traceback, other loggers' levels
+)
+
+
+class _OwnNeedle:
+    def __repr__(self) -> str:
+        return "OWN_NEEDLE"
+
+
+OWN_NEEDLE = _OwnNeedle()
+"""``gates=OWN_NEEDLE``: a message that other code prints (bash, slurmstepd, torch, W&B...) or that has
+no documented level: in a gated log, any line holding the rule's needle."""
+
+Gates = tuple[str, ...] | _OwnNeedle
+
+
+@dataclass(frozen=True, slots=True)
+class _Definition:
+    """A declaration as written: the regex (compiled, and what ``_required`` read from it: the strings
+    every match holds, those of each top-level alternative), the builder and the declared gates
+    (``None``: a bulk shape's, read from ``text`` once every rule's gates are known)."""
+
+    pattern: re.Pattern[str]
+    literals: tuple[str, ...]
+    alternatives: tuple[tuple[str, ...], ...]
+    build: Builder
+    wrapper: bool
+    gates: Gates | None
+    text: str = ""
+
+
+_DEFINITIONS: list[_Definition] = []
 TEMPLATES: dict[Bulk, Template] = {}
 """The bulk shapes (``_templates``), each also a rule here, tried before its shape's general rule."""
 
 
+def _define(pattern: str, flags: int, build: Builder, wrapper: bool, gates: Gates | None, text: str = "") -> None:
+    compiled, literals, alternatives = read_regex(pattern, flags)
+    _DEFINITIONS.append(_Definition(compiled, literals, alternatives, build, wrapper, gates, text))
+
+
 def template_rule(t: Template) -> None:
-    """The rule of a bulk shape: its message, whole, at its level; the event from its fields. Its needle
-    is its longest literal piece, its gates the tag gates its text holds (``_GATES``' vocabulary)."""
+    """The rule of a bulk shape: its message, whole, at its level; the event from its fields. Its gates
+    are the other rules' tag gates that its text holds."""
     TEMPLATES[t.kind] = t
     if t.event is None or t.level is None:
         return  # a whole line, read by its family's parser (prefetch lines)
@@ -126,25 +209,23 @@ def template_rule(t: Template) -> None:
         fields = convert(t, m.groupdict())
         return None if fields is None else make(c, **event_kwargs(t, fields))
 
-    literals = [lit for lit, _, _ in Template(t.kind, t.message).parts()]
-    needle = max(literals, key=len)
-    text = " - " + "".join(lit for lit, _, _ in t.parts())
-    _OWN_GATES[id(build)] = text
-    _RULES.append(Rule(needle, re.compile(message_pattern(t)), build))
+    _define(message_pattern(t), 0, build, False, None, " - " + "".join(lit for lit, _, _ in t.parts()))
 
 
-def rule(needle: str, pattern: str, *, wrapper: bool = False, flags: int = 0) -> Callable[[Builder], Builder]:
-    compiled = re.compile(pattern, flags)
+def rule(pattern: str, /, *, gates: Gates = (), wrapper: bool = False,
+         flags: int = 0) -> Callable[[Builder], Builder]:
+    """Declares a rule: its regex (searched in a line's message), its gates beyond ``LEVEL_GATES`` and
+    its builder (the function decorated). Its needle is read from the regex."""
 
     def register(build: Builder) -> Builder:
-        _RULES.append(Rule(needle, compiled, build, wrapper))
+        _define(pattern, flags, build, wrapper, gates)
         return build
 
     return register
 
 
-def signal_rule(needle: str, pattern: str, signal_kind: SignalKind, /, *, wrapper: bool = False, flags: int = 0,
-                **const: Any) -> None:
+def signal_rule(pattern: str, signal_kind: SignalKind, /, *, gates: Gates = (), wrapper: bool = False,
+                flags: int = 0, **const: Any) -> None:
     """A rule whose event is a ``Signal``: named groups become fields (ints where they look like ints)."""
 
     def build(m: re.Match[str], c: Ctx) -> Event:
@@ -153,7 +234,7 @@ def signal_rule(needle: str, pattern: str, signal_kind: SignalKind, /, *, wrappe
             fields[k] = _auto(v)
         return _make_signal(c, kind=signal_kind, fields=fields)
 
-    rule(needle, pattern, wrapper=wrapper, flags=flags)(build)
+    rule(pattern, gates=gates, wrapper=wrapper, flags=flags)(build)
 
 
 def _auto(v: str | None) -> Any:
@@ -210,9 +291,9 @@ template_rule(Template(Bulk.STAT_OLD, "INFO - [Controller] Stat: {samples:int} s
 
 
 @rule(
-    "[Controller] Stat: ",
     r"\[Controller\] Stat: (\d+) samples, (\d+) completion tokens, (\d+) pending rollouts, "
     r"(?:(\d+) in-flight, (\d+) filtered \(outdated\), )?([\d.eE+-]+|nan|inf)(?:s| seconds) elapsed",
+    gates=(INFO_CONTROLLER,),
 )
 def _stat(m: re.Match[str], c: Ctx) -> Event | None:
     samples, tokens, pending, in_flight, filtered, elapsed_text = m.groups()
@@ -270,7 +351,7 @@ template_rule(Template(Bulk.STEP, "INFO - Step: {step:int}/{total:int}, Reward M
                        "Loss Max: {kl_loss_max:float}, Iteration time: {iteration_time_s:float}s.", Step))
 
 
-@rule("Step: ", r"^Step: (\d+)/(\d+)(?:, (.*))?$")
+@rule(r"^Step: (\d+)/(\d+)(?:, (.*))?$", gates=(" - INFO - Step: ",))
 def _step(m: re.Match[str], c: Ctx) -> Event | None:
     # Each ``, ``-separated piece is ``<name>:? <value>``: the value is what follows the last space (no
     # white space in it), the name what precedes it; names repeat on every line, hence the cache.
@@ -309,7 +390,7 @@ template_rule(Template(Bulk.TRAIN_REPORT, "INFO - [Controller] Train report data
                        fold=lambda f: {"rollouts": f["rollouts"], "metrics": parse_report_pairs(f["pairs"])}))
 
 
-@rule("Train report data from total ", r"Train report data from total (\d+) rollouts: ?(.*)$")
+@rule(r"Train report data from total (\d+) rollouts: ?(.*)$", gates=(INFO_CONTROLLER,))
 def _train_report(m: re.Match[str], c: Ctx) -> Event | None:
     return _make_train_report(c, rollouts=int(m.group(1)), metrics=parse_report_pairs(m.group(2)))
 
@@ -322,7 +403,7 @@ template_rule(Template(Bulk.DYNAMIC_OUTDATED, "INFO - Dynamic sampling rewards d
                        "{{'outdated': {outdated:count}}}.", DynamicSampling, fold=lambda f: {"counts": dict(f)}))
 
 
-@rule("Dynamic sampling rewards distribution so far: ", r"Dynamic sampling rewards distribution so far: (.*)$")
+@rule(r"Dynamic sampling rewards distribution so far: (.*)$", gates=(" - INFO - Dynamic sampling",))
 def _dynamic_sampling(m: re.Match[str], c: Ctx) -> Event | None:
     raw = m.group(1)
     start, end = raw.find("{"), raw.rfind("}")
@@ -350,9 +431,8 @@ template_rule(Template(Bulk.STALENESS, "INFO - [Controller] weight staleness: ac
 
 
 @rule(
-    "weight staleness: ",
     r"weight staleness: accepted p50=(-?\d+) p99=(-?\d+) max=(-?\d+), discarded=(\d+)/(\d+) "
-    r"\(allowed_outdated_steps=(-?\d+), sync_weight_interval=(-?\d+)\)",
+    r"\(allowed_outdated_steps=(-?\d+), sync_weight_interval=(-?\d+)\)", gates=(INFO_CONTROLLER,),
 )
 def _staleness(m: re.Match[str], c: Ctx) -> Event | None:
     g = [int(x) for x in m.groups()]
@@ -363,8 +443,8 @@ def _staleness(m: re.Match[str], c: Ctx) -> Event | None:
 # ---------------------------------------------------------------- throttle (§4.3; absent at 747d1bd)
 
 
-@rule("Soft throttle ", r"Soft throttle (ENGAGED|still engaged after|RELEASED after) ?([\d.]+s)?:? "
-      r"samples_on_the_fly=(\d+) (?:>= |< )?threshold=(\d+)")
+@rule(r"Soft throttle (ENGAGED|still engaged after|RELEASED after) ?([\d.]+s)?:? "
+      r"samples_on_the_fly=(\d+) (?:>= |< )?threshold=(\d+)", gates=(INFO_CONTROLLER,))
 def _throttle(m: re.Match[str], c: Ctx) -> Event | None:
     word = m.group(1)
     state = (
@@ -376,7 +456,7 @@ def _throttle(m: re.Match[str], c: Ctx) -> Event | None:
                           seconds=_float(m.group(2)))
 
 
-@rule("Current pending rollouts ", r"Current pending rollouts (\d+) is larger than the allowed outdated version "
+@rule(r"Current pending rollouts (\d+) is larger than the allowed outdated version "
       r"count (\d+)\. Generate with batch (\d+)")
 def _pending_over(m: re.Match[str], c: Ctx) -> Event | None:
     # The printed "count" is allowed_outdated_steps * n_policy, not the throttle threshold (§4.3).
@@ -392,7 +472,7 @@ def _sync(c: Ctx, phase: SyncPhase, step: int | None = None, seconds: float | No
     return _make_weight_sync(c, phase=phase, step=step, seconds=seconds, megabytes=mb, queue_depth=qd)
 
 
-@rule("weight sync receives", r"\[Rollout\] Starting to execute (\d+); (\d+), (\d+) weight sync receives")
+@rule(r"\[Rollout\] Starting to execute (\d+); (\d+), (\d+) weight sync receives", gates=(INFO_ROLLOUT,))
 def _recv_start(m: re.Match[str], c: Ctx) -> Event | None:
     return _sync(c, SyncPhase.RECV_START)
 
@@ -406,8 +486,8 @@ template_rule(Template(Bulk.RECV_DONE, _RECV + " While {_:int} non-trainable spl
 template_rule(Template(Bulk.RECV_DONE_OLD, _RECV, WeightSync, {"phase": SyncPhase.RECV_DONE, **_DONE}))
 
 
-@rule("recv operations finished", r"All (\d+) at step (\d+|None) recv operations finished in ([\d.eE+-]+) seconds"
-      r"(?: with ([\d.eE+-]+) MB received)?")
+@rule(r"All (\d+) at step (\d+|None) recv operations finished in ([\d.eE+-]+) seconds"
+      r"(?: with ([\d.eE+-]+) MB received)?", gates=(INFO_ROLLOUT,))
 def _recv_done(m: re.Match[str], c: Ctx) -> Event | None:
     _, step, seconds, mb = m.groups()
     return _make_weight_sync(c, phase=SyncPhase.RECV_DONE, step=_int(step), seconds=_float(seconds),
@@ -420,61 +500,61 @@ template_rule(Template(Bulk.SEND_DONE, "DEBUG - [Policy] All {_:int} at step {st
                        {"phase": SyncPhase.POLICY_SEND_DONE, **_DONE}))
 
 
-@rule("send operations", r"All (\d+) at step (\d+|None) send operations(?: of)? finished in ([\d.eE+-]+) seconds"
-      r"(?: with ([\d.eE+-]+) MB sent)?")
+@rule(r"All (\d+) at step (\d+|None) send operations(?: of)? finished in ([\d.eE+-]+) seconds"
+      r"(?: with ([\d.eE+-]+) MB sent)?", gates=OWN_NEEDLE)
 def _policy_send(m: re.Match[str], c: Ctx) -> Event | None:
     _, step, seconds, mb = m.groups()
     return _make_weight_sync(c, phase=SyncPhase.POLICY_SEND_DONE, step=_int(step), seconds=_float(seconds),
                              megabytes=_float(mb), queue_depth=None)
 
 
-@rule("Starting broadcasting of parameters", r"Starting broadcasting of parameters")
+@rule(r"Starting broadcasting of parameters", gates=(INFO_ROLLOUT,))
 def _bcast_start(m: re.Match[str], c: Ctx) -> Event | None:
     return _sync(c, SyncPhase.BROADCAST_START)
 
 
-@rule("Starting full-model broadcast", r"Starting full-model broadcast")
+@rule(r"Starting full-model broadcast", gates=(INFO_ROLLOUT,))
 def _bcast_full_start(m: re.Match[str], c: Ctx) -> Event | None:
     return _sync(c, SyncPhase.BROADCAST_START)
 
 
-@rule("Finished broadcasting of parameters", r"Finished broadcasting of parameters")
+@rule(r"Finished broadcasting of parameters", gates=(INFO_ROLLOUT,))
 def _bcast_done(m: re.Match[str], c: Ctx) -> Event | None:
     return _sync(c, SyncPhase.BROADCAST_DONE)
 
 
-@rule("Finished full-model broadcast", r"Finished full-model broadcast(?:: (\d+) params, ([\d.]+) MB, ([\d.]+) s)?")
+@rule(r"Finished full-model broadcast(?:: (\d+) params, ([\d.]+) MB, ([\d.]+) s)?", gates=(INFO_ROLLOUT,))
 def _bcast_full_done(m: re.Match[str], c: Ctx) -> Event | None:
     return _sync(c, SyncPhase.BROADCAST_DONE, None, _float(m.group(3)), _float(m.group(2)))
 
 
-@rule("Setting weight_synced after broadcast", r"Setting weight_synced after broadcast(?: \(n_dst=\d+, step=(\w+)\))?")
+@rule(r"Setting weight_synced after broadcast(?: \(n_dst=\d+, step=(\w+)\))?", gates=(INFO_ROLLOUT,))
 def _synced_after(m: re.Match[str], c: Ctx) -> Event | None:
     return _sync(c, SyncPhase.SYNCED_AFTER_BROADCAST, _int(m.group(1)))
 
 
-@rule("[WeightSyncThread] Enqueued ", r"\[WeightSyncThread\] Enqueued (P2R|R2R) \(step=(\w+)(?:, .*?qdepth=(\d+))?")
+@rule(r"\[WeightSyncThread\] Enqueued (P2R|R2R) \(step=(\w+)(?:, .*?qdepth=(\d+))?", gates=(WEIGHT_SYNC_THREAD,))
 def _wst_enqueued(m: re.Match[str], c: Ctx) -> Event | None:
     return _sync(c, SyncPhase.ASYNC_ENQUEUED, _int(m.group(2)), qd=_int(m.group(3)))
 
 
-@rule("[WeightSyncThread] P2R done", r"\[WeightSyncThread\] P2R done \(step=(\w+), ver=\w+, ([\d.]+) ms"
-      r"(?:, qdepth_after=(\d+))?")
+@rule(r"\[WeightSyncThread\] P2R done \(step=(\w+), ver=\w+, ([\d.]+) ms"
+      r"(?:, qdepth_after=(\d+))?", gates=(WEIGHT_SYNC_THREAD,))
 def _wst_p2r_done(m: re.Match[str], c: Ctx) -> Event | None:
     ms = _float(m.group(2))
     return _sync(c, SyncPhase.ASYNC_DONE, _int(m.group(1)), ms / 1000 if ms is not None else None,
                  qd=_int(m.group(3)))
 
 
-@rule("[WeightSyncThread] R2R done", r"\[WeightSyncThread\] R2R done: (\d+) params, ([\d.]+) MB, ([\d.]+) ms, "
-      r"step=(\w+)(?:, ver=\w+, qdepth_after=(\d+))?")
+@rule(r"\[WeightSyncThread\] R2R done: (\d+) params, ([\d.]+) MB, ([\d.]+) ms, "
+      r"step=(\w+)(?:, ver=\w+, qdepth_after=(\d+))?", gates=(WEIGHT_SYNC_THREAD,))
 def _wst_r2r_done(m: re.Match[str], c: Ctx) -> Event | None:
     ms = _float(m.group(3))
     return _sync(c, SyncPhase.ASYNC_DONE, _int(m.group(4)), ms / 1000 if ms is not None else None,
                  _float(m.group(2)), _int(m.group(5)))
 
 
-@rule("[R2R Barrier] Timed out", r"\[R2R Barrier\] Timed out after (\d+)s waiting for go signal(?: \(step=(\w+)\))?")
+@rule(r"\[R2R Barrier\] Timed out after (\d+)s waiting for go signal(?: \(step=(\w+)\))?", gates=OWN_NEEDLE)
 def _barrier(m: re.Match[str], c: Ctx) -> Event | None:
     return _sync(c, SyncPhase.BARRIER_TIMEOUT, _int(m.group(2)), float(m.group(1)))
 
@@ -488,8 +568,8 @@ template_rule(Template(Bulk.PROMPT_REJECTED, "INFO - [Rollout rank={_:int}] prom
                        "current_weight_version advances", PromptRejected))
 
 
-@rule("prompt rejected: ", r"prompt rejected: prompt\.weight_version=(-?\d+) current_weight_version=(-?\d+) "
-      r"allowed_outdated=(-?\d+) ceiling=(-?\d+)")
+@rule(r"prompt rejected: prompt\.weight_version=(-?\d+) current_weight_version=(-?\d+) "
+      r"allowed_outdated=(-?\d+) ceiling=(-?\d+)", gates=(INFO_ROLLOUT,))
 def _prompt_rejected(m: re.Match[str], c: Ctx) -> Event | None:
     p, cur, a, ceil = (int(x) for x in m.groups())
     return _make_prompt_rejected(c, prompt_version=p, current_version=cur, allowed_outdated=a, ceiling=ceil)
@@ -502,39 +582,39 @@ def _ckpt(phase: CheckpointPhase, c: Ctx, step: int | None, path: str | None) ->
     return _make_checkpoint(c, phase=phase, step=step, path=cap(path, MAX_FIELD) if path else None)
 
 
-@rule("Saving cosmos checkpoint at step", r"Saving cosmos checkpoint at step (\d+)")
+@rule(r"Saving cosmos checkpoint at step (\d+)", gates=(INFO_POLICY,))
 def _ckpt_saving(m: re.Match[str], c: Ctx) -> Event | None:
     return _ckpt(CheckpointPhase.SAVING, c, int(m.group(1)), None)
 
 
-@rule("checkpoint saved successfully at ", r"Step: (\d+), checkpoint saved successfully at (.*?)\.?\s*$")
+@rule(r"Step: (\d+), checkpoint saved successfully at (.*?)\.?\s*$", gates=(INFO_POLICY,))
 def _ckpt_saved(m: re.Match[str], c: Ctx) -> Event | None:
     return _ckpt(CheckpointPhase.SAVED, c, int(m.group(1)), m.group(2))
 
 
-@rule("Marking checkpoint as incomplete", r"Checkpoint (?:complete marker for rank (\d+)|config) not found at "
+@rule(r"Checkpoint (?:complete marker for rank (\d+)|config) not found at "
       r"(.*?)\. Marking checkpoint as incomplete")
 def _ckpt_incomplete(m: re.Match[str], c: Ctx) -> Event | None:
     return _ckpt(CheckpointPhase.INCOMPLETE, c, _step_from_path(m.group(2)), m.group(2))
 
 
-@rule("Async checkpoint save/upload failed", r"Async checkpoint save/upload failed")
+@rule(r"Async checkpoint save/upload failed")
 def _ckpt_failed(m: re.Match[str], c: Ctx) -> Event | None:
     return _ckpt(CheckpointPhase.FAILED, c, None, None)
 
 
-@rule("Failed to finalize checkpoint manager", r"Failed to finalize checkpoint manager")
+@rule(r"Failed to finalize checkpoint manager")
 def _ckpt_finalize_failed(m: re.Match[str], c: Ctx) -> Event | None:
     return _ckpt(CheckpointPhase.FAILED, c, None, None)
 
 
-@rule("on another rank in the policy replica", r"Final checkpoint (?:invalidation )?failed on another rank in the "
+@rule(r"Final checkpoint (?:invalidation )?failed on another rank in the "
       r"policy replica")
 def _ckpt_final_failed(m: re.Match[str], c: Ctx) -> Event | None:
     return _ckpt(CheckpointPhase.FAILED, c, None, None)
 
 
-@rule("Pruned corrupted checkpoint: ", r"Pruned corrupted checkpoint: (.*?)\s*$")
+@rule(r"Pruned corrupted checkpoint: (.*?)\s*$", gates=OWN_NEEDLE)
 def _ckpt_pruned(m: re.Match[str], c: Ctx) -> Event | None:
     return _ckpt(CheckpointPhase.PRUNED, c, _step_from_path(m.group(1)), m.group(1))
 
@@ -553,356 +633,302 @@ def _config_dump(scope: str) -> Builder:
     return build
 
 
-rule("Loaded configuration: ", r"Loaded configuration: (.*)$")(_config_dump("full"))
-rule("Loaded rollout configuration: ", r"Loaded rollout configuration: (.*)$")(_config_dump("rollout"))
+rule(r"Loaded configuration: (.*)$", gates=(INFO_POLICY,))(_config_dump("full"))
+rule(r"Loaded rollout configuration: (.*)$", gates=(INFO_ROLLOUT,))(_config_dump("rollout"))
 
 # ---------------------------------------------------------------- wrapped failures first (their cause is re-read)
 
 S = SignalKind
-signal_rule("Failed to load or parse config file ", r"Failed to load or parse config file (?P<path>.+?\.toml|\S+): "
+signal_rule(r"Failed to load or parse config file (?P<path>.+?\.toml|\S+): "
             r"(?P<error>.*?)\.?\s*$", S.CONFIG_LOAD_FAILED, wrapper=True)
-signal_rule("Error reading config file ", r"Error reading config file (?P<path>.+?\.toml|\S+): (?P<error>.*)$",
-            S.CONFIG_READ_ERROR, wrapper=True)
-signal_rule("Failed in rollout generation", r"Failed in rollout generation:? ?(?P<error>.*)$",
-            S.ROLLOUT_GENERATION_FAILED, wrapper=True)
+signal_rule(r"Error reading config file (?P<path>.+?\.toml|\S+): (?P<error>.*)$", S.CONFIG_READ_ERROR, wrapper=True)
+signal_rule(r"Failed in rollout generation:? ?(?P<error>.*)$", S.ROLLOUT_GENERATION_FAILED, wrapper=True)
 
 # ---------------------------------------------------------------- vLLM / CUDA out of memory (§6.7, §13.4)
 
-signal_rule("No available memory for the cache blocks", r"No available memory for the cache blocks",
-            S.OOM, kind="no_cache_blocks")
-signal_rule("KV cache is needed", r"(?:max seq len \((?P<max_model_len>\d+)\).*?)?KV cache is needed, which is larger "
+signal_rule(r"No available memory for the cache blocks", S.OOM, kind="no_cache_blocks")
+signal_rule(r"(?:max seq len \((?P<max_model_len>\d+)\).*?)?KV cache is needed, which is larger "
             r"than the available KV cache memory(?:.*?estimated maximum model length is (?P<estimated>\d+))?",
             S.OOM, kind="kv_cache")
-signal_rule("max seq len", r"max seq len \((?P<max_model_len>\d+)\) is larger than the maximum number of tokens that "
+signal_rule(r"max seq len \((?P<max_model_len>\d+)\) is larger than the maximum number of tokens that "
             r"can be stored in KV cache(?: \((?P<kv_tokens>\d+)\))?", S.OOM, kind="max_model_len")
-signal_rule("less than desired GPU memory utilization", r"Free memory on device.*? on startup is less than desired "
+signal_rule(r"Free memory on device.*? on startup is less than desired "
             r"GPU memory utilization", S.OOM, kind="free_memory")
-signal_rule("CUDA out of memory", r"CUDA out of memory", S.OOM, kind="cuda_oom")
-signal_rule("OutOfMemoryError", r"OutOfMemoryError", S.OOM, kind="cuda_oom")
-signal_rule("is longer than the maximum model length", r"prompt \(length (?P<prompt_len>\d+)\) is longer than the "
+signal_rule(r"CUDA out of memory", S.OOM, kind="cuda_oom")
+signal_rule(r"OutOfMemoryError", S.OOM, kind="cuda_oom")
+signal_rule(r"prompt \(length (?P<prompt_len>\d+)\) is longer than the "
             r"maximum model length(?: of (?P<max_model_len>\d+))?", S.OOM, kind="prompt_too_long")
 
 # ---------------------------------------------------------------- other frameworks' resource failures
-# Captured logs of torch, vLLM, SGLang, NCCL, Ray, verl, OpenRLHF and NeMo-RL jobs (docs/reference/
-# docs/reference/foreign-errors.md: each string with its source and versions). Short anchors, so a line that a terminal
-# wrapped still holds one. In a replica or controller log they come inside tracebacks (read without gates),
-# at a cosmos WARNING/ERROR level, or in the few shapes of ``FOREIGN_GATES`` (``_GATES``): a short list, so
-# the marker scan of every replica line stays as fast as before these rules (a gate is also a marker).
-FOREIGN_GATES = (
-    "[c10d]",  # torch's socket / store warnings: [W304 19:44:37.5 socket.cpp:767] [c10d] ...
-    "NCCL WARN",  # NCCL's own log: host:pid:tid [dev] file:line NCCL WARN ...
-    "NCCL error",  # torch's C10D_NCCL_CHECK text outside a traceback
-    "Watchdog",  # ProcessGroupNCCL's watchdog lines
-    "CUDA Error", "CUDA error",  # vLLM's cumem allocator on stderr; C10_CUDA_CHECK
-    "out of memory",
-    "failed (exitcode:",  # torchrun's agent: E0325 ... failed (exitcode: -9) local_rank: 5 (pid: 2630) ...
-    "terminate called", "SIGSEGV", "Caught signal",  # C++ and signal handlers
-    "Error:", "Exception:", "ERROR", "CRITICAL",  # an exception line without its traceback, other loggers' levels
-)
-_FOREIGN_NEEDLES: list[str] = []
+# Captured logs of torch, vLLM, SGLang, NCCL, Ray, verl, OpenRLHF and NeMo-RL jobs
+# (docs/reference/foreign-errors.md: each string with its source and versions). Short anchors, so a line that a
+# terminal wrapped still holds one. In a replica or controller log they come inside tracebacks (read without
+# gates), at a cosmos WARNING/ERROR level, or in the few shapes of ``FOREIGN_GATES``.
 
 
-def foreign_rule(needle: str, pattern: str, signal_kind: SignalKind, /, **const: Any) -> None:
-    _FOREIGN_NEEDLES.append(needle)
-    signal_rule(needle, pattern, signal_kind, **const)
+def foreign_rule(pattern: str, signal_kind: SignalKind, /, **const: Any) -> None:
+    """Another framework's failure line: a ``signal_rule`` gated by ``FOREIGN_GATES``."""
+    signal_rule(pattern, signal_kind, gates=FOREIGN_GATES, **const)
 
 
-foreign_rule("CUDA Error: out of memory", r"CUDA Error: out of memory(?: at (?P<where>\S+))?", S.OOM, kind="cumem")
-foreign_rule("CUDA error: out of memory", r"CUDA error: out of memory", S.OOM, kind="cuda_oom")
-foreign_rule("CUBLAS_STATUS_ALLOC_FAILED", r"CUBLAS_STATUS_ALLOC_FAILED", S.OOM, kind="cuda_oom")
-foreign_rule("Cuda failure", r"Cuda failure (?:\d+ )?'out of memory'", S.OOM, kind="cuda_oom")
-foreign_rule("Failed to CUDA calloc", r"Failed to CUDA calloc(?: async)? (?P<bytes>\d+) bytes", S.OOM, kind="cuda_oom")
-foreign_rule("Error in memory profiling", r"Error in memory profiling\. Initial (?:free|used) memory", S.OOM,
-             kind="free_memory")
-foreign_rule("max seq len (", r"max seq len \((?P<max_model_len>\d+)\), \((?P<needed>[\d.]+) Gi?B KV cach", S.OOM,
-             kind="kv_cache")
-foreign_rule("increase --mem-fraction-static", r"Not enough memory\. Please try to increase --mem-fraction-static",
-             S.OOM, kind="kv_pool")
-foreign_rule(" out of memory. Try to lower", r"(?P<phase>Prefill|Decode) out of memory\. Try to lower", S.OOM,
-             kind="cuda_oom")
-foreign_rule("alloc_req_slots runs out of memory", r"alloc_req_slots runs out of memory", S.OOM, kind="kv_pool")
+foreign_rule(r"CUDA Error: out of memory(?: at (?P<where>\S+))?", S.OOM, kind="cumem")
+foreign_rule(r"CUDA error: out of memory", S.OOM, kind="cuda_oom")
+foreign_rule(r"CUBLAS_STATUS_ALLOC_FAILED", S.OOM, kind="cuda_oom")
+foreign_rule(r"Cuda failure (?:\d+ )?'out of memory'", S.OOM, kind="cuda_oom")
+foreign_rule(r"Failed to CUDA calloc(?: async)? (?P<bytes>\d+) bytes", S.OOM, kind="cuda_oom")
+foreign_rule(r"Error in memory profiling\. Initial (?:free|used) memory", S.OOM, kind="free_memory")
+foreign_rule(r"max seq len \((?P<max_model_len>\d+)\), \((?P<needed>[\d.]+) Gi?B KV cach", S.OOM, kind="kv_cache")
+foreign_rule(r"Not enough memory\. Please try to increase --mem-fraction-static", S.OOM, kind="kv_pool")
+foreign_rule(r"(?P<phase>Prefill|Decode) out of memory\. Try to lower", S.OOM, kind="cuda_oom")
+foreign_rule(r"alloc_req_slots runs out of memory", S.OOM, kind="kv_pool")
 
-foreign_rule("THCudaCheck FAIL", r"THCudaCheck FAIL.*out of mem", S.OOM, kind="cuda_oom")
-foreign_rule("CUresult error", r"CUresult error:? +(?:result=)?2\b", S.OOM, kind="cumem")
-foreign_rule("larger than the available KV cache memory", r"larger than the available KV cache memory", S.OOM,
-             kind="kv_cache")
-foreign_rule("wait timeout after", r"wait timeout after (?P<ms>\d+) ?ms", S.NCCL_ERROR, kind="store_timeout")
-foreign_rule("seconds waiting for clients", r"Timed out after (?P<seconds>\d+) seconds waiting for clients",
-             S.NCCL_ERROR, kind="store_timeout")
-foreign_rule("Timeout waiting for key", r"Timeout waiting for key:? ?(?P<key>\S*)", S.NCCL_ERROR, kind="store_timeout")
-foreign_rule("Socket Timeout", r"\bSocket Timeout\b", S.NCCL_ERROR, kind="store_timeout")
-foreign_rule("socket has timed out", r"The (?:client|server) socket has timed out after (?P<after>\S+)", S.NCCL_ERROR,
-             kind="socket_timeout")
-foreign_rule("socket has failed to connect", r"The client socket has failed to connect to (?P<addr>.*?)\.?$",
-             S.NCCL_ERROR, kind="socket_connect")
-foreign_rule("ailed to recv, got 0 bytes", r"[Ff]ailed to recv, got 0 bytes", S.NCCL_ERROR, kind="peer_closed")
-foreign_rule("ailed to send, sent 0 bytes", r"[Ff]ailed to send, sent 0 bytes", S.NCCL_ERROR, kind="peer_closed")
-foreign_rule("Connection closed by peer", r"Connection closed by peer", S.NCCL_ERROR, kind="peer_closed")
-foreign_rule("for recv operation to complete", r"Timed out waiting (?P<ms>\d+)ms for recv operation to complete",
-             S.NCCL_ERROR, kind="comm_timeout")
-foreign_rule("RendezvousTimeoutError", r"RendezvousTimeoutError", S.NCCL_ERROR, kind="rendezvous_timeout")
-foreign_rule("RendezvousConnectionError", r"RendezvousConnectionError", S.NCCL_ERROR, kind="rendezvous_timeout")
-foreign_rule("NCCL communicator was aborted", r"NCCL communicator was aborted on rank (?P<rank>\d+)", S.NCCL_ERROR,
-             kind="comm_aborted")
-foreign_rule("NCCL error in:", r"NCCL error in: (?P<where>\S+), (?P<error>.*?)(?:, NCCL version (?P<version>\S+))?$",
+foreign_rule(r"THCudaCheck FAIL.*out of mem", S.OOM, kind="cuda_oom")
+foreign_rule(r"CUresult error:? +(?:result=)?2\b", S.OOM, kind="cumem")
+foreign_rule(r"larger than the available KV cache memory", S.OOM, kind="kv_cache")
+foreign_rule(r"wait timeout after (?P<ms>\d+) ?ms", S.NCCL_ERROR, kind="store_timeout")
+foreign_rule(r"Timed out after (?P<seconds>\d+) seconds waiting for clients", S.NCCL_ERROR, kind="store_timeout")
+foreign_rule(r"Timeout waiting for key:? ?(?P<key>\S*)", S.NCCL_ERROR, kind="store_timeout")
+foreign_rule(r"\bSocket Timeout\b", S.NCCL_ERROR, kind="store_timeout")
+foreign_rule(r"The (?:client|server) socket has timed out after (?P<after>\S+)", S.NCCL_ERROR, kind="socket_timeout")
+foreign_rule(r"The client socket has failed to connect to (?P<addr>.*?)\.?$", S.NCCL_ERROR, kind="socket_connect")
+foreign_rule(r"[Ff]ailed to recv, got 0 bytes", S.NCCL_ERROR, kind="peer_closed")
+foreign_rule(r"[Ff]ailed to send, sent 0 bytes", S.NCCL_ERROR, kind="peer_closed")
+foreign_rule(r"Connection closed by peer", S.NCCL_ERROR, kind="peer_closed")
+foreign_rule(r"Timed out waiting (?P<ms>\d+)ms for recv operation to complete", S.NCCL_ERROR, kind="comm_timeout")
+foreign_rule(r"RendezvousTimeoutError", S.NCCL_ERROR, kind="rendezvous_timeout")
+foreign_rule(r"RendezvousConnectionError", S.NCCL_ERROR, kind="rendezvous_timeout")
+foreign_rule(r"NCCL communicator was aborted on rank (?P<rank>\d+)", S.NCCL_ERROR, kind="comm_aborted")
+foreign_rule(r"NCCL error in: (?P<where>\S+), (?P<error>.*?)(?:, NCCL version (?P<version>\S+))?$",
              S.NCCL_ERROR, kind="nccl_error")
-foreign_rule("remote process exited or there was a network error", r"remote process exited or there was a network "
+foreign_rule(r"remote process exited or there was a network "
              r"error", S.NCCL_ERROR, kind="nccl_error")
-foreign_rule("watchdog thread terminated with exception", r"watchdog thread terminated with exception", S.NCCL_ERROR,
-             kind="torch_watchdog")
-foreign_rule("watchdog got stuck", r"watchdog got stuck for (?P<seconds>\d+) seconds", S.NCCL_ERROR,
-             kind="torch_watchdog")
+foreign_rule(r"watchdog thread terminated with exception", S.NCCL_ERROR, kind="torch_watchdog")
+foreign_rule(r"watchdog got stuck for (?P<seconds>\d+) seconds", S.NCCL_ERROR, kind="torch_watchdog")
 
-foreign_rule("Exception (either an error or timeout) detected by watchdog", r"Exception \(either an error or timeout\) "
+foreign_rule(r"Exception \(either an error or timeout\) "
              r"detected by watchdog", S.NCCL_ERROR, kind="torch_watchdog")
-foreign_rule("Some NCCL operations have failed or timed out", r"Some NCCL operations have failed or timed out",
-             S.NCCL_ERROR, kind="torch_watchdog")
-foreign_rule("Connection closed by remote peer", r"Connection closed by remote peer", S.NCCL_ERROR, kind="peer_closed")
-foreign_rule("ncclUnhandledCudaError", r"ncclUnhandledCudaError", S.NCCL_ERROR, kind="nccl_error")
-foreign_rule("ncclSystemError", r"ncclSystemError", S.NCCL_ERROR, kind="nccl_error")
-foreign_rule("ncclRemoteError", r"ncclRemoteError", S.NCCL_ERROR, kind="nccl_error")
-foreign_rule("ncclInternalError", r"ncclInternalError", S.NCCL_ERROR, kind="nccl_error")
+foreign_rule(r"Some NCCL operations have failed or timed out", S.NCCL_ERROR, kind="torch_watchdog")
+foreign_rule(r"Connection closed by remote peer", S.NCCL_ERROR, kind="peer_closed")
+foreign_rule(r"ncclUnhandledCudaError", S.NCCL_ERROR, kind="nccl_error")
+foreign_rule(r"ncclSystemError", S.NCCL_ERROR, kind="nccl_error")
+foreign_rule(r"ncclRemoteError", S.NCCL_ERROR, kind="nccl_error")
+foreign_rule(r"ncclInternalError", S.NCCL_ERROR, kind="nccl_error")
 
-foreign_rule("No CUDA GPUs are available", r"No CUDA GPUs are available", S.GPU_LAYOUT_ERROR, reason="no_gpus")
-foreign_rule("no GPUs found", r"only supported with GPUs, no GPUs found", S.GPU_LAYOUT_ERROR, reason="no_gpus")
-foreign_rule("does not allocate any GPUs", r"does not allocate any GPUs on the driver node", S.GPU_LAYOUT_ERROR,
-             reason="no_gpus")
-foreign_rule("invalid device ordinal", r"invalid device ordinal", S.GPU_LAYOUT_ERROR, reason="invalid_device")
-foreign_rule("is less than total desired GPUs", r"Total available GPUs (?P<available>[\d.]+) is less than total "
+foreign_rule(r"No CUDA GPUs are available", S.GPU_LAYOUT_ERROR, reason="no_gpus")
+foreign_rule(r"only supported with GPUs, no GPUs found", S.GPU_LAYOUT_ERROR, reason="no_gpus")
+foreign_rule(r"does not allocate any GPUs on the driver node", S.GPU_LAYOUT_ERROR, reason="no_gpus")
+foreign_rule(r"invalid device ordinal", S.GPU_LAYOUT_ERROR, reason="invalid_device")
+foreign_rule(r"Total available GPUs (?P<available>[\d.]+) is less than total "
              r"desired GPUs (?P<required>\d+)", S.GPU_LAYOUT_ERROR, reason="not_enough")
-foreign_rule("exceeds the total number of available", r"The number of required \w+s exceeds the total number of "
+foreign_rule(r"The number of required \w+s exceeds the total number of "
              r"available \w+s in the (?:placement group|cluster)(?:\. ?Required number of devices: (?P<required>\d+)"
              r"\. Total number of devices: (?P<available>\d+))?", S.GPU_LAYOUT_ERROR, reason="not_enough")
-foreign_rule("enough GPUs available in a current node", r"You don't have enough GPUs available in a current node",
-             S.GPU_LAYOUT_ERROR, reason="not_enough")
-foreign_rule("Cannot provide a placement group", r"Cannot provide a placement group", S.GPU_LAYOUT_ERROR,
-             reason="not_enough")
-foreign_rule("cannot be satisfied in this ray cluster", r"(?P<required>\d+)\*(?P<nodes>\d+) ?cannot be satisfied in "
+foreign_rule(r"You don't have enough GPUs available in a current node", S.GPU_LAYOUT_ERROR, reason="not_enough")
+foreign_rule(r"Cannot provide a placement group", S.GPU_LAYOUT_ERROR, reason="not_enough")
+foreign_rule(r"(?P<required>\d+)\*(?P<nodes>\d+) ?cannot be satisfied in "
              r"this ray cluster", S.GPU_LAYOUT_ERROR, reason="not_enough")
-foreign_rule("max local gpu count", r"less than (?:than )?max local gpu count \((?P<available>\d+)\)",
-             S.GPU_LAYOUT_ERROR, reason="not_enough")
-foreign_rule("enough GPUs for", r"No(?:t)? enough GPUs for (?:training|PPO training)", S.GPU_LAYOUT_ERROR,
-             reason="not_enough")
+foreign_rule(r"less than (?:than )?max local gpu count \((?P<available>\d+)\)", S.GPU_LAYOUT_ERROR, reason="not_enough")
+foreign_rule(r"No(?:t)? enough GPUs for (?:training|PPO training)", S.GPU_LAYOUT_ERROR, reason="not_enough")
 
-foreign_rule("Duplicate GPU detected", r"Duplicate GPU detected : rank (?P<rank_a>\d+) and rank (?P<rank_b>\d+)",
+foreign_rule(r"Duplicate GPU detected : rank (?P<rank_a>\d+) and rank (?P<rank_b>\d+)",
              S.GPU_LAYOUT_ERROR, reason="not_enough")
-foreign_rule("No available node types can fulfill", r"No available node types can fulfill (?:resource|placement group) "
+foreign_rule(r"No available node types can fulfill (?:resource|placement group) "
              r"requests?.*'GPU'", S.GPU_LAYOUT_ERROR, reason="not_enough")
 
 # A process that died, as its parent reports it: torchrun's agent, Ray's raylet and actor errors, Ray's and UCX's
 # signal handlers, libstdc++'s terminate, Hydra's last words (docs/reference/foreign-errors.md B5, E3-E6).
-foreign_rule("failed (exitcode:", r"failed \(exitcode: (?P<exitcode>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: "
+foreign_rule(r"failed \(exitcode: (?P<exitcode>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: "
              r"(?P<pid>\d+)\)", S.CHILD_FAILED)
-foreign_rule("A worker died or was killed while executing", r"A worker died or was killed while executing a task",
-             S.FATAL_SIGNAL, what="worker_died", detail=None)
-foreign_rule("Worker unexpectedly exits with a connection error code", r"Worker unexpectedly exits with a connection "
+foreign_rule(r"A worker died or was killed while executing a task", S.FATAL_SIGNAL, what="worker_died", detail=None)
+foreign_rule(r"Worker unexpectedly exits with a connection "
              r"error code (?P<code>\d+)", S.FATAL_SIGNAL, what="worker_died", detail=None)
-foreign_rule("The actor died unexpectedly before finishing this task", r"The actor died unexpectedly before finishing "
+foreign_rule(r"The actor died unexpectedly before finishing "
              r"this task", S.FATAL_SIGNAL, what="worker_died", detail=None)
-foreign_rule("The actor is dead because its worker process has died", r"The actor is dead because its worker process "
+foreign_rule(r"The actor is dead because its worker process "
              r"has died", S.FATAL_SIGNAL, what="worker_died", detail=None)
-foreign_rule("killed due to the node running low on memory", r"killed due to the node running low on memory",
-             S.FATAL_SIGNAL, what="host_oom", detail=None)
-foreign_rule("killed due to memory pressure (OOM)", r"(?P<count>\d+) Workers \(tasks / actors\) killed due to memory "
+foreign_rule(r"killed due to the node running low on memory", S.FATAL_SIGNAL, what="host_oom", detail=None)
+foreign_rule(r"(?P<count>\d+) Workers \(tasks / actors\) killed due to memory "
              r"pressure \(OOM\)", S.FATAL_SIGNAL, what="host_oom", detail=None)
-foreign_rule("SIGSEGV received at time", r"\*\*\* SIGSEGV received at time", S.FATAL_SIGNAL, what="segfault",
-             detail=None)
-foreign_rule("Caught signal 11", r"Caught signal 11 \((?P<detail>[^)]*)", S.FATAL_SIGNAL, what="segfault")
-foreign_rule("terminate called after throwing an instance of", r"terminate called after throwing an instance of "
+foreign_rule(r"\*\*\* SIGSEGV received at time", S.FATAL_SIGNAL, what="segfault", detail=None)
+foreign_rule(r"Caught signal 11 \((?P<detail>[^)]*)", S.FATAL_SIGNAL, what="segfault")
+foreign_rule(r"terminate called after throwing an instance of "
              r"'(?P<detail>[^']+)'", S.FATAL_SIGNAL, what="terminate")
-foreign_rule("Error executing job with overrides", r"Error executing job with overrides", S.FATAL_SIGNAL,
-             what="hydra_job_failed", detail=None)
+foreign_rule(r"Error executing job with overrides", S.FATAL_SIGNAL, what="hydra_job_failed", detail=None)
 
 # ---------------------------------------------------------------- launcher (§2.3, §2.4, §2.7, §11.1)
 
-signal_rule("GPUs:", r"Detected (?P<count>\d+) GPUs: ?(?P<ids>.*)$", S.GPUS_DETECTED)
-signal_rule(" replicas: ", r"Number of (?P<role>policy|rollout|reference) replicas: (?P<count>\d+) with "
+signal_rule(r"Detected (?P<count>\d+) GPUs: ?(?P<ids>.*)$", S.GPUS_DETECTED)
+signal_rule(r"Number of (?P<role>policy|rollout|reference) replicas: (?P<count>\d+) with "
             r"(?P<gpus_each>\d+) gpus each", S.REPLICAS_PLANNED)
-signal_rule("Number of workers required", r"Number of workers required: (?P<count>\d+)", S.WORKERS_REQUIRED)
-signal_rule("Multiple worker nodes will be used", r"Multiple worker nodes will be used", S.MULTIPLE_WORKERS)
-signal_rule("Controller is ready at ", r"Controller is ready at (?P<url>\S+)", S.CONTROLLER_READY)
+signal_rule(r"Number of workers required: (?P<count>\d+)", S.WORKERS_REQUIRED)
+signal_rule(r"Multiple worker nodes will be used", S.MULTIPLE_WORKERS)
+signal_rule(r"Controller is ready at (?P<url>\S+)", S.CONTROLLER_READY)
 # Public (``diagnostics.parsing.PROCESS_FAILED_RE``): the supervisor's train monitor matches the
 # launcher's output with it while the launcher runs.
 PROCESS_FAILED_PATTERN = r"Process (?P<process>\S+) failed with return code (?P<rc>-?\d+)"
-signal_rule("failed with return code", PROCESS_FAILED_PATTERN, S.PROCESS_FAILED)
-signal_rule("failed with exit code", r"(?P<process>Policy|Rollout|Controller|Reference) failed with exit code "
+signal_rule(PROCESS_FAILED_PATTERN, S.PROCESS_FAILED)
+signal_rule(r"(?P<process>Policy|Rollout|Controller|Reference) failed with exit code "
             r"(?P<rc>-?\d+)\. Terminating other processes", S.PROCESS_FAILED)
-signal_rule("completed successfully", r"Process (?P<process>\S+) completed successfully", S.PROCESS_COMPLETED)
-signal_rule("treating as success", r"Process (?P<process>\S+) \((?P<role>\w+)\) exited via the coordinated shutdown "
+signal_rule(r"Process (?P<process>\S+) completed successfully", S.PROCESS_COMPLETED)
+signal_rule(r"Process (?P<process>\S+) \((?P<role>\w+)\) exited via the coordinated shutdown "
             r"path \(rc=(?P<rc>-?\d+)\); treating as success", S.COORDINATED_SUCCESS)
-signal_rule("Terminated all processes due to failure", r"Terminated all processes due to failure", S.TERMINATED_ALL)
-signal_rule("exited with code", r"Process (?P<pid>\S+) exited with code (?P<rc>-?\d+)\. Exiting",
-            S.PROCESS_EXITED_EARLY)
-signal_rule("exited as soon as launched", r"Process (?P<pid>\S+) exited as soon as launched", S.PROCESS_EXITED_EARLY,
-            rc=None)
+signal_rule(r"Terminated all processes due to failure", S.TERMINATED_ALL)
+signal_rule(r"Process (?P<pid>\S+) exited with code (?P<rc>-?\d+)\. Exiting", S.PROCESS_EXITED_EARLY)
+signal_rule(r"Process (?P<pid>\S+) exited as soon as launched", S.PROCESS_EXITED_EARLY, rc=None)
 # torchrun's agent when the job is stopped from outside (SIGTERM/SIGINT/SIGHUP: scancel, Ctrl-C, a supervisor):
 # ``Received {sig} death signal, shutting down workers`` (torch/distributed/elastic/agent/server/api.py; the
 # number, or ``Signals.SIGTERM`` in older torch). bash's own report of a child killed by SIGTERM says it too.
-signal_rule("death signal", r"Received (?:Signals\.)?(?P<sig>\d+|SIG[A-Z]+) death signal", S.DEATH_SIGNAL)
-signal_rule("Terminated", r"line \d+: +(?P<pid>\d+) Terminated\b", S.DEATH_SIGNAL, sig=15)
+signal_rule(r"Received (?:Signals\.)?(?P<sig>\d+|SIG[A-Z]+) death signal", S.DEATH_SIGNAL, gates=OWN_NEEDLE)
+signal_rule(r"line \d+: +(?P<pid>\d+) Terminated\b", S.DEATH_SIGNAL, gates=OWN_NEEDLE, sig=15)
 # slurmstepd, on the job's output, when scancel, the time limit or a preemption ends a job or step.
-signal_rule("CANCELLED AT", r"\*\*\* (?:JOB|STEP) (?P<job>\S+) ON (?P<node>\S+) CANCELLED AT (?P<at>\S+)"
-            r"(?: DUE TO (?P<reason>[A-Z][A-Z ]*[A-Z]))?", S.JOB_CANCELLED)
+signal_rule(r"\*\*\* (?:JOB|STEP) (?P<job>\S+) ON (?P<node>\S+) CANCELLED AT (?P<at>\S+)"
+            r"(?: DUE TO (?P<reason>[A-Z][A-Z ]*[A-Z]))?", S.JOB_CANCELLED, gates=OWN_NEEDLE)
 # A process that died hard: Python's fault handler, glibc's abort, bash reporting a child's fatal signal.
-signal_rule("Fatal Python error", r"Fatal Python error: (?P<detail>.*)$", S.FATAL_SIGNAL, what="fatal_python")
-signal_rule("core dumped", r"(?P<detail>Segmentation fault|Aborted|Bus error|Illegal instruction|Floating point "
-            r"exception)[^(]*\(core dumped\)", S.FATAL_SIGNAL, what="core_dumped")
-signal_rule("Segmentation fault", r"Segmentation fault", S.FATAL_SIGNAL, what="segfault", detail=None)
-signal_rule(" Killed", r"line \d+: +(?P<pid>\d+) Killed\b", S.FATAL_SIGNAL, what="killed", detail=None)
-signal_rule("Replica with GPUs larger than", r"Replica with GPUs larger than \d+ occurs but not on Lepton job",
+signal_rule(r"Fatal Python error: (?P<detail>.*)$", S.FATAL_SIGNAL, gates=OWN_NEEDLE, what="fatal_python")
+signal_rule(r"(?P<detail>Segmentation fault|Aborted|Bus error|Illegal instruction|Floating point "
+            r"exception)[^(]*\(core dumped\)", S.FATAL_SIGNAL, gates=OWN_NEEDLE, what="core_dumped")
+signal_rule(r"Segmentation fault", S.FATAL_SIGNAL, gates=OWN_NEEDLE, what="segfault", detail=None)
+signal_rule(r"line \d+: +(?P<pid>\d+) Killed\b", S.FATAL_SIGNAL, gates=OWN_NEEDLE, what="killed", detail=None)
+signal_rule(r"Replica with GPUs larger than \d+ occurs but not on Lepton job",
             S.GPU_LAYOUT_ERROR, reason="larger_than_node")
-signal_rule("Not enough GPUs available", r"Not enough GPUs available\.? ?(?:Required: (?P<required>\d+), "
+signal_rule(r"Not enough GPUs available\.? ?(?:Required: (?P<required>\d+), "
             r"Available: (?P<available>\d+)|Requested (?P<required2>\d+) GPUs, but only (?P<available2>\d+) are "
             r"available)?", S.GPU_LAYOUT_ERROR, reason="not_enough")
-signal_rule("No GPUs available", r"No GPUs available", S.GPU_LAYOUT_ERROR, reason="no_gpus")
-signal_rule("Number of GPUs per node must be", r"Number of GPUs per node must be 1, 2, 4, or 8", S.GPU_LAYOUT_ERROR,
-            reason="bad_per_node")
-signal_rule("is already in use", r"Controller port (?P<port>\d+)(?: from --url (?P<url>\S+))? is already in use",
-            S.CONTROLLER_PORT_BUSY)
+signal_rule(r"No GPUs available", S.GPU_LAYOUT_ERROR, reason="no_gpus")
+signal_rule(r"Number of GPUs per node must be 1, 2, 4, or 8", S.GPU_LAYOUT_ERROR, reason="bad_per_node")
+signal_rule(r"Controller port (?P<port>\d+)(?: from --url (?P<url>\S+))? is already in use", S.CONTROLLER_PORT_BUSY)
 
 # ---------------------------------------------------------------- registration and lifecycle (§3.6, §4.2, §4.7, §5, §6)
 
-signal_rule("Replica started at global rank", r"(?P<role>POLICY|ROLLOUT|REFERENCE) Replica started at global rank "
-            r"(?P<global_rank>\d+), with replica name: (?P<uuid>\S+)", S.REPLICA_STARTED)
-signal_rule("registered to controller", r"(?P<role>POLICY|ROLLOUT|REFERENCE) Replica (?P<uuid>\S+) registered to "
-            r"controller", S.REPLICA_REGISTERED)
-signal_rule("All atoms of ", r"All atoms of (?:Role\.)?(?P<role>\w+) Replica (?P<uuid>\S+) has been set",
-            S.REPLICA_ATOMS_SET)
-signal_rule("more replicas to arrive", r"Waiting for (?P<count>-?\d+) more replicas to arrive", S.WAITING_FOR_REPLICAS)
-signal_rule("No valid rollout replicas found", r"No valid rollout replicas found", S.NO_VALID_ROLLOUT)
-signal_rule(" is dead", r"\[Controller\] (?P<role>Policy|Rollout|Reference) (?P<uuid>\S+) is dead", S.REPLICA_DEAD)
-signal_rule("Unregistering replica ", r"Unregistering replica (?P<uuid>\S+)", S.REPLICA_UNREGISTERING)
-signal_rule(" is stopping.", r"Replica (?P<uuid>\S+) is stopping\.", S.REPLICA_STOPPING)
-signal_rule("will clean hang replicas", r"will clean hang replicas: ?(?P<replicas>.*)$", S.HANG_REPLICAS_CLEANED)
-signal_rule("No policy replicas registered", r"No policy replicas registered\. Assuming training is finished",
-            S.NO_POLICY_REPLICAS)
-signal_rule("Received rollout end signal from ",
-            r"Received rollout end signal from (?P<uuid>\S+?)(?: rank=(?P<rank>\S+))?\s*$", S.ROLLOUT_END_SIGNAL)
-signal_rule("-> DRAINING", r"Job phase \w+ -> DRAINING(?: at frozen horizon (?P<horizon>-?\d+))?", S.JOB_DRAINING)
-signal_rule("All epochs finished fetching rollout prompts", r"All epochs finished fetching rollout prompts",
-            S.ALL_EPOCHS_FETCHED)
+signal_rule(r"(?P<role>POLICY|ROLLOUT|REFERENCE) Replica started at global rank "
+            r"(?P<global_rank>\d+), with replica name: (?P<uuid>\S+)", S.REPLICA_STARTED, gates=OWN_NEEDLE)
+signal_rule(r"(?P<role>POLICY|ROLLOUT|REFERENCE) Replica (?P<uuid>\S+) registered to "
+            r"controller", S.REPLICA_REGISTERED, gates=OWN_NEEDLE)
+signal_rule(r"All atoms of (?:Role\.)?(?P<role>\w+) Replica (?P<uuid>\S+) has been set",
+            S.REPLICA_ATOMS_SET, gates=(INFO_CONTROLLER,))
+signal_rule(r"Waiting for (?P<count>-?\d+) more replicas to arrive", S.WAITING_FOR_REPLICAS, gates=OWN_NEEDLE)
+signal_rule(r"No valid rollout replicas found", S.NO_VALID_ROLLOUT, gates=(INFO_CONTROLLER,))
+signal_rule(r"\[Controller\] (?P<role>Policy|Rollout|Reference) (?P<uuid>\S+) is dead", S.REPLICA_DEAD,
+            gates=(INFO_CONTROLLER,))
+signal_rule(r"Unregistering replica (?P<uuid>\S+)", S.REPLICA_UNREGISTERING, gates=(INFO_CONTROLLER,))
+signal_rule(r"Replica (?P<uuid>\S+) is stopping\.", S.REPLICA_STOPPING, gates=(INFO_CONTROLLER,))
+signal_rule(r"will clean hang replicas: ?(?P<replicas>.*)$", S.HANG_REPLICAS_CLEANED, gates=(INFO_CONTROLLER,))
+signal_rule(r"No policy replicas registered\. Assuming training is finished",
+            S.NO_POLICY_REPLICAS, gates=(INFO_CONTROLLER,))
+signal_rule(r"Received rollout end signal from (?P<uuid>\S+?)(?: rank=(?P<rank>\S+))?\s*$", S.ROLLOUT_END_SIGNAL,
+            gates=(INFO_CONTROLLER,))
+signal_rule(r"Job phase \w+ -> DRAINING(?: at frozen horizon (?P<horizon>-?\d+))?", S.JOB_DRAINING,
+            gates=(INFO_CONTROLLER,))
+signal_rule(r"All epochs finished fetching rollout prompts", S.ALL_EPOCHS_FETCHED, gates=(INFO_CONTROLLER,))
 # 747d1bd end-of-data lines (run_web_panel.py:437-464 there); ``phase`` tells them apart.
-signal_rule("All rollouts have ended", r"All rollouts have ended, recompute total steps with (?P<remaining>\d+) "
-            r"remaining rollouts", S.ALL_ROLLOUTS_ENDED, phase="recompute")
-signal_rule("There are still remaining steps", r"There are still remaining steps, no op required", S.ALL_ROLLOUTS_ENDED,
+signal_rule(r"All rollouts have ended, recompute total steps with (?P<remaining>\d+) "
+            r"remaining rollouts", S.ALL_ROLLOUTS_ENDED, gates=(INFO_CONTROLLER,), phase="recompute")
+signal_rule(r"There are still remaining steps, no op required", S.ALL_ROLLOUTS_ENDED, gates=(INFO_CONTROLLER,),
             phase="steps_remain", remaining=None)
-signal_rule("No remaining steps, policy and rollouts", r"No remaining steps, policy and rollouts happen to finish",
-            S.ALL_ROLLOUTS_ENDED, phase="finished_together", remaining=None)
-signal_rule("Clear the rollout buffer", r"Clear the rollout buffer, and trigger an extra", S.ALL_ROLLOUTS_ENDED,
+signal_rule(r"No remaining steps, policy and rollouts happen to finish",
+            S.ALL_ROLLOUTS_ENDED, gates=(INFO_CONTROLLER,), phase="finished_together", remaining=None)
+signal_rule(r"Clear the rollout buffer, and trigger an extra", S.ALL_ROLLOUTS_ENDED, gates=(INFO_CONTROLLER,),
             phase="extra_fetch", remaining=None)
-signal_rule("Policy side finished", r"Policy side finished; broadcasting STOP(?: to (?P<rollouts>\d+))?",
-            S.POLICY_SIDE_FINISHED)
-signal_rule("All replicas are finished", r"All replicas are finished(?: \((?P<reason>.*?)\))?[;,] finalizing",
-            S.ALL_REPLICAS_FINISHED)
-signal_rule("Rollout checkout gate timed out", r"Rollout checkout gate timed out after (?P<seconds>[\d.]+)s: only "
+signal_rule(r"Policy side finished; broadcasting STOP(?: to (?P<rollouts>\d+))?",
+            S.POLICY_SIDE_FINISHED, gates=(INFO_CONTROLLER,))
+signal_rule(r"All replicas are finished(?: \((?P<reason>.*?)\))?[;,] finalizing",
+            S.ALL_REPLICAS_FINISHED, gates=(INFO_CONTROLLER,))
+signal_rule(r"Rollout checkout gate timed out after (?P<seconds>[\d.]+)s: only "
             r"(?P<posted>\d+)/(?P<expected>\d+)", S.CONTROLLER_SHUTDOWN_ABNORMAL, reason="checkout_gate_timeout")
-signal_rule("All policy replicas are dead and COSMOS_SHUTDOWN_ON_NO_POLICY_REPLICAS",
-            r"All policy replicas are dead and COSMOS_SHUTDOWN_ON_NO_POLICY_REPLICAS", S.CONTROLLER_SHUTDOWN_ABNORMAL,
-            reason="all_policies_dead")
-signal_rule("Building lr schedulers for total steps", r"Building lr schedulers for total steps (?P<total_steps>\d+)",
-            S.TRAINING_STARTED)
-signal_rule("Activating validation dataloader for step", r"Activating validation dataloader for step "
-            r"(?P<step>\d+)", S.VALIDATION, phase="start")
-signal_rule("Validation finished, average reward", r"Validation finished, average reward: .*? at step (?P<step>\d+)",
-            S.VALIDATION, phase="finished")
-signal_rule("Training complete at global step", r"Training complete at global step (?P<step>\d+)",
-            S.TRAINING_COMPLETE)
-signal_rule("[Rollout] Engine initialized.", r"\[Rollout\] Engine initialized\.\s*$", S.ENGINE_INITIALIZED)
-signal_rule("[Rollout] Main loop of ", r"\[Rollout\] Main loop of (?P<replica>\S+) finished",
-            S.ROLLOUT_MAIN_LOOP_FINISHED)
-signal_rule("entering destroy_worker()", r"entering destroy_worker\(\)", S.ROLLOUT_DESTROY_WORKER)
-signal_rule("Successfully loaded configuration from ", r"Successfully loaded configuration from (?P<path>.*?)\s*$",
-            S.CONFIG_LOADED)
+signal_rule(r"All policy replicas are dead and COSMOS_SHUTDOWN_ON_NO_POLICY_REPLICAS", S.CONTROLLER_SHUTDOWN_ABNORMAL,
+            gates=(INFO_CONTROLLER,), reason="all_policies_dead")
+signal_rule(r"Building lr schedulers for total steps (?P<total_steps>\d+)", S.TRAINING_STARTED, gates=(INFO_POLICY,))
+signal_rule(r"Activating validation dataloader for step "
+            r"(?P<step>\d+)", S.VALIDATION, gates=(" - INFO - [DataFetcher] ",), phase="start")
+signal_rule(r"Validation finished, average reward: .*? at step (?P<step>\d+)",
+            S.VALIDATION, gates=(INFO_CONTROLLER,), phase="finished")
+signal_rule(r"Training complete at global step (?P<step>\d+)", S.TRAINING_COMPLETE, gates=(INFO_POLICY,))
+signal_rule(r"\[Rollout\] Engine initialized\.\s*$", S.ENGINE_INITIALIZED, gates=(INFO_ROLLOUT,))
+signal_rule(r"\[Rollout\] Main loop of (?P<replica>\S+) finished", S.ROLLOUT_MAIN_LOOP_FINISHED, gates=(INFO_ROLLOUT,))
+signal_rule(r"entering destroy_worker\(\)", S.ROLLOUT_DESTROY_WORKER, gates=(INFO_ROLLOUT,))
+signal_rule(r"Successfully loaded configuration from (?P<path>.*?)\s*$", S.CONFIG_LOADED, gates=OWN_NEEDLE)
 
 # ---------------------------------------------------------------- silent auto-adjustments at load (§8.6)
 # ``key`` is the field name as printed.
 
-signal_rule("setting allowed_outdated_steps to", r"setting (?P<key>allowed_outdated_steps) to (?P<value>-?\d+)",
-            S.CONFIG_ADJUSTED)
-signal_rule("on_policy is enabled, so", r"on_policy is enabled, so (?P<key>allowed_outdated_steps) is set to "
+signal_rule(r"setting (?P<key>allowed_outdated_steps) to (?P<value>-?\d+)", S.CONFIG_ADJUSTED)
+signal_rule(r"on_policy is enabled, so (?P<key>allowed_outdated_steps) is set to "
             r"(?P<value>-?\d+)", S.CONFIG_ADJUSTED)
-signal_rule("is below allowed_outdated_steps + 1", r"(?P<key>max_inflight_steps) \(\d+\) is below "
+signal_rule(r"(?P<key>max_inflight_steps) \(\d+\) is below "
             r"allowed_outdated_steps \+ 1 \(\d+\); raising to (?P<value>\d+)", S.CONFIG_ADJUSTED)
-signal_rule("coalesce_weight_sync requires off-policy", r"(?P<key>coalesce_weight_sync) requires off-policy training",
-            S.CONFIG_ADJUSTED, value="False")
-signal_rule("is not positive so disable it as None", r"(?P<key>\w+) is not positive so disable it as None",
-            S.CONFIG_ADJUSTED, value="None")
-signal_rule("Seed is negative, setting to", r"Seed is negative, setting to (?P<value>-?\d+)", S.CONFIG_ADJUSTED,
-            key="seed")
+signal_rule(r"(?P<key>coalesce_weight_sync) requires off-policy training", S.CONFIG_ADJUSTED, value="False")
+signal_rule(r"(?P<key>\w+) is not positive so disable it as None", S.CONFIG_ADJUSTED, value="None")
+signal_rule(r"Seed is negative, setting to (?P<value>-?\d+)", S.CONFIG_ADJUSTED, key="seed")
 # Not the distillation lines: printed on every load whatever the config (§8.6 calls them noise).
-signal_rule(" is set to ", r"(?:(?:DAPO|Decoupled loss|use_rollout_logprobs_for_loss|Distillation) is enabled), so "
+signal_rule(r"(?:(?:DAPO|Decoupled loss|use_rollout_logprobs_for_loss|Distillation) is enabled), so "
             r"(?P<key>\w+) is set to (?P<value>[^\s.]+(?:\.\d+)?)", S.CONFIG_ADJUSTED)
 
 # ---------------------------------------------------------------- NCCL (§5.5, §13.6)
 
-signal_rule("NCCL: raw host call exceeded", r"NCCL: raw host call exceeded (?P<ms>\d+) ms for task (?P<task>.*?);",
-            S.NCCL_ERROR, kind="host_call_timeout")
-signal_rule("NCCL: async error detected", r"NCCL: async error detected \(err=(?P<err>.*?)\), task (?P<task>.*?) failed",
-            S.NCCL_ERROR, kind="async_error")
-signal_rule("NCCL: non-blocking enqueue timed out", r"NCCL: non-blocking enqueue timed out for task (?P<task>.*)$",
-            S.NCCL_ERROR, kind="enqueue_timeout")
-signal_rule("NCCL block exceeded", r"\[Watchdog\] NCCL block exceeded (?P<ms>\d+) ms", S.NCCL_ERROR, kind="watchdog")
-signal_rule("[NCCL] Aborted communicator", r"\[NCCL\] Aborted communicator idx=(?P<idx>\d+)", S.NCCL_ERROR,
-            kind="aborted")
-signal_rule("nccl_abort_all aborted", r"nccl_abort_all aborted (?P<count>\d+) communicator", S.NCCL_ERROR,
-            kind="aborted")
-signal_rule("in-flight GPU work exceeded", r"\[ABNORMAL teardown\] (?P<context>.*?): in-flight GPU work exceeded "
-            r"(?P<seconds>[\d.]+)s", S.NCCL_ERROR, kind="abnormal_teardown")
-signal_rule("queue did not drain within", r"\[ABNORMAL teardown\] WeightSyncThread\[(?P<context>.*?)\] queue did not "
-            r"drain within (?P<seconds>[\d.]+)s", S.NCCL_ERROR, kind="abnormal_teardown")
-signal_rule("recovering nccl op", r"recovering nccl op '(?P<op>[^']*)'.* after (?:attempt (?P<attempt>\d+)/"
-            r"(?P<max_attempts>\d+)|(?P<retries>\d+) retries)(?:: (?P<error>.*))?$", S.NCCL_ERROR, kind="ha_recovering")
-signal_rule("failed after", r"nccl op '(?P<op>[^']*)' failed after (?P<attempts>\d+) attempts", S.NCCL_ERROR,
+signal_rule(r"NCCL: raw host call exceeded (?P<ms>\d+) ms for task (?P<task>.*?);",
+            S.NCCL_ERROR, gates=NCCL_GATES, kind="host_call_timeout")
+signal_rule(r"NCCL: async error detected \(err=(?P<err>.*?)\), task (?P<task>.*?) failed",
+            S.NCCL_ERROR, gates=NCCL_GATES, kind="async_error")
+signal_rule(r"NCCL: non-blocking enqueue timed out for task (?P<task>.*)$",
+            S.NCCL_ERROR, gates=NCCL_GATES, kind="enqueue_timeout")
+signal_rule(r"\[Watchdog\] NCCL block exceeded (?P<ms>\d+) ms", S.NCCL_ERROR, gates=NCCL_GATES, kind="watchdog")
+signal_rule(r"\[NCCL\] Aborted communicator idx=(?P<idx>\d+)", S.NCCL_ERROR, gates=NCCL_GATES, kind="aborted")
+signal_rule(r"nccl_abort_all aborted (?P<count>\d+) communicator", S.NCCL_ERROR, gates=NCCL_GATES, kind="aborted")
+signal_rule(r"\[ABNORMAL teardown\] (?P<context>.*?): in-flight GPU work exceeded "
+            r"(?P<seconds>[\d.]+)s", S.NCCL_ERROR, gates=NCCL_GATES, kind="abnormal_teardown")
+signal_rule(r"\[ABNORMAL teardown\] WeightSyncThread\[(?P<context>.*?)\] queue did not "
+            r"drain within (?P<seconds>[\d.]+)s", S.NCCL_ERROR, gates=NCCL_GATES, kind="abnormal_teardown")
+signal_rule(r"recovering nccl op '(?P<op>[^']*)'.* after (?:attempt (?P<attempt>\d+)/"
+            r"(?P<max_attempts>\d+)|(?P<retries>\d+) retries)(?:: (?P<error>.*))?$", S.NCCL_ERROR, gates=NCCL_GATES,
+            kind="ha_recovering")
+signal_rule(r"nccl op '(?P<op>[^']*)' failed after (?P<attempts>\d+) attempts", S.NCCL_ERROR, gates=NCCL_GATES,
             kind="ha_failed")
-signal_rule("failed in create nccl comm", r"failed in create nccl comm ?, report to controller:? ?(?P<error>.*)$",
-            S.NCCL_ERROR, kind="ha_failed")
-signal_rule("wait for nccl comm ready timeout", r"wait for nccl comm ready timeout", S.NCCL_ERROR, kind="comm_timeout")
-signal_rule("Watchdog caught collective operation timeout", r"Watchdog caught collective operation timeout:? ?"
-            r"(?P<detail>.*)$", S.NCCL_ERROR, kind="torch_watchdog")
+signal_rule(r"failed in create nccl comm ?, report to controller:? ?(?P<error>.*)$",
+            S.NCCL_ERROR, gates=NCCL_GATES, kind="ha_failed")
+signal_rule(r"wait for nccl comm ready timeout", S.NCCL_ERROR, gates=NCCL_GATES, kind="comm_timeout")
+signal_rule(r"Watchdog caught collective operation timeout:? ?"
+            r"(?P<detail>.*)$", S.NCCL_ERROR, gates=NCCL_GATES, kind="torch_watchdog")
 
 # ---------------------------------------------------------------- controller unreachable (§13.6) and Redis (§4.1)
 
-signal_rule("Failed to send heartbeat to controller", r"Failed to send heartbeat to controller(?: (?P<url>\S+?))?: "
+signal_rule(r"Failed to send heartbeat to controller(?: (?P<url>\S+?))?: "
             r"(?P<error>.*)$", S.HTTP_FAILURE, kind="heartbeat")
-signal_rule("Failed to register to controller", r"Failed to register to controller:? ?(?P<error>.*)$", S.HTTP_FAILURE,
-            kind="register")
-signal_rule("Failed to communicate with controller", r"Failed to communicate with controller after attempts:? ?"
+signal_rule(r"Failed to register to controller:? ?(?P<error>.*)$", S.HTTP_FAILURE, kind="register")
+signal_rule(r"Failed to communicate with controller after attempts:? ?"
             r"(?P<error>.*)$", S.HTTP_FAILURE, kind="communicate")
-signal_rule("Failed in fetching next prompt from controller", r"Failed in fetching next prompt from controller after "
+signal_rule(r"Failed in fetching next prompt from controller after "
             r"retries ?(?P<error>.*)$", S.HTTP_FAILURE, kind="fetch_prompt")
-signal_rule("Failed in sending rollout completion to controller", r"Failed in sending rollout completion to controller "
+signal_rule(r"Failed in sending rollout completion to controller "
             r"after retries ?(?P<error>.*)$", S.HTTP_FAILURE, kind="send_rollout")
-signal_rule("send train ack to controller after retries", r"Failed in (?:in )?send train ack to controller after "
+signal_rule(r"Failed in (?:in )?send train ack to controller after "
             r"retries ?(?P<error>.*)$", S.HTTP_FAILURE, kind="train_ack")
-signal_rule("Failed in query commands from controller", r"Failed in query commands from controller for replica "
+signal_rule(r"Failed in query commands from controller for replica "
             r"(?P<replica>\S+)", S.HTTP_FAILURE, kind="query_commands")
-signal_rule("Failed to start redis server", r"Failed to start redis server with command: (?P<command>.*) with return "
+signal_rule(r"Failed to start redis server with command: (?P<command>.*) with return "
             r"code (?P<rc>-?\d+)", S.REDIS_FAILURE)
-signal_rule("Redis server failed to start after", r"Redis server failed to start after (?P<attempts>\d+) attempts",
-            S.REDIS_FAILURE, rc=None)
-signal_rule("[Redis] Failed to", r"\[Redis\] Failed to (?P<error>.*)$", S.REDIS_FAILURE, rc=None)
+signal_rule(r"Redis server failed to start after (?P<attempts>\d+) attempts", S.REDIS_FAILURE, rc=None)
+signal_rule(r"\[Redis\] Failed to (?P<error>.*)$", S.REDIS_FAILURE, rc=None)
 
 # ---------------------------------------------------------------- parallel sizes, batch, W&B
 # (§2.2, §5.1, §8.5; recipe §8.4)
 
-signal_rule("Invalid parallel dims", r"Invalid parallel dims: ?(?P<detail>.*)$", S.INVALID_PARALLEL_DIMS)
-signal_rule("the tp_size * pp_size must be equal to world size", r"the tp_size \* pp_size must be equal to world size"
+signal_rule(r"Invalid parallel dims: ?(?P<detail>.*)$", S.INVALID_PARALLEL_DIMS)
+signal_rule(r"the tp_size \* pp_size must be equal to world size"
             r"(?P<detail>.*)$", S.INVALID_PARALLEL_DIMS)
-signal_rule("must be divisible by dp_shard_size", r"train_batch_per_replica\s*\(?(?P<batch>\d+)\)? of \w+ must be "
+signal_rule(r"train_batch_per_replica\s*\(?(?P<batch>\d+)\)? of \w+ must be "
             r"divisible by dp_shard_size\s*\(?(?P<dp_shard>\d+)\)? \* mini_batch\s*\(?(?P<mini_batch>\d+)\)?",
             S.BATCH_NOT_DIVISIBLE)
-signal_rule("Batch size should be divided evenly by mini_batch", r"Batch size should be divided evenly by mini_batch",
-            S.BATCH_NOT_DIVISIBLE)
-signal_rule("must be divisible by pp_micro_batch_size", r"train_batch_per_replica \((?P<batch>\d+)\) must be divisible "
+signal_rule(r"Batch size should be divided evenly by mini_batch", S.BATCH_NOT_DIVISIBLE)
+signal_rule(r"train_batch_per_replica \((?P<batch>\d+)\) must be divisible "
             r"by pp_micro_batch_size", S.BATCH_NOT_DIVISIBLE)
-signal_rule("must be divisible by mini_batch", r"train_batch_per_replica \((?P<batch>\d+)\) must be divisible by "
+signal_rule(r"train_batch_per_replica \((?P<batch>\d+)\) must be divisible by "
             r"mini_batch", S.BATCH_NOT_DIVISIBLE)
-signal_rule("Wandb is not available", r"Wandb is not available", S.WANDB_UNAVAILABLE)
+signal_rule(r"Wandb is not available", S.WANDB_UNAVAILABLE)
 
 _FORBIDDEN = re.compile(r"\b403\b|permission denied|upsertBucket|Forbidden", re.IGNORECASE)
 
 
-@rule("Failed to initialize wandb", r"Failed to initialize wandb:? ?(.*)$")
+@rule(r"Failed to initialize wandb:? ?(.*)$")
 def _wandb_failed(m: re.Match[str], c: Ctx) -> Event | None:
     err = m.group(1)
     return _make_signal(c, kind=S.WANDB_INIT_FAILED,
@@ -917,152 +943,44 @@ def _wandb_error(m: re.Match[str], c: Ctx) -> Event | None:
     return _make_signal(c, kind=S.WANDB_INIT_FAILED, fields={"error": cap(err, MAX_FIELD), "forbidden": forbidden})
 
 
-rule("wandb: ERROR", r"wandb: ERROR ?(.*)$")(_wandb_error)
-rule("wandb.errors", r"wandb\.errors\.[\w.]+: ?(.*)$")(_wandb_error)
+rule(r"wandb: ERROR ?(.*)$", gates=OWN_NEEDLE)(_wandb_error)
+rule(r"wandb\.errors\.[\w.]+: ?(.*)$")(_wandb_error)
 
 
 # ---------------------------------------------------------------- recipe failures (docs/reference/alpamayo-recipe.md
 # §8, §14)
 
-signal_rule("Missing required env var", r"Missing required env var (?P<name>\w+)", S.MISSING_ENV_VAR)
-signal_rule("/None", r"(?:No such file|not found|does not exist|FileNotFoundError|Failed to open|not exist).*?"
+signal_rule(r"Missing required env var (?P<name>\w+)", S.MISSING_ENV_VAR)
+signal_rule(r"(?:No such file|not found|does not exist|FileNotFoundError|Failed to open|not exist).*?"
             r"(?P<path>[^\s'\"]*/None(?:/[^\s'\"]*)?)(?=['\"\s.,:)]|$)|(?P<path2>[^\s'\"]*/None(?:/[^\s'\"]*)?)['\"]?"
             r"(?=[\s.,:)]|$).*?(?:No such file|not found|does not exist|Failed to open)", S.HYDRA_NONE_STRING)
-signal_rule("Reasoning grading model directory does not exist", r"Reasoning grading model directory does not exist:"
+signal_rule(r"Reasoning grading model directory does not exist:"
             r" ?'?(?P<path>[^']*)'?", S.GRADER_MISSING)
-signal_rule("Lingo-Judge not found", r"Lingo-Judge not found", S.GRADER_MISSING, path=None)
-signal_rule("Cannot access gated repo", r"Cannot access gated repo for url (?P<url>\S+?)\.?\s*$", S.GATED_REPO,
-            reason="gated")
-signal_rule("GatedRepoError", r"GatedRepoError:? ?(?P<error>.*)$", S.GATED_REPO, reason="gated", url=None)
-signal_rule("Repository Not Found for url", r"Repository Not Found for url:? (?P<url>\S+?)\.?\s*$", S.GATED_REPO,
+signal_rule(r"Lingo-Judge not found", S.GRADER_MISSING, path=None)
+signal_rule(r"Cannot access gated repo for url (?P<url>\S+?)\.?\s*$", S.GATED_REPO, gates=OWN_NEEDLE, reason="gated")
+signal_rule(r"GatedRepoError:? ?(?P<error>.*)$", S.GATED_REPO, reason="gated", url=None)
+signal_rule(r"Repository Not Found for url:? (?P<url>\S+?)\.?\s*$", S.GATED_REPO, gates=OWN_NEEDLE,
             reason="repo_not_found")
-signal_rule("429 Client Error", r"429 Client Error(?P<detail>.*)$", S.RATE_LIMITED)
-signal_rule("Too Many Requests", r"Too Many Requests(?P<detail>.*)$", S.RATE_LIMITED)
-signal_rule("HTTP Error 429", r"HTTP Error 429(?P<detail>.*)$", S.RATE_LIMITED)
-signal_rule("ate limit", r"[Rr]ate limit(?:ed| exceeded| reached)", S.RATE_LIMITED)
-signal_rule("model_rank_", r"(?i:could not|cannot|can't|failed to|unable to|error)[^\n]*?(?P<file>\S*model_rank_\S*)"
+signal_rule(r"429 Client Error(?P<detail>.*)$", S.RATE_LIMITED)
+signal_rule(r"Too Many Requests(?P<detail>.*)$", S.RATE_LIMITED)
+signal_rule(r"HTTP Error 429(?P<detail>.*)$", S.RATE_LIMITED)
+signal_rule(r"[Rr]ate limit(?:ed| exceeded| reached)", S.RATE_LIMITED)
+signal_rule(r"(?i:could not|cannot|can't|failed to|unable to|error)[^\n]*?(?P<file>\S*model_rank_\S*)"
             r"|(?P<file2>\S*model_rank_\S*\.pth)[^\n]*?(?i:could not|cannot|error|failed|invalid|not a)",
             S.PTH_LOAD_FAILED)
-signal_rule("does not appear to have a file named", r"(?P<path>\S*step_\d+\S*) does not appear to have a file named",
-            S.PTH_LOAD_FAILED)
-signal_rule("not supported for vLLM rollout", r"Model type (?P<model_type>\S+) not supported for vLLM rollout",
-            S.MODEL_TYPE_UNSUPPORTED)
-signal_rule("TP not supported for ReasoningVLACosmos", r"TP not supported for ReasoningVLACosmos",
-            S.RECIPE_UNSUPPORTED_PARALLELISM, what="tp")
-signal_rule("CP not supported for ReasoningVLACosmos", r"CP not supported for ReasoningVLACosmos",
-            S.RECIPE_UNSUPPORTED_PARALLELISM, what="cp")
-signal_rule("Compile not supported for ReasoningVLACosmos", r"Compile not supported for ReasoningVLACosmos",
-            S.RECIPE_UNSUPPORTED_PARALLELISM, what="compile")
-signal_rule("Pipeline Parallel is not supported", r"Pipeline Parallel is not supported",
-            S.RECIPE_UNSUPPORTED_PARALLELISM, what="pp")
-signal_rule("_mini.parquet", r"(?P<path>[^\s'\"]*_mini\.parquet)['\"]?.*?(?:No such file|not found|does not exist|"
+signal_rule(r"(?P<path>\S*step_\d+\S*) does not appear to have a file named", S.PTH_LOAD_FAILED)
+signal_rule(r"Model type (?P<model_type>\S+) not supported for vLLM rollout", S.MODEL_TYPE_UNSUPPORTED)
+signal_rule(r"TP not supported for ReasoningVLACosmos", S.RECIPE_UNSUPPORTED_PARALLELISM, what="tp")
+signal_rule(r"CP not supported for ReasoningVLACosmos", S.RECIPE_UNSUPPORTED_PARALLELISM, what="cp")
+signal_rule(r"Compile not supported for ReasoningVLACosmos", S.RECIPE_UNSUPPORTED_PARALLELISM, what="compile")
+signal_rule(r"Pipeline Parallel is not supported", S.RECIPE_UNSUPPORTED_PARALLELISM, what="pp")
+signal_rule(r"(?P<path>[^\s'\"]*_mini\.parquet)['\"]?.*?(?:No such file|not found|does not exist|"
             r"Failed to open)|(?:FileNotFoundError|No such file|not found|does not exist|Failed to open).*?"
             r"(?P<path2>[^\s'\"]*_mini\.parquet)", S.MINI_PARQUET_MISSING)
-signal_rule("Failed to register ReasoningVLA model with vLLM", r"Failed to register ReasoningVLA model with vLLM:? ?"
-            r"(?P<error>.*)$", S.VLLM_REGISTER_FAILED)
-signal_rule("HF/safetensors export is disabled", r"HF/safetensors export is disabled", S.HF_EXPORT_DISABLED)
+signal_rule(r"Failed to register ReasoningVLA model with vLLM:? ?"
+            r"(?P<error>.*)$", S.VLLM_REGISTER_FAILED, gates=OWN_NEEDLE)
+signal_rule(r"HF/safetensors export is disabled", S.HF_EXPORT_DISABLED)
 
-
-# ---------------------------------------------------------------- gates for replica and controller logs
-#
-# controller.log / policy_<i>.log / rollout_<i>.log are most of the bytes of a run, and mostly
-# DEBUG and vLLM noise. There a rule is tried only when the line also holds one of its *gates*:
-# the cosmos level prefix of the level the message is logged at, or a tag that every line of the
-# message carries. The gates of all rules together are few (22), so GNU grep can look for all
-# of them at once at near disk speed (``_prefilter``); the pure path applies the same gates, so
-# both paths see the same lines. Any rule fires on a WARNING/ERROR/CRITICAL line, and exception
-# lines inside a traceback are read without gates. Launcher captures and stage logs (small) are
-# read without gates.
-
-LEVEL_GATES = (" - WARNING - ", " - ERROR - ", " - CRITICAL - ")
-INFO_CONTROLLER = " - INFO - [Controller] "
-INFO_ROLLOUT = " - INFO - [Rollout"  # also "[Rollout rank=N]"
-INFO_POLICY = " - INFO - [Policy] "
-# HA_NCCL, [NCCL] and [ABNORMAL ...] lines are WARNING/ERROR (§4.7, §5.2, §5.5, §6.2, §15): the level
-# gates cover them. The pynccl ``NCCL: ...`` and ``[Watchdog]`` lines have no documented level, and
-# torch's ``Watchdog caught collective operation timeout`` is a glog line without a cosmos prefix.
-_NCCL = ("NCCL: ", "Watchdog")
-
-# needle -> gates beyond LEVEL_GATES (levels: docs/reference/cosmos-rl.md §4-§6 tables)
-_GATES: dict[str, tuple[str, ...]] = {
-    "[Controller] Stat: ": (INFO_CONTROLLER,),
-    "Step: ": (" - INFO - Step: ",),
-    "Train report data from total ": (INFO_CONTROLLER,),
-    "Dynamic sampling rewards distribution so far: ": (" - INFO - Dynamic sampling",),
-    "weight staleness: ": (INFO_CONTROLLER,),
-    "Soft throttle ": (INFO_CONTROLLER,),
-    "weight sync receives": (INFO_ROLLOUT,),
-    "recv operations finished": (INFO_ROLLOUT,),
-    "send operations": (" send operations",),  # the policy's P2R timing is a DEBUG line (§5.2)
-    "Starting broadcasting of parameters": (INFO_ROLLOUT,),
-    "Starting full-model broadcast": (INFO_ROLLOUT,),
-    "Finished broadcasting of parameters": (INFO_ROLLOUT,),
-    "Finished full-model broadcast": (INFO_ROLLOUT,),
-    "Setting weight_synced after broadcast": (INFO_ROLLOUT,),
-    "[WeightSyncThread] Enqueued ": ("[WeightSyncThread] ",),
-    "[WeightSyncThread] P2R done": ("[WeightSyncThread] ",),
-    "[WeightSyncThread] R2R done": ("[WeightSyncThread] ",),
-    "[R2R Barrier] Timed out": ("[R2R Barrier] ",),
-    "prompt rejected: ": (INFO_ROLLOUT,),
-    "Saving cosmos checkpoint at step": (INFO_POLICY,),
-    "checkpoint saved successfully at ": (INFO_POLICY,),
-    "Pruned corrupted checkpoint: ": ("Pruned corrupted checkpoint",),
-    "Loaded configuration: ": (INFO_POLICY,),
-    "Loaded rollout configuration: ": (INFO_ROLLOUT,),
-    "Replica started at global rank": ("Replica started at global rank",),
-    "registered to controller": ("registered to controller",),
-    "All atoms of ": (INFO_CONTROLLER,),
-    "more replicas to arrive": ("more replicas to arrive",),
-    "No valid rollout replicas found": (INFO_CONTROLLER,),
-    " is dead": (INFO_CONTROLLER,),
-    "Unregistering replica ": (INFO_CONTROLLER,),
-    " is stopping.": (INFO_CONTROLLER,),
-    "will clean hang replicas": (INFO_CONTROLLER,),
-    "No policy replicas registered": (INFO_CONTROLLER,),
-    "Received rollout end signal from ": (INFO_CONTROLLER,),
-    "-> DRAINING": (INFO_CONTROLLER,),
-    "All epochs finished fetching rollout prompts": (INFO_CONTROLLER,),
-    "All rollouts have ended": (INFO_CONTROLLER,),
-    "There are still remaining steps": (INFO_CONTROLLER,),
-    "No remaining steps, policy and rollouts": (INFO_CONTROLLER,),
-    "Clear the rollout buffer": (INFO_CONTROLLER,),
-    "Policy side finished": (INFO_CONTROLLER,),
-    "All replicas are finished": (INFO_CONTROLLER,),
-    "All policy replicas are dead and COSMOS_SHUTDOWN_ON_NO_POLICY_REPLICAS": (INFO_CONTROLLER,),
-    "Building lr schedulers for total steps": (INFO_POLICY,),
-    "Activating validation dataloader for step": (" - INFO - [DataFetcher] ",),
-    "Validation finished, average reward": (INFO_CONTROLLER,),
-    "Training complete at global step": (INFO_POLICY,),
-    "[Rollout] Engine initialized.": (INFO_ROLLOUT,),
-    "[Rollout] Main loop of ": (INFO_ROLLOUT,),
-    "entering destroy_worker()": (INFO_ROLLOUT,),
-    "Successfully loaded configuration from ": ("Successfully loaded configuration",),
-    "NCCL: raw host call exceeded": _NCCL,
-    "NCCL: async error detected": _NCCL,
-    "NCCL: non-blocking enqueue timed out": _NCCL,
-    "NCCL block exceeded": _NCCL,
-    "[NCCL] Aborted communicator": _NCCL,
-    "nccl_abort_all aborted": _NCCL,
-    "in-flight GPU work exceeded": _NCCL,
-    "queue did not drain within": _NCCL,
-    "recovering nccl op": _NCCL,
-    "failed after": _NCCL,
-    "failed in create nccl comm": _NCCL,
-    "wait for nccl comm ready timeout": _NCCL,
-    "Watchdog caught collective operation timeout": _NCCL,
-    "wandb: ERROR": ("wandb: ERROR",),
-    **{n: FOREIGN_GATES for n in _FOREIGN_NEEDLES},  # other frameworks' lines (see FOREIGN_GATES)
-    "death signal": ("death signal",),
-    "Terminated": (" Terminated",),
-    "CANCELLED AT": ("CANCELLED AT",),
-    "Fatal Python error": ("Fatal Python error",),
-    "core dumped": ("core dumped",),
-    "Segmentation fault": ("Segmentation fault",),
-    " Killed": (" Killed",),
-    "Cannot access gated repo": ("Cannot access gated repo",),  # continuation line of a GatedRepoError
-    "Repository Not Found for url": ("Repository Not Found for url",),
-    "Failed to register ReasoningVLA model with vLLM": ("Failed to register ReasoningVLA",),
-}
 
 # ---------------------------------------------------------------- dispatch
 
@@ -1071,29 +989,56 @@ _GATES: dict[str, tuple[str, ...]] = {
 template_rule(Template(Bulk.PREFETCH, "[AlpamayoPrefetch][{_:word}] {_:time} pid={_:int} {event:token}{_:rest}",
                        Prefetch))
 
-_TAG_GATES = tuple(dict.fromkeys(g for gates in _GATES.values() for g in gates))
+
+def needles_of(d: _Definition, gates: tuple[str, ...]) -> tuple[str, ...]:
+    """The needles of a rule from its regex: the longest string every match holds that its gates do not
+    already say (``[Controller] `` is in every line of the gate `` - INFO - [Controller] ``), else the
+    longest; for a regex ``A|B`` with no such string, one per alternative. A regex with neither is refused:
+    no line could be looked up by it."""
+
+    def best(strings: tuple[str, ...]) -> str:
+        telling = [s for s in strings if not any(s in g for g in gates)] or strings
+        return max(telling, key=len)
+
+    if d.literals:
+        return (best(d.literals),)
+    if d.alternatives and all(d.alternatives):
+        return tuple(dict.fromkeys(best(a) for a in d.alternatives))
+    raise ValueError(f"{d.pattern.pattern!r}: no string of {MIN_LENGTH}+ characters that every match (or every "
+                     "match of one top-level alternative) holds")
 
 
-def _gates_of(r: Rule) -> tuple[str, ...]:
-    text = _OWN_GATES.get(id(r.build))
-    return _GATES.get(r.needle, ()) if text is None else tuple(g for g in _TAG_GATES if g in text)
+def _entries() -> tuple[Rule, ...]:
+    """The catalogue in declaration order: one entry a definition, or one a needle of its alternatives.
+    Declared gates first: a bulk shape's gates are those of them its text holds."""
+    tagged: list[tuple[_Definition, tuple[tuple[str, tuple[str, ...]], ...]]] = []
+    for d in _DEFINITIONS:
+        if d.gates is None:
+            tagged.append((d, ()))
+        elif isinstance(d.gates, _OwnNeedle):
+            tagged.append((d, tuple((n, (n,)) for n in needles_of(d, LEVEL_GATES))))
+        else:
+            tagged.append((d, tuple((n, d.gates) for n in needles_of(d, (*LEVEL_GATES, *d.gates)))))
+    vocabulary = dict.fromkeys(g for _, pairs in tagged for _, gates in pairs for g in gates)
+    out = []
+    for d, pairs in tagged:
+        if d.gates is None:
+            own = tuple(g for g in vocabulary if g in d.text)
+            pairs = tuple((n, own) for n in needles_of(d, (*LEVEL_GATES, *own)))
+        alt_groups = any(k.endswith("2") for k in d.pattern.groupindex)
+        out += [Rule(n, d.pattern, d.build, d.wrapper, frozenset((*LEVEL_GATES, *gates)), alt_groups,
+                     d.literals or (n,)) for n, gates in pairs]
+    return tuple(out)
 
 
-RULES: tuple[Rule, ...] = tuple(
-    Rule(r.needle, r.pattern, r.build, r.wrapper, frozenset((*LEVEL_GATES, *_gates_of(r))),
-         any(k.endswith("2") for k in r.pattern.groupindex))
-    for r in _RULES
-)
-_BY_NEEDLE: dict[str, list[int]] = {}
-for _i, _r in enumerate(RULES):
-    _BY_NEEDLE.setdefault(_r.needle, []).append(_i)
-NEEDLES: tuple[str, ...] = tuple(_BY_NEEDLE)
+RULES: tuple[Rule, ...] = _entries()
+NEEDLES: tuple[str, ...] = tuple(dict.fromkeys(r.needle for r in RULES))
 
 
 def literals_of(r: Rule) -> tuple[str, ...]:
     """What a line must hold for ``r`` to give an event: the strings every match of its regex holds
     (``_required``), or its needle where the regex cannot tell."""
-    return required_literals(r.pattern) or (r.needle,)
+    return r.literals
 
 
 GATES: tuple[str, ...] = tuple(sorted({g for r in RULES for g in r.gates}))
@@ -1216,7 +1161,7 @@ def _apply(r: Rule, msg: str, ctx: Ctx, depth: int) -> list[Event] | None:
 # ``GATES`` it holds, and then tries the other rules that gates allow. The first rule that is eligible,
 # whose needle occurs, whose regex matches and whose builder accepts wins: the same as
 # ``classify_message(msg, ctx, present_gates(line))``, in a third of the time for a metric line.
-_HEAD = next(i for i, r in enumerate(RULES) if r.needle == "Marking checkpoint as incomplete")
+_HEAD = next(i for i, r in enumerate(RULES) if r.build is _ckpt_incomplete)
 _HEAD_RULES: tuple[tuple[Rule, tuple[str, ...]], ...] = tuple(
     (r, (*sorted(r.gates - set(LEVEL_GATES)), *LEVEL_GATES)) for r in RULES[:_HEAD]
 )

@@ -1,13 +1,16 @@
 """Every line definition held to the recorded lines of each Cosmos-RL generation.
 
-A rule is its regex; what the scanner looks for comes from it (``_required``: the strings every
-match holds; ``_templates``: a bulk shape's byte template, fields and record). These tests read the
-recorded runs and driver logs of ``tests/fixtures/cosmos`` (one folder per generation) and check,
-line by line, that what is derived agrees with what the regex and the parser say.
+A rule is one declaration: its regex, its gates, its builder. What the parser and the scanners look
+for comes from it (``_required``: the strings every match holds, hence its needle; ``_templates``: a
+bulk shape's byte template, fields and record). These tests read the recorded runs and driver logs
+of ``tests/fixtures/cosmos`` (one folder per generation) and check, line by line, that what is
+derived agrees with what the regex and the parser say.
 """
 
 from __future__ import annotations
 
+import ast
+import inspect
 import re
 from functools import cache
 from pathlib import Path
@@ -15,10 +18,10 @@ from pathlib import Path
 import pytest
 from test_bulk import _check
 
-from diagnostics.events import Role, Source
-from diagnostics.parsing import _bulk, _rules, scanner_for
+from diagnostics.events import Role, Signal, SignalKind, Source
+from diagnostics.parsing import _bulk, _rules, classify_file, scanner_for
 from diagnostics.parsing._parser import GATED_ROLES
-from diagnostics.parsing._required import required_literals
+from diagnostics.parsing._required import read, required_literals
 from diagnostics.parsing._shapes import shape_of
 from diagnostics.parsing._templates import Bulk, message_pattern
 
@@ -47,6 +50,100 @@ def test_required_strings_are_read_from_the_regex() -> None:
     assert required_literals(re.compile(r"(?:abc|abd)def(ghi)+")) == ("def", "ghi")
     assert required_literals(re.compile(r"Killed", re.IGNORECASE)) == ()
     assert required_literals(re.compile(r"a(?i:bcd)efg")) == ("efg",)
+
+
+def test_rules_are_declared_without_a_needle() -> None:
+    """A needle written beside a regex drifts from it (``Detected 8 GPUs:`` matched the regex of
+    ``GPUS_DETECTED`` and missed its needle ``GPUs: ``): the declarations take none, and every call
+    of them in ``_rules`` gives the regex first and no other string before its keywords."""
+    for declare in (_rules.rule, _rules.signal_rule, _rules.foreign_rule):
+        params = inspect.signature(declare).parameters
+        assert next(iter(params)) == "pattern" and "needle" not in params, declare
+    assert not hasattr(_rules, "_GATES") and not hasattr(_rules, "_FOREIGN_NEEDLES")
+
+    def is_text(node: ast.expr) -> bool:
+        return (isinstance(node, ast.Constant) and isinstance(node.value, str)) or isinstance(
+            node, (ast.JoinedStr, ast.BinOp))
+
+    declarations = {"rule", "signal_rule", "foreign_rule"}
+    calls = [node for node in ast.walk(ast.parse(Path(_rules.__file__).read_text()))
+             if isinstance(node, ast.Call) and getattr(node.func, "id", None) in declarations]
+    assert len(calls) > 200
+    for call in calls:
+        assert sum(map(is_text, call.args)) <= 1, ast.unparse(call)[:100]
+
+
+def test_each_needle_is_read_from_its_regex() -> None:
+    """The needle is the longest string every match requires that the rule's declared gates do not
+    hold (else the longest), one of the strings ``_rules.literals_of`` gives the scanner."""
+    for r in _rules.RULES:
+        assert r.literals == (required_literals(r.pattern) or (r.needle,)), r.pattern.pattern
+        assert r.needle in r.literals or any(r.needle in alt for alt in read(r.pattern.pattern, r.pattern.flags)[2])
+        told = [s for s in r.literals if not any(s in g for g in r.gates if g != r.needle)] or list(r.literals)
+        assert len(r.needle) == max(map(len, told)), (r.needle, told)
+    dead = next(r for r in _rules.RULES if r.pattern.pattern.endswith(" is dead"))
+    assert dead.needle == " is dead"  # not ``[Controller] ``: its gate ``INFO - [Controller] `` says that
+
+
+def test_one_parse_compiles_the_regex_re_would() -> None:
+    for r in _rules.RULES:
+        assert r.pattern == re.compile(r.pattern.pattern, r.pattern.flags)
+        assert r.pattern.groupindex == re.compile(r.pattern.pattern, r.pattern.flags).groupindex
+
+
+def _definition(pattern: str, gates: _rules.Gates = ()) -> _rules._Definition:
+    return _rules._Definition(*read(pattern), build=lambda m, c: None, wrapper=False, gates=gates)
+
+
+def test_a_regex_of_alternatives_gets_a_needle_each_and_stays_one_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    for pattern in (r"Killed process (\d+)|Out of memory: (\d+)", r"^(?:Killed process (\d+)|Out of memory: (\d+))$"):
+        assert _rules.needles_of(_definition(pattern), ()) == ("Killed process ", "Out of memory: ")
+    assert _rules.needles_of(_definition(r"(?:open|read) (\S+)/None\b|(\S+)/None\b"), ()) == ("/None",)
+    for bad in (r"\d+ (?:ab|cd)", r"Killed|\d+"):
+        with pytest.raises(ValueError, match="no string"):
+            _rules.needles_of(_definition(bad), ())
+
+    def build(m: re.Match[str], c: _rules.Ctx) -> Signal:
+        return Signal(kind=SignalKind.FATAL_SIGNAL, **c.kw())
+
+    d = _rules._Definition(*read(r"Killed process (\d+)|Out of memory: (\d+)"), build, False, _rules.OWN_NEEDLE)
+    monkeypatch.setattr(_rules, "_DEFINITIONS", [d])
+    entries = _rules._entries()
+    assert [(e.needle, e.gates - set(_rules.LEVEL_GATES)) for e in entries] == [
+        ("Killed process ", {"Killed process "}), ("Out of memory: ", {"Out of memory: "})]
+    ctx = _rules.Ctx(Source("x.log", Role.LAUNCHER, None), 1, "Out of memory: 3", None, None, None)
+    assert [e.kind for e in _rules.classify_with(entries, "Out of memory: 3", ctx)] == [  # type: ignore[attr-defined]
+        SignalKind.FATAL_SIGNAL]
+
+
+def test_the_line_of_the_issue_is_read() -> None:
+    """``Detected 8 GPUs:`` (issue 14): the derived needle is in every line the regex matches."""
+    ctx = _rules.Ctx(Source("launch.log", Role.LAUNCHER, None), 1, "Detected 8 GPUs:", None, None, None)
+    events = _rules.classify_message("Detected 8 GPUs:", ctx)
+    assert [e.kind for e in events] == [SignalKind.GPUS_DETECTED]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("generation", [g for g in GENERATIONS if any((FIXTURES / g).rglob("controller.log"))])
+def test_every_recorded_event_holds_its_rule_s_needle_and_one_of_its_gates(generation: str) -> None:
+    """Each recorded cosmos line of a controller or replica log that gives an event when read without
+    gates (as a launcher capture is) holds, in its message, the needle of the rule that gives it and,
+    in its text, one of that rule's gates; through the gates it gives the same events."""
+    rules: set[str] = set()
+    for name, line in _lines(generation):
+        source = classify_file(Path(name))
+        shape = shape_of(line)
+        if source is None or source.role not in GATED_ROLES or shape.family != "cosmos":
+            continue
+        ctx = _rules.Ctx(source, 1, line, shape.ts, shape.level, shape.rank)
+        events = _rules.classify_message(shape.msg, ctx)
+        if not events:
+            continue
+        r = next(r for r in _rules.RULES if _rules._apply(r, shape.msg, ctx, 0) is not None)
+        assert r.needle in shape.msg, (r.needle, line)
+        assert any(g in line for g in r.gates), (sorted(r.gates), line)
+        assert _rules.classify_gated(line, shape.msg, ctx) == events, line
+        rules.add(r.pattern.pattern)
+    assert len(rules) >= 10
 
 
 def test_every_needle_is_inside_a_string_its_regex_requires() -> None:

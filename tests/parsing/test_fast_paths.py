@@ -265,6 +265,6 @@ def test_head_rules_are_the_metric_rules_in_catalogue_order() -> None:
     head = [r for r, _ in _rules._HEAD_RULES]
     assert head == list(RULES[: len(head)])
     assert head[0] is next(r for r in RULES if r.pattern.pattern.startswith(r"^\[Controller\]\ Stat:"))
-    assert "[Controller] Stat: " in [r.needle for r in head]  # the general rule of Stat lines too
-    untagged = [r.needle for r in head if not r.gates - set(_rules.LEVEL_GATES)]
-    assert untagged == ["Current pending rollouts "]  # logged at WARNING (§4.3): every other has its tag
+    assert _rules._stat in [r.build for r in head]  # the general rule of Stat lines too
+    untagged = [r.build for r in head if not r.gates - set(_rules.LEVEL_GATES)]
+    assert untagged == [_rules._pending_over]  # logged at WARNING (§4.3): every other has its tag
