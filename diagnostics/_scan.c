@@ -600,7 +600,7 @@ read_stamp(const unsigned char *s, Py_ssize_t n, int *t)
  * hold \x08, the time); any other right after a cosmos prefix. */
 static int
 match_templates(const unsigned char *p, Py_ssize_t ls, Py_ssize_t le, const unsigned char **tpl,
-                const Py_ssize_t *tlen, int ntpl, Hit *h)
+                const Py_ssize_t *tlen, const Py_ssize_t *trun, int ntpl, Hit *h)
 {
     Py_ssize_t i = ls;
     int rank = -1;
@@ -636,6 +636,14 @@ match_templates(const unsigned char *p, Py_ssize_t ls, Py_ssize_t le, const unsi
             memcpy(tm, cosmos_t, sizeof tm);
             ms = cosmos_ms;
             timed = 1;
+        }
+        /* Its leading literal bytes (trun: counted once a call) first: most lines a template is tried on
+         * are other messages under the same tag, and differ there. */
+        if (trun[t] > 0) {
+            if (le - j < trun[t] || memcmp(p + j, tp, (size_t)trun[t]) != 0)
+                continue;
+            j += trun[t];
+            k = trun[t];
         }
         while (k < tn && ok) {
             unsigned char c = tp[k];
@@ -781,7 +789,7 @@ typedef struct {
     const unsigned char *p;
     Py_ssize_t n, lineno0, max_line;
     const unsigned char **tpl;
-    const Py_ssize_t *tlen;
+    const Py_ssize_t *tlen, *trun;
     int ntpl;
     Py_ssize_t matched_ls;  /* the line whose templates were last tried (into matched), -1: none */
     Hit matched;
@@ -795,7 +803,7 @@ line_match(ChunkCtx *c, Py_ssize_t ls, Py_ssize_t le)
         c->matched_ls = ls;
         c->matched.tid = -1;
         if (c->ntpl > 0 && le - ls <= c->max_line)
-            match_templates(c->p, ls, le, c->tpl, c->tlen, c->ntpl, &c->matched);
+            match_templates(c->p, ls, le, c->tpl, c->tlen, c->trun, c->ntpl, &c->matched);
     }
     return &c->matched;
 }
@@ -856,12 +864,12 @@ scan_chunk(PyObject *self, PyObject *args)
 
     PyObject *result = NULL, *items = NULL, *base_ref = NULL;
     const unsigned char *tpl[16];
-    Py_ssize_t tlen[16];
+    Py_ssize_t tlen[16], trun[16];
     PyTypeObject *rtype[16];
     int ntpl = (int)PyTuple_GET_SIZE(templates);
     Automaton a;
     ChunkCtx ctx = {{NULL, 0, 0, sizeof(Hit)}, (const unsigned char *)data.buf, data.len, lineno0, max_line, tpl, tlen,
-                    ntpl, -1};
+                    trun, ntpl, -1};
 
     if (!load_automaton(&aa, nclasses, root2, &a))
         goto done;
@@ -886,6 +894,8 @@ scan_chunk(PyObject *self, PyObject *args)
         }
         tpl[t] = (const unsigned char *)PyBytes_AS_STRING(o);
         tlen[t] = PyBytes_GET_SIZE(o);
+        for (trun[t] = 0; trun[t] < tlen[t] && tpl[t][trun[t]] > 11 && tpl[t][trun[t]] < 0x80; trun[t]++)
+            ;
         rtype[t] = (PyTypeObject *)cls;
     }
     if (!PyCallable_Check(minute_base)) {
