@@ -1,0 +1,110 @@
+"""Where one ``a1x-tui --check``'s wall time goes: marks from the process start to each phase.
+
+Usage: ``python benchmarks/check_timeline.py RUN_DIR > /dev/null`` (Linux: the start is read from
+/proc). Prints to stderr, in seconds since the process started: Python up, the native reader's
+threads asked to start and started (``_start_reading``), the detectors' and report models' imports
+done (``engine._read_into`` begins), reading done, detectors done, exit; then the CPU seconds of the
+threads still alive at exit (the main one). It wraps module attributes only; the run itself is
+``python -m a1x_tui --check RUN_DIR --format json``. docs/parsing.md, "Second pass".
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.abc
+import importlib.machinery
+import os
+import runpy
+import sys
+import time
+from types import ModuleType
+from typing import Any
+
+
+def _since_start() -> float:
+    with open("/proc/self/stat") as f:
+        start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+    with open("/proc/uptime") as f:
+        up = float(f.read().split()[0])
+    return up - start_ticks / os.sysconf("SC_CLK_TCK")
+
+
+T0 = time.monotonic() - _since_start()
+MARKS: list[tuple[str, float]] = []
+
+
+def mark(name: str) -> None:
+    MARKS.append((name, time.monotonic() - T0))
+
+
+def _patch_engine(engine: ModuleType) -> None:
+    read_into, assess = engine._read_into, engine.Collector.assess
+
+    def read(*args: Any) -> None:
+        mark("imports done, read begins")
+        read_into(*args)
+        mark("read ends")
+
+    def assessed(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = assess(self, *args, **kwargs)
+        mark("assessed")
+        return result
+
+    engine._read_into = read
+    engine.Collector.assess = assessed
+
+
+class _EngineHook(importlib.abc.MetaPathFinder):
+    """Wraps ``diagnostics.engine`` once it is imported, where ``--check`` imports it (not earlier)."""
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name != "diagnostics.engine":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        loader: Any = spec.loader
+        exec_module = loader.exec_module
+
+        def run(module: ModuleType) -> None:
+            exec_module(module)
+            _patch_engine(module)
+
+        loader.exec_module = run
+        return spec
+
+
+def _report() -> None:
+    mark("exit")
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpu: dict[str, float] = {}
+    for task in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{task}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open(f"/proc/self/task/{task}/comm") as f:
+            name = f.read().strip()
+        cpu[name] = cpu.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / ticks
+    marks = " | ".join(f"{n} {t:.3f}" for n, t in MARKS)
+    sys.stderr.write(marks + "\n  cpu: " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items()) + "\n")
+
+
+def main() -> None:
+    mark("python up")
+    import a1x_tui.commands.check as check
+
+    start_reading = check._start_reading
+
+    def start(*args: Any) -> None:
+        mark("prefetch asked")
+        start_reading(*args)
+        mark("prefetch started")
+
+    check._start_reading = start
+    sys.meta_path.insert(0, _EngineHook())
+    atexit.register(_report)
+    sys.argv = ["a1x-tui", "--check", sys.argv[1], "--format", "json"]
+    runpy.run_module("a1x_tui", run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()
