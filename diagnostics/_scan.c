@@ -40,7 +40,11 @@ typedef struct {
     const unsigned char *groups; /* needle groups by key needle: 8 * ebytes + 1 uint32 LE offsets into the
                                   * groups that follow (those of needle i: [off[i], off[i + 1])), then each
                                   * group: a count n, then n 16-bit little-endian needle indices */
-    Py_ssize_t glen;
+    Py_ssize_t glen;             /* the groups' bytes, to the key sets that follow them */
+    const unsigned char *keyoff; /* nsets + 1 uint32 LE offsets into keys, a set's keys between two */
+    const unsigned char *keys;   /* a key: uint16 length, uint16 anchor, bytes; a confirmed marker's state
+                                  * holds 3 + its set (2: none, walk every group) */
+    Py_ssize_t nsets;
 } Automaton;
 
 #define MAX_NEEDLE_BYTES 1024    /* bit sets of at most 8192 needles */
@@ -74,6 +78,46 @@ group_offset(const Automaton *a, Py_ssize_t i)
 }
 
 /* Checks the tables' sizes and byte classes; 0 with a ValueError set if they do not fit. */
+static Py_ssize_t
+u32_at(const unsigned char *o)
+{
+    return (Py_ssize_t)((uint32_t)o[0] | (uint32_t)o[1] << 8 | (uint32_t)o[2] << 16 | (uint32_t)o[3] << 24);
+}
+
+/* The key sets after the groups (len bytes at b; none when len is 0): a uint32 count, count + 1 offsets
+ * that only grow, the last at the end, and every key whole inside its set. */
+static int
+load_key_sets(Automaton *a, const unsigned char *b, Py_ssize_t len)
+{
+    if (len == 0)
+        return 1;
+    if (len < 4 || u32_at(b) > 252 || len - 4 < 4 * (u32_at(b) + 1))
+        goto bad;
+    a->nsets = u32_at(b);
+    a->keyoff = b + 4;
+    a->keys = a->keyoff + 4 * (a->nsets + 1);
+    Py_ssize_t size = b + len - a->keys;
+    for (Py_ssize_t k = 0; k < a->nsets; k++) {
+        Py_ssize_t at = u32_at(a->keyoff + 4 * k), end = u32_at(a->keyoff + 4 * (k + 1));
+        if (at > end || end > size)
+            goto bad;
+        while (at < end) {  /* each key: uint16 length (> 0), uint16 anchor (< length), the bytes */
+            if (end - at < 4)
+                goto bad;
+            Py_ssize_t klen = a->keys[at] | a->keys[at + 1] << 8, anchor = a->keys[at + 2] | a->keys[at + 3] << 8;
+            if (klen == 0 || anchor >= klen || end - at - 4 < klen)
+                goto bad;
+            at += 4 + klen;
+        }
+    }
+    if (u32_at(a->keyoff + 4 * a->nsets) != size)
+        goto bad;
+    return 1;
+bad:
+    PyErr_SetString(PyExc_ValueError, "inconsistent automaton: key sets");
+    return 0;
+}
+
 static int
 load_automaton(AutomatonArgs *args, Py_ssize_t nclasses, Py_ssize_t root2, Automaton *a)
 {
@@ -105,6 +149,8 @@ load_automaton(AutomatonArgs *args, Py_ssize_t nclasses, Py_ssize_t root2, Autom
     a->groups = (const unsigned char *)args->groups.buf;
     a->glen = args->groups.len;
     a->ebytes = 0;
+    a->nsets = 0;
+    a->keyoff = a->keys = NULL;
     if (root2 > 0) {
         Py_ssize_t nneedle = a->nstates - root2;
         if (args->ends.len % nneedle != 0 || args->ends.len / nneedle <= 0
@@ -126,10 +172,10 @@ load_automaton(AutomatonArgs *args, Py_ssize_t nclasses, Py_ssize_t root2, Autom
             }
             prev = off;
         }
-        if (head + prev != a->glen) {
-            PyErr_SetString(PyExc_ValueError, "inconsistent automaton: needle groups");
+        Py_ssize_t kstart = head + prev;
+        if (kstart > a->glen || !load_key_sets(a, a->groups + kstart, a->glen - kstart))
             return 0;
-        }
+        a->glen = kstart;
         for (Py_ssize_t g = head; g < a->glen;) {  /* every group whole, every index inside the bit sets */
             Py_ssize_t cnt = a->groups[g++];
             if (g + 2 * cnt > a->glen) {
@@ -144,7 +190,51 @@ load_automaton(AutomatonArgs *args, Py_ssize_t nclasses, Py_ssize_t root2, Autom
             }
         }
     }
+    for (Py_ssize_t st = 0; st < a->nstates; st++) {
+        if (a->acc[st] >= 3 && a->acc[st] - 3 >= a->nsets) {
+            PyErr_SetString(PyExc_ValueError, "inconsistent automaton: key set out of range");
+            return 0;
+        }
+    }
     return 1;
+}
+
+/* Whether s[0:n] holds k[0:len] (0 < len <= n): memchr for its byte at `at` (one rare in log text, chosen
+ * by diagnostics/parsing/_scan.py), then the whole key where it sits. */
+static int
+find_bytes(const unsigned char *s, Py_ssize_t n, const unsigned char *k, Py_ssize_t len, Py_ssize_t at)
+{
+    const unsigned char *from = s + at, *last = s + (n - len) + at;  /* where k[at] may be */
+    while (from <= last) {
+        const unsigned char *hit = memchr(from, k[at], (size_t)(last - from + 1));
+        if (hit == NULL)
+            return 0;
+        if (memcmp(hit - at, k, (size_t)len) == 0)
+            return 1;
+        from = hit + 1;
+    }
+    return 0;
+}
+
+/* Whether the line starting at ls holds, in the part the needles are looked for in, one key of set
+ * k: the longest string of one of the groups of the rules logged under the marker found there. A
+ * line without one cannot hold a whole group of them (diagnostics/parsing/_scan.py, _key_sets). */
+static int
+line_has_key(const Automaton *a, Py_ssize_t k, const unsigned char *p, Py_ssize_t ls, Py_ssize_t n,
+             Py_ssize_t max_line)
+{
+    Py_ssize_t end = n - ls > max_line ? ls + max_line : n;
+    const unsigned char *nl = memchr(p + ls, '\n', (size_t)(end - ls));
+    Py_ssize_t le = nl != NULL ? nl - p : end;
+    const unsigned char *e = a->keys + u32_at(a->keyoff + 4 * (k + 1));
+    for (const unsigned char *key = a->keys + u32_at(a->keyoff + 4 * k); key < e;) {
+        Py_ssize_t len = key[0] | key[1] << 8, at = key[2] | key[3] << 8;
+        key += 4;
+        if (len <= le - ls && find_bytes(p + ls, le - ls, key, len, at))
+            return 1;
+        key += len;
+    }
+    return 0;
 }
 
 /* Whether the line starting at ls holds, in its first max_line bytes, every needle of one group
@@ -228,6 +318,8 @@ confirm(const Automaton *a, const unsigned char *p, Py_ssize_t s, Py_ssize_t n, 
         if (a->acc[state]) {
             if (a->acc[state] == 1 || a->root2 == 0 || (take != NULL && take(ctx, ls)))
                 return k;
+            if (a->acc[state] >= 3 && !line_has_key(a, a->acc[state] - 3, p, ls, n, max_line))
+                return -1;
             int found = needle_in_line(a, p, ls, n, max_line);
             return found < 0 ? -2 : found ? k : -1;
         }
@@ -1028,7 +1120,7 @@ PyInit__scan(void)
     long simd = 0;
 #endif
     /* ABI: the calling convention of lines() and chunk() (diagnostics/parsing/_scan.py checks it) */
-    if (m != NULL && (PyModule_AddIntConstant(m, "SIMD", simd) < 0 || PyModule_AddIntConstant(m, "ABI", 5) < 0)) {
+    if (m != NULL && (PyModule_AddIntConstant(m, "SIMD", simd) < 0 || PyModule_AddIntConstant(m, "ABI", 6) < 0)) {
         Py_DECREF(m);
         return NULL;
     }

@@ -37,20 +37,29 @@ def markers_for(source: Source) -> tuple[str, ...]:
     return GATED_MARKERS if source.role in GATED_ROLES else ALL_MARKERS
 
 
-Confirm = tuple[frozenset[str], tuple[tuple[str, ...], ...]]
+Confirm = tuple[frozenset[str], tuple[tuple[str, ...], ...], tuple[tuple[str, tuple[str, ...]], ...]]
 
 
 def _confirm() -> Confirm:
     """The gate markers that let a line through only with every required string of one rule logged
     under a gate that is not a level (``INFO - [Policy] ``: on most lines of a policy log), and those
-    strings, one tuple a rule (``_rules.literals_of``: from the rule's regex). A line a rule's regex
-    matches holds its strings, and the level gates and ``_ALWAYS`` markers always count, so the lines
-    kept stay a superset of those that give an event."""
+    strings, one tuple a rule (``_rules.literals_of``: from the rule's regex), and each marker's keys
+    (the longest of each of its rules' strings). A line a rule's regex matches holds its strings, and
+    the level gates and ``_ALWAYS`` markers always count, so the lines kept stay a superset of those
+    that give an event."""
     always = set(_grep_markers((*LEVEL_GATES, *_ALWAYS)))
     tags = [g for g in GATES if g not in LEVEL_GATES]
     confirmed = frozenset(m for m in _grep_markers(tags) if m not in always)
     groups = tuple(dict.fromkeys(literals_of(r) for r in RULES if any(g in r.gates for g in tags)))
-    return confirmed, groups
+    # Each confirmed marker's keys: the longest string of each rule logged under it (_scan._automaton).
+    keys: dict[str, dict[str, None]] = {m: {} for m in confirmed}
+    for r in RULES:
+        for gate in r.gates:
+            marker = _grep_markers((gate,))[0]
+            if marker in keys:
+                keys[marker][max(literals_of(r), key=len)] = None
+    gate_keys = tuple((m, tuple(k)) for m, k in sorted(keys.items()))
+    return confirmed, groups, gate_keys
 
 
 GATED_CONFIRM = _confirm()

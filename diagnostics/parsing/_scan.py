@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-EXTENSION_ABI = 5
+EXTENSION_ABI = 6
 """The calling convention of ``diagnostics._scan`` this code speaks; an extension built from older
 sources (a stale build in a source tree) is not used rather than called wrongly."""
 
@@ -164,7 +164,8 @@ Automaton = tuple[bytes, bytes, bytes, int, bytes, bytes, int, bytes, bytes]
 
 @functools.lru_cache(maxsize=16)
 def _automaton(markers: tuple[str, ...], confirmed: frozenset[str] = frozenset(),
-               groups: tuple[tuple[str, ...], ...] = ()) -> Automaton:
+               groups: tuple[tuple[str, ...], ...] = (),
+               gate_keys: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> Automaton:
     """(byte classes, transition table, accepting states, number of classes, start pairs (& 1: a
     marker may start there, & 2: a needle), teddy masks, needle root, needle ends, groups) of the
     Aho-Corasick DFA of ``markers`` (UTF-8), in the layout ``diagnostics._scan`` reads. A line
@@ -175,7 +176,14 @@ def _automaton(markers: tuple[str, ...], confirmed: frozenset[str] = frozenset()
     ``(len(strings) + 7) // 8`` bytes a state of it), and the groups filed under their longest
     string: ``8 * size + 1`` 32-bit offsets, then each group a count and that many 16-bit string
     indices (all little-endian). A gate such as ``INFO - [Policy] `` is on most
-    lines of a replica log, a whole rule's strings on few (docs/parsing.md, "Gates")."""
+    lines of a replica log, a whole rule's strings on few (docs/parsing.md, "Gates").
+
+    ``gate_keys``: for a confirmed marker, the keys (longest strings) of the groups of the rules logged
+    under it; a line holding none of its marker's keys cannot hold a whole group of its rules, so C
+    rejects it before walking the needles. After the groups come the key sets: a uint32 count, that
+    many + 1 uint32 offsets into what follows, and each set's keys, a uint16 length, a uint16 anchor
+    (``_anchor``) and the bytes each;
+    a confirmed marker's accepting state is ``3 + set`` (2: no set, every group is walked)."""
     patterns = [m.encode() for m in dict.fromkeys(markers) if m]
     strings = list(dict.fromkeys(x for g in groups for x in g if x)) if confirmed else []
     needle_bytes = [x.encode() for x in strings]
@@ -191,7 +199,7 @@ def _automaton(markers: tuple[str, ...], confirmed: frozenset[str] = frozenset()
     for i, b in enumerate(alphabet, 1):
         classes[b] = i
     width = len(alphabet) + 1
-    table, accept, _ = _dfa(patterns, kinds, bytes(classes), width)
+    table, accept, marker_ends = _dfa(patterns, kinds, bytes(classes), width)
     root = 0
     ends = bytearray()
     packed = bytearray()
@@ -219,6 +227,7 @@ def _automaton(markers: tuple[str, ...], confirmed: frozenset[str] = frozenset()
         packed += offset.to_bytes(4, "little")
         for entry in by_key:
             packed += entry
+        packed += _key_sets(patterns, accept, marker_ends, dict(gate_keys))
     if len(accept) > 0xFFFF:
         raise ValueError("too many markers for a 16-bit automaton")
     pairs = start_pairs(patterns)
@@ -229,16 +238,71 @@ def _automaton(markers: tuple[str, ...], confirmed: frozenset[str] = frozenset()
             root, bytes(ends), bytes(packed))
 
 
+# Bytes by how often they are in log text, most often first: a key is looked for by its rarest byte.
+_COMMON = b" etaoinsrlcdhumpfgy.,:-_=0123456789bwvkxjqz"
+
+
+def _anchor(key: bytes) -> int:
+    """The index of the byte of ``key`` that C looks for first: the one latest in ``_COMMON`` (absent:
+    rarer still, capitals and punctuation), the first of equals."""
+    rank = [_COMMON.find(b) if b in _COMMON else len(_COMMON) for b in key]
+    return rank.index(max(rank))
+
+
+def _key_sets(patterns: list[bytes], accept: bytearray, ends: list[int],
+              gate_keys: dict[str, tuple[str, ...]]) -> bytes:
+    """The key sets of ``_automaton`` (``accept`` of the markers' confirmed states set to ``3 + set``).
+
+    The search anchored where a marker starts stops at the first marker ending, so a state's keys are
+    those of every confirmed marker that starts with one of the markers ending there (a longer gate
+    found no further); a state with a marker of no known keys keeps 2 (every group walked)."""
+    decoded = [p.decode() for p in patterns]
+    sets: dict[tuple[bytes, ...], int] = {}
+    for state in range(len(ends)):  # the markers' states (the needles' come after, all kind 1)
+        if accept[state] != 2:
+            continue
+        keys: set[bytes] = set()
+        known = True
+        for i, marker in enumerate(decoded):
+            if not ends[state] >> i & 1:
+                continue
+            for longer in decoded:
+                if longer.startswith(marker):
+                    if longer not in gate_keys:
+                        known = False
+                    else:
+                        keys.update(k.encode() for k in gate_keys[longer])
+        if not known or not keys or any(len(k) > 0xFFFF for k in keys):
+            continue
+        key = tuple(sorted(keys))
+        if key not in sets and len(sets) == 0xFF - 3:
+            continue  # no room in a byte: walked as before
+        accept[state] = 3 + sets.setdefault(key, len(sets))
+    if not sets:
+        return b""  # C: no key sets, every group walked
+    body = [b"".join(len(k).to_bytes(2, "little") + _anchor(k).to_bytes(2, "little") + k for k in key) for key in sets]
+    out = bytearray(len(body).to_bytes(4, "little"))
+    offset = 0
+    for b in body:
+        out += offset.to_bytes(4, "little")
+        offset += len(b)
+    out += offset.to_bytes(4, "little")
+    for b in body:
+        out += b
+    return bytes(out)
+
+
 class MarkerScanner:
     """The lines of a block holding one of ``markers``: ``scanner.lines(lines)``."""
 
     __slots__ = ("_automaton", "markers")
 
     def __init__(self, markers: Sequence[str],
-                 confirm: tuple[frozenset[str], tuple[tuple[str, ...], ...]] | None = None) -> None:
-        """``confirm``: (markers, groups of strings) for ``_automaton``: in C, a line holding only those
-        markers is taken only with every string of a group too; the pure-Python search takes it
-        anyway (a superset)."""
+                 confirm: tuple[frozenset[str], tuple[tuple[str, ...], ...],
+                                tuple[tuple[str, tuple[str, ...]], ...]] | None = None) -> None:
+        """``confirm``: (markers, groups of strings, each marker's keys) for ``_automaton``: in C, a line
+        holding only those markers is taken only with one of their keys and every string of a group
+        too; the pure-Python search takes it anyway (a superset)."""
         self.markers = tuple(markers)
         extra = confirm or ()
         ascii_only = all(m.isascii() for m in (*self.markers, *(x for g in (extra[1] if extra else ()) for x in g)))

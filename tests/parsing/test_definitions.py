@@ -159,7 +159,7 @@ def test_a_bulk_line_would_pass_the_needles_it_skips() -> None:
     always counts, or its rule's strings are a group of the confirmation."""
     from diagnostics.parsing._markers import GATED_CONFIRM, GATED_MARKERS
 
-    confirmed, groups = GATED_CONFIRM
+    confirmed, groups, _ = GATED_CONFIRM
     always = [m for m in GATED_MARKERS if m not in confirmed]
     for kind, t in _rules.TEMPLATES.items():
         text = "".join(lit for lit, _, _ in t.parts())

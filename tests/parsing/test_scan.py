@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -62,15 +63,16 @@ def test_random_blocks_give_the_lines_a_plain_search_gives(name: str) -> None:
             assert impl(lines) == expected, (label, lines)  # type: ignore[operator]
 
 
-def _confirmed(
-    lines: list[str], markers: tuple[str, ...], confirm: tuple[frozenset[str], tuple[tuple[str, ...], ...]]
-) -> list[int]:
-    """The lines holding a marker outside ``confirm[0]``, or one of those and every string of a group of
-    ``confirm[1]``."""
-    confirmed, groups = confirm
+def _confirmed(lines: list[str], markers: tuple[str, ...], confirm: Any) -> list[int]:
+    """The lines holding a marker outside ``confirm[0]``, or one of those with one of its keys
+    (``confirm[2]``: the longest string of each rule logged under it) and every string of a group of
+    ``confirm[1]``. (No confirmed marker is inside another marker, so each is found where it starts.)"""
+    confirmed, groups, gate_keys = confirm
+    keys = dict(gate_keys)
     return [i for i, line in enumerate(lines)
             if any(m in line for m in markers if m not in confirmed)
-            or (any(m in line for m in confirmed) and any(all(x in line for x in g) for g in groups))]
+            or (any(m in line and any(k in line for k in keys[m]) for m in confirmed)
+                and any(all(x in line for x in g) for g in groups))]
 
 
 def test_a_gate_marker_takes_a_line_only_with_every_string_of_one_of_its_rules() -> None:
@@ -106,12 +108,18 @@ def test_a_gate_marker_takes_a_line_only_with_every_string_of_one_of_its_rules()
             data = text.encode("utf-8", "surrogatepass")
             items, _ = chunk(data, *automaton, (), 1, 0, 1 << 30, lambda *t: None, simd)
             assert [item[0] - 1 for item in items] == expected, block
+    assert not any(a in b for a in confirm[0] for b in markers if a != b)  # what _confirmed assumes
     noise = "[rank3]:[cosmos] 2025-06-09 12:00:00,000 - cosmos - INFO - [Policy] Optimizer step 12 done: loss 0.1"
     saving = "[cosmos] 2025-06-09 12:00:00,000 - cosmos - INFO - [Policy] Saving cosmos checkpoint at step 10"
     # One word of a rule is not enough: the send rule's regex also requires "All ", " at step ", " finished in ".
     request = ("[rank5]:[cosmos] 2025-06-09 03:47:57,077 - cosmos - INFO - [Policy] Received weight sync request for "
                "step 77 from controller, preparing send operations")
     assert scanner.lines([noise, saving, noise.replace("INFO", "WARNING"), request]) == [1, 2]
+    # A [Policy] line holding the whole of a rule logged under [Controller] only: none of [Policy]'s keys.
+    stat = ("[cosmos] 2025-06-09 12:00:00,000 - cosmos - INFO - [Policy] [Controller] Stat: 3 samples, 4 completion "
+            "tokens, 5 pending rollouts, 1.5 seconds elapsed")
+    assert native_lines(stat, *automaton) == [] and native_lines(stat.replace("[Policy]", "[Controller]"),
+                                                                     *automaton) == [0]
 
 
 @pytest.mark.parametrize("name", list(MARKER_SETS))
@@ -197,3 +205,11 @@ def test_a_corrupt_automaton_is_refused_not_read_past() -> None:
         native_lines("xy", *gated[:8], one + bytes([1, 0]))  # shorter than its offsets say
     with pytest.raises(ValueError, match="needle groups"):
         native_lines("xy", *gated[:8], gated[8][: 4 * keys])  # not even the offsets
+    keyed = scan_module._automaton(("abc", "xy"), frozenset({"xy"}), (("abd", "ghi"),), (("xy", ("ghi",)),))
+    assert native_lines("xy abd ghi\nxy abd\nabc\nxy ghi", *keyed) == [0, 2]
+    assert keyed[8].endswith(b"\x03\x00\x00\x00ghi") and 3 in keyed[2]  # one set (anchor "g"), its state 3 + 0
+    for cut in (1, 4, 11):
+        with pytest.raises(ValueError, match="key sets"):
+            native_lines("xy", *keyed[:8], keyed[8][:-cut])
+    with pytest.raises(ValueError, match="key set out of range"):
+        native_lines("xy", keyed[0], keyed[1], keyed[2].replace(b"\x03", b"\x04"), *keyed[3:])
