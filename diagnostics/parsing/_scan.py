@@ -220,13 +220,7 @@ def _automaton(markers: tuple[str, ...], confirmed: frozenset[str] = frozenset()
             entry.append(len(g))
             for x in g:
                 entry += index[x].to_bytes(2, "little")
-        offset = 0
-        for entry in by_key:
-            packed += offset.to_bytes(4, "little")
-            offset += len(entry)
-        packed += offset.to_bytes(4, "little")
-        for entry in by_key:
-            packed += entry
+        packed += _indexed(by_key)
         packed += _key_sets(patterns, accept, marker_ends, dict(gate_keys))
     if len(accept) > 0xFFFF:
         raise ValueError("too many markers for a 16-bit automaton")
@@ -281,14 +275,20 @@ def _key_sets(patterns: list[bytes], accept: bytearray, ends: list[int],
     if not sets:
         return b""  # C: no key sets, every group walked
     body = [b"".join(len(k).to_bytes(2, "little") + _anchor(k).to_bytes(2, "little") + k for k in key) for key in sets]
-    out = bytearray(len(body).to_bytes(4, "little"))
+    return len(body).to_bytes(4, "little") + _indexed(body)
+
+
+def _indexed(entries: Sequence[bytes | bytearray]) -> bytes:
+    """``len(entries) + 1`` little-endian uint32 offsets (where each entry starts in what follows, then
+    the end), then the entries: how C finds the needle groups of a key and the keys of a set."""
+    out = bytearray()
     offset = 0
-    for b in body:
+    for entry in entries:
         out += offset.to_bytes(4, "little")
-        offset += len(b)
+        offset += len(entry)
     out += offset.to_bytes(4, "little")
-    for b in body:
-        out += b
+    for entry in entries:
+        out += entry
     return bytes(out)
 
 
