@@ -12,7 +12,8 @@ one owner of the Cosmos-RL run layout and line formats that the supervisor and t
 - ``scanner_for(source).lines(lines)`` (``MarkerScanner(markers, confirm_for(source))``): which lines
   of a block hold a marker (C when built; there a tag gate counts only with every string that one of
   its rules' regexes requires on the line).
-- ``MAX_LINE_BYTES``, ``split_segments``: how files are cut into lines and ``\\r`` segments.
+- ``MAX_LINE_BYTES``, ``split_segments``: how files are cut into lines and ``\\r`` segments;
+  ``iter_lines(f)``: the numbered lines of a binary file cut so (the AlpaGym reader's too).
 - The runs of a log source by path (``_runs``): ``log_runs``, ``latest_logs_dir``, ``run_name``,
   ``logs_dirs``, ``slurm_runs``, ``is_slurm_dir``, ``controller_logs``, ``replica_logs``, ``numbered``.
 - A Slurm job's folder now (``_slurm_job``): ``read_slurm_layout`` -> ``SlurmLayout`` (``Part``),
@@ -38,6 +39,7 @@ _EXPORTS = {
     "scanner_for": "_markers",
     "markers_for": "_markers",
     "MAX_LINE_BYTES": "_lines",
+    "iter_lines": "_lines",
     "FileTail": "_reader",
     "file_tail": "_reader",
     "iter_file_events": "_reader",
@@ -99,6 +101,7 @@ __all__ = [
     "file_tail",
     "is_slurm_dir",
     "iter_file_events",
+    "iter_lines",
     "latest_logs_dir",
     "log_runs",
     "logs_dirs",
@@ -126,7 +129,7 @@ if TYPE_CHECKING:
         STEP_RE,
     )
     from diagnostics.parsing._layout import LayoutError, RunLayout, classify_file, discover
-    from diagnostics.parsing._lines import MAX_LINE_BYTES
+    from diagnostics.parsing._lines import MAX_LINE_BYTES, iter_lines
     from diagnostics.parsing._lines import segments as split_segments
     from diagnostics.parsing._markers import ALL_MARKERS, GATED_MARKERS, confirm_for, markers_for, scanner_for
     from diagnostics.parsing._parser import LineParser, parse_lines
