@@ -18,6 +18,8 @@ one owner of the Cosmos-RL run layout and line formats that the supervisor and t
   ``logs_dirs``, ``slurm_runs``, ``is_slurm_dir``, ``controller_logs``, ``replica_logs``, ``numbered``.
 - A Slurm job's folder now (``_slurm_job``): ``read_slurm_layout`` -> ``SlurmLayout`` (``Part``),
   ``role_logs`` / ``pinned_role_logs`` -> ``RoleLog``, ``parse_monitor_log`` -> ``MonitorLine``.
+- ``regex_needles(pattern, flags)``: a regex compiled and its needles, the strings of which a line it
+  matches holds one, read from the regex as the rules' own are (``_required``; the AlpaGym parser's).
 - Line formats over raw lines (``_formats``): ``STEP_RE``, ``CHECKPOINT_SAVED_RE``,
   ``COSMOS_STAMP_RE``, ``PREFETCH_LEVEL_RE``, ``REPLICA_CAUSE_RE``; ``PROCESS_FAILED_RE``, the
   launcher's 'Process {i} failed with return code {rc}' line.
@@ -68,6 +70,7 @@ _EXPORTS = {
     "pinned_role_logs": "_slurm_job",
     "read_slurm_layout": "_slurm_job",
     "role_logs": "_slurm_job",
+    "regex_needles": "_required",
     "CHECKPOINT_SAVED_RE": "_formats",
     "COSMOS_STAMP_RE": "_formats",
     "PREFETCH_LEVEL_RE": "_formats",
@@ -112,6 +115,7 @@ __all__ = [
     "pinned_role_logs",
     "read_run",
     "read_slurm_layout",
+    "regex_needles",
     "replica_logs",
     "role_logs",
     "run_name",
@@ -134,6 +138,7 @@ if TYPE_CHECKING:
     from diagnostics.parsing._markers import ALL_MARKERS, GATED_MARKERS, confirm_for, markers_for, scanner_for
     from diagnostics.parsing._parser import LineParser, parse_lines
     from diagnostics.parsing._reader import FileTail, file_tail, iter_file_events, read_run
+    from diagnostics.parsing._required import regex_needles
     from diagnostics.parsing._runs import (
         controller_logs,
         is_slurm_dir,
