@@ -80,7 +80,8 @@ def needles(pattern: str, literals: tuple[str, ...], alternatives: tuple[tuple[s
 def regex_needles(pattern: str, flags: int = 0) -> tuple[re.Pattern[str], tuple[str, ...]]:
     """``re.compile(pattern, flags)`` and its needles (``needles``): strings of which a line the regex
     matches holds one, a quick ``in`` test before the regex that can lose no match. Raises
-    ``ValueError`` for a regex that requires no such string."""
+    ``ValueError`` for a regex that requires no such string (or is read case-insensitively: ``read``
+    tells none then)."""
     compiled, literals, alternatives = read(pattern, flags)
     return compiled, needles(pattern, literals, alternatives)
 
