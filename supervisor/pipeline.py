@@ -14,7 +14,7 @@ from supervisor.rundir import RunDir
 from supervisor.spec import RunSpec
 from supervisor.stage import STAGE_NAMES, StageError, StageSpec
 from supervisor.stages import configure, convert, curate, download, env, export, grader, train, verify
-from supervisor.stages._context import StageContext
+from supervisor.stages.context import StageContext
 
 
 @dataclass(frozen=True, slots=True)

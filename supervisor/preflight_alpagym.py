@@ -31,7 +31,7 @@ from diagnostics.findings import CheckState, Report
 from supervisor.preflight_checks import GB, Checks, GpuProbe, machine, probe_gpus
 from supervisor.secrets import hf_token_file, read_secret, secret_source
 from supervisor.spec import RunSpec
-from supervisor.stages.alpagym._common import ALPAMAYO_1_5
+from supervisor.stages.alpagym import ALPAMAYO_1_5
 
 Runner = Callable[[Sequence[str]], tuple[int, str]]  # argv -> (exit code, output)
 

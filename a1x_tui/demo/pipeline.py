@@ -217,7 +217,7 @@ def closed_loop_stage_names(spec: RunSpec) -> list[str]:
 
 
 def build_closed_loop_stages(spec: RunSpec, rundir: RunDir, outputs: MutableMapping[str, str]) -> list[StageSpec]:
-    from supervisor.stages.alpagym._common import latest_run, run_folders, runs_root
+    from supervisor.stages.alpagym import latest_run, run_folders, runs_root
     from supervisor.stages.alpagym.convert import verify_alpagym_checkpoint
     from supervisor.stages.alpagym.export import PROVENANCE, verify_inference_export
     from supervisor.stages.alpagym.train import verify_alpagym_trained

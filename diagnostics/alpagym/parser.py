@@ -24,6 +24,7 @@ from typing import Any
 
 from diagnostics.closed_loop_events import CL, ClosedLoop
 from diagnostics.events import Event, Role, Signal, SignalKind, Source
+from diagnostics.parsing import regex_needles
 
 _RANK = re.compile(r"\[rank(\d+)\]: ?")
 _ALPAGYM = re.compile(
@@ -69,147 +70,150 @@ def _dict(text: str) -> dict[str, float]:
     return out
 
 
-# (needle, regex searched in the message, kind, reader of the fields). Order matters: the first rule
-# whose needle and regex match names the line.
+# (regex searched in the message, kind, reader of the fields). Each regex's needles are read from it
+# (``diagnostics.parsing.regex_needles``: a line it matches holds one), never written beside it; a
+# regex ``A|B`` gets an entry per needle, in place, as the open-loop rules do (docs/parsing.md).
+# Order matters: the first rule whose regex matches names the line.
 _RULES: tuple[tuple[str, re.Pattern[str], CL, Reader], ...] = tuple(
-    (needle, re.compile(pattern), kind, reader)
-    for needle, pattern, kind, reader in (
+    (needle, regex, kind, reader)
+    for pattern, kind, reader in (
         # --- host (packages/host/src/alpagym_host/run_lifecycle.py, alpasim_wizard.py, cli.py)
-        ("Starting AlpaGym run:", r"Starting AlpaGym run: backend=(\S+) run_dir=(\S+) .*?policy_replicas=(\d+) "
+        (r"Starting AlpaGym run: backend=(\S+) run_dir=(\S+) .*?policy_replicas=(\d+) "
          r"rollout_replicas=(\d+)", CL.RUN_STARTED,
          lambda m: {"backend": m[1], "run_dir": m[2], "policy_replicas": _i(m[3]), "rollout_replicas": _i(m[4])}),
-        ("Starting AlpaSim Wizard:", r"Starting AlpaSim Wizard: runtime_index=(\d+) host=(\S+)", CL.WIZARD_STARTED,
+        (r"Starting AlpaSim Wizard: runtime_index=(\d+) host=(\S+)", CL.WIZARD_STARTED,
          lambda m: {"runtime_index": _i(m[1]), "host": m[2]}),
-        ("AlpaSim RuntimeService is ready at", r"AlpaSim RuntimeService is ready at (\S+)", CL.RUNTIME_READY,
+        (r"AlpaSim RuntimeService is ready at (\S+)", CL.RUNTIME_READY,
          lambda m: {"endpoint": m[1]}),
-        ("Published AlpaSim runtime:", r"Published AlpaSim runtime: id=(\S+) host=(\S+) port=(\d+) capacity=(\d+)",
+        (r"Published AlpaSim runtime: id=(\S+) host=(\S+) port=(\d+) capacity=(\d+)",
          CL.RUNTIME_PUBLISHED, lambda m: {"id": m[1], "host": m[2], "port": _i(m[3]), "capacity": _i(m[4])}),
-        ("Starting Cosmos launcher:", r"Starting Cosmos launcher: ", CL.COSMOS_STARTED, lambda m: {}),
-        ("Cosmos launcher completed", r"Cosmos launcher completed\s*$", CL.COSMOS_COMPLETED, lambda m: {}),
-        ("AlpaSim Wizard process", r"Stopping (\d+) AlpaSim Wizard process", CL.WIZARD_STOPPING,
+        (r"Starting Cosmos launcher: ", CL.COSMOS_STARTED, lambda m: {}),
+        (r"Cosmos launcher completed\s*$", CL.COSMOS_COMPLETED, lambda m: {}),
+        (r"Stopping (\d+) AlpaSim Wizard process", CL.WIZARD_STOPPING,
          lambda m: {"count": _i(m[1])}),
-        ("AlpaSim Wizard exited before readiness", r"AlpaSim Wizard exited before readiness with code (-?\d+)",
+        (r"AlpaSim Wizard exited before readiness with code (-?\d+)",
          CL.BRINGUP_FAILED, lambda m: {"reason": "wizard_exited", "code": _i(m[1])}),
-        ("Timed out waiting for AlpaSim RuntimeService", r"Timed out waiting for AlpaSim RuntimeService at (\S+)",
+        (r"Timed out waiting for AlpaSim RuntimeService at (\S+)",
          CL.BRINGUP_FAILED, lambda m: {"reason": "runtime_timeout", "path": m[1]}),
-        ("reported no scenes", r"AlpaSim runtime (\d+) reported no scenes", CL.BRINGUP_FAILED,
+        (r"AlpaSim runtime (\d+) reported no scenes", CL.BRINGUP_FAILED,
          lambda m: {"reason": "no_scenes", "runtime_index": _i(m[1])}),
-        ("AlpaSim runtimes reported different scene lists", r"AlpaSim runtimes reported different scene lists",
+        (r"AlpaSim runtimes reported different scene lists",
          CL.BRINGUP_FAILED, lambda m: {"reason": "scene_lists_differ"}),
-        ("execution.backend=local_process requires", r"execution\.backend=local_process requires", CL.BRINGUP_FAILED,
+        (r"execution\.backend=local_process requires", CL.BRINGUP_FAILED,
          lambda m: {"reason": "no_docker"}),
-        ("CUDA_ERROR_UNSUPPORTED_PTX_VERSION", r"CUDA_ERROR_UNSUPPORTED_PTX_VERSION", CL.BRINGUP_FAILED,
+        (r"CUDA_ERROR_UNSUPPORTED_PTX_VERSION", CL.BRINGUP_FAILED,
          lambda m: {"reason": "driver_too_old"}),
-        ("No module named 'alpasim_grpc", r"No module named '(alpasim_grpc[\w.]*)'", CL.BRINGUP_FAILED,
+        (r"No module named '(alpasim_grpc[\w.]*)'", CL.BRINGUP_FAILED,
          lambda m: {"reason": "grpc_stubs_missing", "module": m[1]}),
-        ("NCCL master endpoint was not published", r"NCCL master endpoint was not published", CL.BRINGUP_FAILED,
+        (r"NCCL master endpoint was not published", CL.BRINGUP_FAILED,
          lambda m: {"reason": "nccl_master_missing"}),
-        ("Could not find an available port in range", r"Could not find an available port in range (\d+)-(\d+)",
+        (r"Could not find an available port in range (\d+)-(\d+)",
          CL.PORT_IN_USE, lambda m: {"what": "sim_ports", "port": _i(m[1]), "last": _i(m[2])}),
-        ("Address already in use", r"Address already in use", CL.PORT_IN_USE,
+        (r"Address already in use", CL.PORT_IN_USE,
          lambda m: {"what": "bind", "port": None}),
-        ("AlpaSim rollout horizon does not match", r"AlpaSim rollout horizon does not match the trainer packer "
+        (r"AlpaSim rollout horizon does not match the trainer packer "
          r"budget: n_sim_steps=(\d+) .*?= (\d+) closed-loop policy steps, but expected_valid_steps=(\d+)",
          CL.HORIZON_MISMATCH,
          lambda m: {"where": "config", "n_sim_steps": _i(m[1]), "closed_loop_steps": _i(m[2]),
                     "expected_valid_steps": _i(m[3])}),
-        ("exceeding expected_valid_steps=", r"AlpaGym replay session=(\w+) produced (\d+) policy outputs, exceeding "
+        (r"AlpaGym replay session=(\w+) produced (\d+) policy outputs, exceeding "
          r"expected_valid_steps=(\d+)", CL.HORIZON_MISMATCH,
          lambda m: {"where": "packer", "uuid": m[1], "produced": _i(m[2]), "expected_valid_steps": _i(m[3])}),
-        ("nvidia/PhysicalAI-Autonomous-Vehicles-NuRec, but no token", r"but no token was found", CL.NUREC_ACCESS,
+        (r"nvidia/PhysicalAI-Autonomous-Vehicles-NuRec, but no token was found", CL.NUREC_ACCESS,
          lambda m: {"reason": "no_token", "http": None}),
-        ("cannot access the gated dataset", r"cannot access the gated dataset \S+ \(HTTP (\d+)\)", CL.NUREC_ACCESS,
+        (r"cannot access the gated dataset \S+ \(HTTP (\d+)\)", CL.NUREC_ACCESS,
          lambda m: {"reason": "denied", "http": _i(m[1])}),
-        ("Could not reach HuggingFace while validating", r"Could not reach HuggingFace while validating",
+        (r"Could not reach HuggingFace while validating",
          CL.NUREC_ACCESS, lambda m: {"reason": "unreachable", "http": None}),
-        ("Could not validate HuggingFace access", r"Could not validate HuggingFace access to \S+ \(HTTP (\d+)\)",
+        (r"Could not validate HuggingFace access to \S+ \(HTTP (\d+)\)",
          CL.NUREC_ACCESS, lambda m: {"reason": "unreachable", "http": _i(m[1])}),
-        ("policy.model.path", r"(policy\.model\.path (?:does not exist|must be an extracted|is a directory without|"
+        (r"(policy\.model\.path (?:does not exist|must be an extracted|is a directory without|"
          r"HF bundle directory must).*)", CL.HOST_CONFIG_REJECTED,
          lambda m: {"reason": "model_path", "message": _clip(m[1])}),
-        ("Cosmos Slurm GPU capacity is", r"(Cosmos Slurm GPU capacity is (\d+), but policy and rollout replicas "
+        (r"(Cosmos Slurm GPU capacity is (\d+), but policy and rollout replicas "
          r"require (\d+))", CL.HOST_CONFIG_REJECTED,
          lambda m: {"reason": "gpu_capacity", "message": _clip(m[1]), "available": _i(m[2]), "required": _i(m[3])}),
-        ("GPUs but each Cosmos Slurm worker exposes",
-         r"((?:policy|rollout) replica requires (\d+) GPUs but each Cosmos Slurm worker exposes (\d+))",
+        (r"((?:policy|rollout) replica requires (\d+) GPUs but each Cosmos Slurm worker exposes (\d+))",
          CL.HOST_CONFIG_REJECTED,
          lambda m: {"reason": "gpu_capacity", "message": _clip(m[1]), "required": _i(m[2]), "available": _i(m[3])}),
-        ("must be divisible by", r"(train_batch_per_replica\(\d+\) must be divisible by .*)", CL.HOST_CONFIG_REJECTED,
+        (r"(train_batch_per_replica\(\d+\) must be divisible by .*)", CL.HOST_CONFIG_REJECTED,
          lambda m: {"reason": "batch_geometry", "message": _clip(m[1])}),
-        ("dataset must set exactly one of", r"(dataset must set exactly one of .*)", CL.HOST_CONFIG_REJECTED,
+        (r"(dataset must set exactly one of .*)", CL.HOST_CONFIG_REJECTED,
          lambda m: {"reason": "dataset", "message": _clip(m[1])}),
-        ("cosmos.mode must be 'disaggregated'", r"(cosmos\.mode must be 'disaggregated' .*)", CL.HOST_CONFIG_REJECTED,
+        (r"(cosmos\.mode must be 'disaggregated' .*)", CL.HOST_CONFIG_REJECTED,
          lambda m: {"reason": "slurm", "message": _clip(m[1])}),
-        ("transport=nccl requires", r"(transport=nccl requires .*)", CL.HOST_CONFIG_REJECTED,
+        (r"(transport=nccl requires .*)", CL.HOST_CONFIG_REJECTED,
          lambda m: {"reason": "transport", "message": _clip(m[1])}),
-        ("is not under any execution.slurm.container_mounts", r"(\S+ is not under any execution\.slurm\."
+        (r"(\S+ is not under any execution\.slurm\."
          r"container_mounts .*)", CL.HOST_CONFIG_REJECTED, lambda m: {"reason": "mounts", "message": _clip(m[1])}),
         # --- Cosmos-RL's launcher: the controller port it chose (cosmos_rl/launcher/launch_all.py)
-        ("Controller will be launched locally on port", r"Controller will be launched locally on port (\d+)",
+        (r"Controller will be launched locally on port (\d+)",
          CL.CONTROLLER_PORT, lambda m: {"port": _i(m[1])}),
-        ("so launching controller on port", r"Using local IP: \S+ so launching controller on port (\d+)",
+        (r"Using local IP: \S+ so launching controller on port (\d+)",
          CL.CONTROLLER_PORT, lambda m: {"port": _i(m[1])}),
         # --- the rollout worker (packages/runtime/src/alpagym_runtime/...)
-        ("Streaming rollout backend ready:", r"Streaming rollout backend ready: runtime=(.*?) driver=.*"
+        (r"Streaming rollout backend ready: runtime=(.*?) driver=.*"
          r"max_concurrent_rollouts=(\d+)", CL.BACKEND_READY, lambda m: {"runtime": m[1], "max_concurrent": _i(m[2])}),
-        ("rollout_generation: ", r"rollout_generation: (\d+) payloads, is_validation=(\w+)", CL.GENERATION,
+        (r"rollout_generation: (\d+) payloads, is_validation=(\w+)", CL.GENERATION,
          lambda m: {"payloads": _i(m[1]), "validation": m[2] == "True"}),
-        ("Started AlpaGym driver session=", r"Started AlpaGym driver session=(\S+) seed=(-?\d+)", CL.SESSION_STARTED,
+        (r"Started AlpaGym driver session=(\S+) seed=(-?\d+)", CL.SESSION_STARTED,
          lambda m: {"uuid": m[1], "seed": _i(m[2])}),
-        ("Closed AlpaGym driver session=", r"Closed AlpaGym driver session=(\S+) recorded_steps=(\d+)",
+        (r"Closed AlpaGym driver session=(\S+) recorded_steps=(\d+)",
          CL.SESSION_CLOSED, lambda m: {"uuid": m[1], "recorded_steps": _i(m[2])}),
-        ("Retrying payload uuid=", r"Retrying payload uuid=(\S+) scene=(\S+) attempt=(\d+) retries_left=(-?\d+): ?(.*)",
+        (r"Retrying payload uuid=(\S+) scene=(\S+) attempt=(\d+) retries_left=(-?\d+): ?(.*)",
          CL.EPISODE_RETRY,
          lambda m: {"uuid": m[1], "scene": m[2], "attempt": _i(m[3]), "retries_left": _i(m[4]), "error": _clip(m[5])}),
-        ("Dropping payload after exhausted retries:", r"Dropping payload after exhausted retries: scene=(\S+) "
+        (r"Dropping payload after exhausted retries: scene=(\S+) "
          r"last_uuid=(\S+): ?(.*)", CL.EPISODE_DROPPED, lambda m: {"scene": m[1], "uuid": m[2], "error": _clip(m[3])}),
-        ("Rollout payload exhausted retries:", r"Rollout payload exhausted retries: prompt_idx=(\d+) "
+        (r"Rollout payload exhausted retries: prompt_idx=(\d+) "
          r"collected=(\d+)/(\d+)", CL.PAYLOAD_EXHAUSTED,
          lambda m: {"prompt_idx": _i(m[1]), "collected": _i(m[2]), "target": _i(m[3])}),
-        ("non-finite trajectory; re-running inference", r"non-finite trajectory; re-running inference \((\d+)/(\d+)\)",
+        (r"non-finite trajectory; re-running inference \((\d+)/(\d+)\)",
          CL.NONFINITE, lambda m: {"what": "trajectory_retry", "attempt": _i(m[1]), "of": _i(m[2])}),
-        ("non-finite trajectory after", r"non-finite trajectory after (\d+) retries", CL.NONFINITE,
+        (r"non-finite trajectory after (\d+) retries", CL.NONFINITE,
          lambda m: {"what": "trajectory", "attempt": _i(m[1])}),
-        ("model returned non-finite log_probs", r"model returned non-finite log_probs", CL.NONFINITE,
+        (r"model returned non-finite log_probs", CL.NONFINITE,
          lambda m: {"what": "log_probs"}),
-        ("contains non-finite old_logprobs", r"rollout payload contains non-finite old_logprobs", CL.NONFINITE,
+        (r"rollout payload contains non-finite old_logprobs", CL.NONFINITE,
          lambda m: {"what": "old_logprobs"}),
-        ("model returned non-finite kl_div", r"model returned non-finite kl_div", CL.NONFINITE,
+        (r"model returned non-finite kl_div", CL.NONFINITE,
          lambda m: {"what": "kl_div"}),
-        ("[GRPO:grad-guard] non-finite", r"\[GRPO:grad-guard\] non-finite reduced gradient", CL.NONFINITE,
+        (r"\[GRPO:grad-guard\] non-finite reduced gradient", CL.NONFINITE,
          lambda m: {"what": "grad"}),
-        ("InferenceEngine forward pass failed", r"InferenceEngine forward pass failed; killing process",
+        (r"InferenceEngine forward pass failed; killing process",
          CL.ENGINE_FAILED, lambda m: {}),
         # --- the trainer and packer (alpagym_runtime.cosmos.trainer / packer / rollout_filter)
-        ("AlpaGym trainer step start", r"AlpaGym trainer step start current_step=(\d+) total_steps=(\d+) "
+        (r"AlpaGym trainer step start current_step=(\d+) total_steps=(\d+) "
          r"received_rollouts=(\d+) group_size=(\d+)", CL.TRAINER_STEP_START,
          lambda m: {"step": _i(m[1]), "total": _i(m[2]), "received": _i(m[3]), "group_size": _i(m[4])}),
-        ("AlpaGym trainer step end", r"AlpaGym trainer step end current_step=(\d+) .*?loss_avg=(\S+) kl_avg=(\S+) "
+        (r"AlpaGym trainer step end current_step=(\d+) .*?loss_avg=(\S+) kl_avg=(\S+) "
          r".*?clip_fraction=(\S+) grad_norm=(\S+) lr=(\S+)", CL.TRAINER_STEP_END,
          lambda m: {"step": _i(m[1]), "loss_avg": _f(m[2]), "kl_avg": _f(m[3]), "clip_fraction": _f(m[4]),
                     "grad_norm": _f(m[5]), "lr": _f(m[6])}),
-        ("Packed AlpaGym replay artifact", r"Packed AlpaGym replay artifact session=(\S+) .*?valid_steps=(\d+) "
+        (r"Packed AlpaGym replay artifact session=(\S+) .*?valid_steps=(\d+) "
          r"padded_steps=(\d+) reward=(\S+)", CL.PACKED,
          lambda m: {"uuid": m[1], "valid_steps": _i(m[2]), "padded_steps": _i(m[3]), "reward": _f(m[4])}),
-        ("stale rollouts (min_allowed_version=", r"Using (\d+)/(\d+) stale rollouts \(min_allowed_version=(-?\d+)",
+        (r"Using (\d+)/(\d+) stale rollouts \(min_allowed_version=(-?\d+)",
          CL.STALE_USED, lambda m: {"stale": _i(m[1]), "kept": _i(m[2]), "min_allowed": _i(m[3])}),
-        ("has no trainable samples after filtering", r"no trainable samples after filtering: current_step=(\d+)",
+        (r"has no trainable samples after filtering: current_step=(\d+)",
          CL.NO_SAMPLES, lambda m: {"step": _i(m[1])}),
         # --- AlpaSim's runtime (src/runtime/alpasim_runtime/event_loop.py, worker/*.py; src/eval)
-        ("Session STARTING:", r"Session STARTING: uuid=(\S+) scene=(\S+) steps=(\d+)", CL.SIM_STARTED,
+        (r"Session STARTING: uuid=(\S+) scene=(\S+) steps=(\d+)", CL.SIM_STARTED,
          lambda m: {"uuid": m[1], "scene": m[2], "steps": _i(m[3])}),
-        ("Session COMPLETED:", r"Session COMPLETED: uuid=(\S+) scene=(\S+) simulated ([\d.]+) sim seconds in ([\d.]+) "
+        (r"Session COMPLETED: uuid=(\S+) scene=(\S+) simulated ([\d.]+) sim seconds in ([\d.]+) "
          r"wall clock seconds .*?\(total rollout ([\d.]+)s", CL.SIM_COMPLETED,
          lambda m: {"uuid": m[1], "scene": m[2], "sim_s": _f(m[3]), "wall_s": _f(m[4]), "total_s": _f(m[5])}),
-        ("Rollout FAILED:", r"Rollout FAILED: job=(\S+) scene=(\S+) uuid=(\S+) error=(.*)", CL.SIM_FAILED,
+        (r"Rollout FAILED: job=(\S+) scene=(\S+) uuid=(\S+) error=(.*)", CL.SIM_FAILED,
          lambda m: {"job": m[1], "scene": m[2], "uuid": m[3], "error": _clip(m[4])}),
-        ("died with exit code", r"Worker (\d+) died with exit code (-?\d+)", CL.SIM_WORKER_DIED,
+        (r"Worker (\d+) died with exit code (-?\d+)", CL.SIM_WORKER_DIED,
          lambda m: {"worker": _i(m[1]), "code": _i(m[2])}),
-        ("Evaluation failed in subprocess for session", r"Evaluation failed in subprocess for session (\S+)",
+        (r"Evaluation failed in subprocess for session (\S+)",
          CL.SIM_EVAL_FAILED, lambda m: {"uuid": m[1]}),
-        ("Aggregated metrics for", r"Aggregated metrics for (\S+): (\{.*\})", CL.SIM_METRICS,
+        (r"Aggregated metrics for (\S+): (\{.*\})", CL.SIM_METRICS,
          lambda m: {"uuid": m[1], "metrics": _dict(m[2])}),
     )
+    for regex, needles in (regex_needles(pattern),)
+    for needle in needles
 )
 # Error lines of the two formatted families that no rule names: ERROR_LINE for ``unexplained_error``.
 _ERROR_LEVELS = frozenset({"ERROR", "CRITICAL"})

@@ -151,7 +151,7 @@ class ArtifactPoller:
 
 
 def _iter_lines(path: Path) -> Iterable[tuple[int, list[str]]]:
-    from diagnostics.parsing._lines import iter_lines
+    from diagnostics.parsing import iter_lines
 
     with path.open("rb") as f:
         block: list[str] = []

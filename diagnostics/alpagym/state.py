@@ -17,7 +17,7 @@ from typing import Any
 
 from diagnostics.alpagym.config import ResolvedConfig
 from diagnostics.closed_loop_events import CL, PROGRESS_MARKS, ClosedLoop, EpisodeArtifact
-from diagnostics.detectors._store import FileFacts, Retained
+from diagnostics.detectors import FileFacts, Retained
 from diagnostics.metrics import Metrics, epoch, finite
 
 MAX_EPISODES = 20000  # the newest kept; counts cover them all

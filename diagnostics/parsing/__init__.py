@@ -12,11 +12,14 @@ one owner of the Cosmos-RL run layout and line formats that the supervisor and t
 - ``scanner_for(source).lines(lines)`` (``MarkerScanner(markers, confirm_for(source))``): which lines
   of a block hold a marker (C when built; there a tag gate counts only with every string that one of
   its rules' regexes requires on the line).
-- ``MAX_LINE_BYTES``, ``split_segments``: how files are cut into lines and ``\\r`` segments.
+- ``MAX_LINE_BYTES``, ``split_segments``: how files are cut into lines and ``\\r`` segments;
+  ``iter_lines(f)``: the numbered lines of a binary file cut so (the AlpaGym reader's too).
 - The runs of a log source by path (``_runs``): ``log_runs``, ``latest_logs_dir``, ``run_name``,
   ``logs_dirs``, ``slurm_runs``, ``is_slurm_dir``, ``controller_logs``, ``replica_logs``, ``numbered``.
 - A Slurm job's folder now (``_slurm_job``): ``read_slurm_layout`` -> ``SlurmLayout`` (``Part``),
   ``role_logs`` / ``pinned_role_logs`` -> ``RoleLog``, ``parse_monitor_log`` -> ``MonitorLine``.
+- ``regex_needles(pattern, flags)``: a regex compiled and its needles, the strings of which a line it
+  matches holds one, read from the regex as the rules' own are (``_required``; the AlpaGym parser's).
 - Line formats over raw lines (``_formats``): ``STEP_RE``, ``CHECKPOINT_SAVED_RE``,
   ``COSMOS_STAMP_RE``, ``PREFETCH_LEVEL_RE``, ``REPLICA_CAUSE_RE``; ``PROCESS_FAILED_RE``, the
   launcher's 'Process {i} failed with return code {rc}' line.
@@ -38,6 +41,7 @@ _EXPORTS = {
     "scanner_for": "_markers",
     "markers_for": "_markers",
     "MAX_LINE_BYTES": "_lines",
+    "iter_lines": "_lines",
     "FileTail": "_reader",
     "file_tail": "_reader",
     "iter_file_events": "_reader",
@@ -66,6 +70,7 @@ _EXPORTS = {
     "pinned_role_logs": "_slurm_job",
     "read_slurm_layout": "_slurm_job",
     "role_logs": "_slurm_job",
+    "regex_needles": "_required",
     "CHECKPOINT_SAVED_RE": "_formats",
     "COSMOS_STAMP_RE": "_formats",
     "PREFETCH_LEVEL_RE": "_formats",
@@ -99,6 +104,7 @@ __all__ = [
     "file_tail",
     "is_slurm_dir",
     "iter_file_events",
+    "iter_lines",
     "latest_logs_dir",
     "log_runs",
     "logs_dirs",
@@ -109,6 +115,7 @@ __all__ = [
     "pinned_role_logs",
     "read_run",
     "read_slurm_layout",
+    "regex_needles",
     "replica_logs",
     "role_logs",
     "run_name",
@@ -126,11 +133,12 @@ if TYPE_CHECKING:
         STEP_RE,
     )
     from diagnostics.parsing._layout import LayoutError, RunLayout, classify_file, discover
-    from diagnostics.parsing._lines import MAX_LINE_BYTES
+    from diagnostics.parsing._lines import MAX_LINE_BYTES, iter_lines
     from diagnostics.parsing._lines import segments as split_segments
     from diagnostics.parsing._markers import ALL_MARKERS, GATED_MARKERS, confirm_for, markers_for, scanner_for
     from diagnostics.parsing._parser import LineParser, parse_lines
     from diagnostics.parsing._reader import FileTail, file_tail, iter_file_events, read_run
+    from diagnostics.parsing._required import regex_needles
     from diagnostics.parsing._runs import (
         controller_logs,
         is_slurm_dir,

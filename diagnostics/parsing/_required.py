@@ -5,8 +5,8 @@ log) only when it holds every such string of one rule logged under that gate, so
 shares a word with a rule ("preparing send operations") never reaches Python. The strings come
 from each rule's own regex (``_rules.RULES``), never from a list kept by hand beside it: a line the
 regex matches holds them all, so the lines kept stay a superset of the lines that give an event.
-Each rule's needle is one of them too (``_rules``); ``read`` gives them with the compiled regex,
-from one parse.
+Each rule's needle is one of them too (``needles``, for ``_rules`` and, through ``regex_needles``,
+the AlpaGym parser); ``read`` gives them with the compiled regex, from one parse.
 """
 
 from __future__ import annotations
@@ -56,6 +56,34 @@ def read(source: str, flags: int = 0) -> tuple[re.Pattern[str], tuple[str, ...],
         literals = _strings(tree)
         alternatives = () if literals else tuple(_strings(alt) for alt in _branches(tree))
     return _compile(source, flags, tree), literals, alternatives
+
+
+def needles(pattern: str, literals: tuple[str, ...], alternatives: tuple[tuple[str, ...], ...],
+            gates: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The needles of a regex from what ``read`` gave of it: the longest string every match holds that
+    ``gates`` do not already say (``[Controller] `` is in every line of the gate `` - INFO - [Controller] ``),
+    else the longest; for a regex ``A|B`` with no such string, one per alternative. A regex with neither is
+    refused: no line could be looked up by it."""
+
+    def best(strings: tuple[str, ...]) -> str:
+        telling = [s for s in strings if not any(s in g for g in gates)] or strings
+        return max(telling, key=len)
+
+    if literals:
+        return (best(literals),)
+    if alternatives and all(alternatives):
+        return tuple(dict.fromkeys(best(a) for a in alternatives))
+    raise ValueError(f"{pattern!r}: no string of {MIN_LENGTH}+ characters that every match (or every "
+                     "match of one top-level alternative) holds")
+
+
+def regex_needles(pattern: str, flags: int = 0) -> tuple[re.Pattern[str], tuple[str, ...]]:
+    """``re.compile(pattern, flags)`` and its needles (``needles``): strings of which a line the regex
+    matches holds one, a quick ``in`` test before the regex that can lose no match. Raises
+    ``ValueError`` for a regex that requires no such string (or is read case-insensitively: ``read``
+    tells none then)."""
+    compiled, literals, alternatives = read(pattern, flags)
+    return compiled, needles(pattern, literals, alternatives)
 
 
 def _strings(items: Any) -> tuple[str, ...]:

@@ -60,7 +60,7 @@ from diagnostics.events import (
 )
 from diagnostics.parsing._build import MAX_TEXT, ctx_maker
 from diagnostics.parsing._literal import read_literal
-from diagnostics.parsing._required import MIN_LENGTH
+from diagnostics.parsing._required import needles as needles_from
 from diagnostics.parsing._required import read as read_regex
 from diagnostics.parsing._templates import Bulk, Template, convert, event_kwargs, message_pattern
 
@@ -991,21 +991,8 @@ template_rule(Template(Bulk.PREFETCH, "[AlpamayoPrefetch][{_:word}] {_:time} pid
 
 
 def needles_of(d: _Definition, gates: tuple[str, ...]) -> tuple[str, ...]:
-    """The needles of a rule from its regex: the longest string every match holds that its gates do not
-    already say (``[Controller] `` is in every line of the gate `` - INFO - [Controller] ``), else the
-    longest; for a regex ``A|B`` with no such string, one per alternative. A regex with neither is refused:
-    no line could be looked up by it."""
-
-    def best(strings: tuple[str, ...]) -> str:
-        telling = [s for s in strings if not any(s in g for g in gates)] or strings
-        return max(telling, key=len)
-
-    if d.literals:
-        return (best(d.literals),)
-    if d.alternatives and all(d.alternatives):
-        return tuple(dict.fromkeys(best(a) for a in d.alternatives))
-    raise ValueError(f"{d.pattern.pattern!r}: no string of {MIN_LENGTH}+ characters that every match (or every "
-                     "match of one top-level alternative) holds")
+    """The needles of a rule from its regex (``_required.needles``), the strings its gates say left aside."""
+    return needles_from(d.pattern.pattern, d.literals, d.alternatives, gates)
 
 
 def _entries() -> tuple[Rule, ...]:

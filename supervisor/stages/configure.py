@@ -21,8 +21,8 @@ from supervisor.progress import LastLine
 from supervisor.rundir import RunDir
 from supervisor.spec import RunSpec, SpecError, load_spec
 from supervisor.stage import Command, StageSpec, VerifyResult
-from supervisor.stages._context import StageContext
 from supervisor.stages._files import read_json
+from supervisor.stages.context import StageContext
 
 if TYPE_CHECKING:
     from configs.render import TemplateChoices

@@ -12,8 +12,8 @@ from typing import Any
 from supervisor.progress import HfDownload
 from supervisor.spec import DEFAULT_VLM
 from supervisor.stage import Command, StageSpec, VerifyResult
-from supervisor.stages._context import StageContext
 from supervisor.stages._files import REASONING_MODEL_TYPE, TOKENIZER_FILES, index_shards, read_json
+from supervisor.stages.context import StageContext
 
 CONVERT_MARKER = ".a1x-tui-convert.json"
 

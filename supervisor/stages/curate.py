@@ -9,8 +9,8 @@ from pathlib import Path
 
 from supervisor.progress import LastLine
 from supervisor.stage import Command, StageSpec, VerifyResult
-from supervisor.stages._context import StageContext
 from supervisor.stages._files import as_ints, chunk_column
+from supervisor.stages.context import StageContext
 
 
 def verify_curated(pai_dir: Path, *, chunk_ids: Sequence[int], num_clips: int) -> VerifyResult:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from supervisor.progress import HfDownload
 from supervisor.stage import Command, StageError, StageSpec, VerifyResult
-from supervisor.stages._context import StageContext
 from supervisor.stages._files import as_ints, chunk_column, nonempty
+from supervisor.stages.context import StageContext
 
 
 def _chunk_file_missing(root: Path, chunks: Sequence[int], parts: Sequence[tuple[str, Sequence[str]]]) -> str | None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from supervisor.progress import LastLine
 from supervisor.stage import Command, StageError, StageSpec, VerifyResult
-from supervisor.stages._context import StageContext
+from supervisor.stages.context import StageContext
 
 # docs/reference/alpamayo-recipe.md §2.4 (the import contract) plus its recommended flash_attn check.
 IMPORT_CONTRACT: tuple[str, ...] = (

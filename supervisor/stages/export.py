@@ -10,8 +10,8 @@ from pathlib import Path
 from supervisor.cosmos_logs import latest_complete_checkpoint
 from supervisor.progress import LastLine
 from supervisor.stage import Command, StageError, StageSpec, VerifyResult
-from supervisor.stages._context import StageContext
 from supervisor.stages._files import REASONING_MODEL_TYPE, TOKENIZER_FILES, index_shards, read_json
+from supervisor.stages.context import StageContext
 
 
 def fresh_dir(preferred: Path) -> Path:

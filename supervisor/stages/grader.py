@@ -8,8 +8,8 @@ from pathlib import Path
 
 from supervisor.progress import HfDownload
 from supervisor.stage import Command, StageSpec, VerifyResult
-from supervisor.stages._context import StageContext
 from supervisor.stages._files import TOKENIZER_FILES, nonempty
+from supervisor.stages.context import StageContext
 
 LINGO_JUDGE_REPO = "wayveai/Lingo-Judge"
 

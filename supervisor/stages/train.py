@@ -17,7 +17,7 @@ from diagnostics.parsing import latest_logs_dir, run_name
 from supervisor.cosmos_logs import checkpoint_incomplete_reason, last_step, saved_checkpoints
 from supervisor.progress import TrainSteps
 from supervisor.stage import Command, StageError, StageSpec, VerifyResult
-from supervisor.stages._context import StageContext
+from supervisor.stages.context import StageContext
 
 
 def verify_trained(log_dir: Path, *, ranks: int | None, logs_dir: Path | None = None) -> VerifyResult:

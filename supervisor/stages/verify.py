@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from supervisor.stage import Command, StageSpec, VerifyResult
-from supervisor.stages._context import StageContext
+from supervisor.stages.context import StageContext
 from supervisor.stages.export import current_export, verify_export
 
 

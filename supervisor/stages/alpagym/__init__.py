@@ -5,13 +5,19 @@
 format), ``p2p`` (the NCCL peer-to-peer check, local runs), ``train`` (``python -m alpagym_host.cli``,
 followed in the AlpaGym run folder it makes; Stop also removes AlpaSim's containers), ``export`` (to
 the inference format) and ``verify``. ``preflight`` checks the machine before any of them.
+
+For the preflight and the closed-loop demo: ``ALPAMAYO_1_5``, the model trained, and the AlpaGym run
+folders of a run (``runs_root``, ``run_folders``, ``latest_run``).
 """
 
 from __future__ import annotations
 
 from supervisor.spec import RunSpec
 from supervisor.stage import StageSpec
-from supervisor.stages._context import StageContext
+from supervisor.stages.alpagym._common import ALPAMAYO_1_5, latest_run, run_folders, runs_root
+from supervisor.stages.context import StageContext
+
+__all__ = ["ALPAMAYO_1_5", "build", "latest_run", "run_folders", "runs_root", "stage_names"]
 
 
 def stage_names(spec: RunSpec) -> list[str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from supervisor.rundir import RunDir
 from supervisor.spec import AlpaGymSpec, RunSpec
 from supervisor.stage import Command, StageError
-from supervisor.stages._context import StageContext
+from supervisor.stages.context import StageContext
 
 ALPAMAYO_1_5 = "nvidia/Alpamayo-1.5-10B"  # the only model AlpaGym trains (docs/reference/alpagym.md §2.3)
 LOCAL_BIN = str(Path("~/.local/bin").expanduser())  # where uv's installer puts uv

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from supervisor.progress import HfDownload, LastLine
 from supervisor.stage import Command, StageSpec, VerifyResult
-from supervisor.stages._context import StageContext
 from supervisor.stages._files import TOKENIZER_FILES, index_shards, read_json
 from supervisor.stages.alpagym._common import ALPAMAYO_1_5, settings, uv_run
+from supervisor.stages.context import StageContext
 
 EXPERT_MODEL_TYPE = "alpamayo_reasoning_vla_expert"  # docs/reference/alpagym.md §2.3
 CONVERT_SCRIPT = "packages/policies/alpamayo_r1/scripts/convert_release_to_alpagym_checkpoint.py"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from supervisor.progress import LastLine
 from supervisor.stage import Command, StageError, StageSpec, VerifyResult
-from supervisor.stages._context import StageContext
 from supervisor.stages.alpagym._common import LOCAL_BIN, venv_python
+from supervisor.stages.context import StageContext
 from supervisor.stages.env import run_imports
 
 # The packages a run loads: the host CLI, the Cosmos-RL adapters, the Alpamayo policy bundle, Cosmos-RL.

@@ -16,10 +16,10 @@ from typing import Any
 
 from supervisor.progress import LastLine
 from supervisor.stage import Command, StageError, StageSpec, VerifyResult
-from supervisor.stages._context import StageContext
 from supervisor.stages._files import TOKENIZER_FILES, index_shards, read_json
 from supervisor.stages.alpagym._common import latest_run, uv_run
 from supervisor.stages.alpagym.train import verify_alpagym_trained
+from supervisor.stages.context import StageContext
 from supervisor.stages.export import fresh_dir
 
 EXPORT_SCRIPT = "packages/policies/alpamayo_r1/scripts/convert_alpagym_checkpoint_to_inference.py"

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from supervisor.progress import LastLine
 from supervisor.stage import AfterFailure, Command, StageSpec, VerifyResult
-from supervisor.stages._context import StageContext
 from supervisor.stages.alpagym._common import uv_run
+from supervisor.stages.context import StageContext
 
 CHECK_SCRIPT = "install/check_nccl_p2p.py"
 OK_LINE = "NCCL P2P send/recv OK"  # upstream install/check_nccl_p2p.py:78

@@ -28,10 +28,10 @@ from diagnostics.parsing import controller_logs, log_runs
 from supervisor.cosmos_logs import last_step
 from supervisor.progress import TrainSteps
 from supervisor.stage import Command, StageSpec, VerifyResult
-from supervisor.stages._context import StageContext
 from supervisor.stages._files import index_shards, read_json
 from supervisor.stages.alpagym._common import latest_run, run_folders, runs_root, settings, uv_run
 from supervisor.stages.alpagym.p2p import DISABLE_KEY
+from supervisor.stages.context import StageContext
 
 HOST_MODULE = "alpagym_host.cli"
 _REPO_ROOT = Path(__file__).resolve().parents[3]  # for `python -m supervisor...` in a stage command

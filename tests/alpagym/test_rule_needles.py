@@ -1,0 +1,60 @@
+"""The AlpaGym parser's needles are read from its regexes, as the open-loop rules' are (issue 14, point 1):
+a needle written by hand beside a regex drifts from it (docs/parsing.md, "One definition of each line
+shape")."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from diagnostics.alpagym import parser
+from diagnostics.events import Role, Source
+from diagnostics.parsing import regex_needles
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "alpagym"
+
+
+def test_each_rule_s_needles_are_the_ones_its_regex_gives() -> None:
+    by_regex: dict[int, list[str]] = {}
+    for needle, regex, _kind, _reader in parser._RULES:
+        by_regex.setdefault(id(regex), []).append(needle)
+    for needle, regex, _kind, _reader in parser._RULES:
+        assert by_regex[id(regex)] == list(regex_needles(regex.pattern, regex.flags)[1]), regex.pattern
+        assert needle in parser.MARKERS
+
+
+def test_a_regex_of_alternatives_gets_a_needle_each() -> None:
+    assert regex_needles(r"Killed process (\d+)|Out of memory: (\S+)")[1] == ("Killed process ", "Out of memory: ")
+    assert regex_needles(r"Session STARTING: uuid=(\S+)")[1] == ("Session STARTING: uuid=",)
+    with pytest.raises(ValueError):
+        regex_needles(r"(\d+)|ab")
+
+
+def test_rules_are_declared_without_a_needle() -> None:
+    """Each declaration is (regex, kind, reader): a string before the regex would be a hand-kept needle."""
+    tree = ast.parse(Path(parser.__file__).read_text(encoding="utf-8"))
+    rules = next(node.value for node in ast.walk(tree) if isinstance(node, ast.AnnAssign)
+                 and isinstance(node.target, ast.Name) and node.target.id == "_RULES")
+    declarations = [node for node in ast.walk(rules) if isinstance(node, ast.Tuple)
+                    and any(isinstance(e, ast.Attribute) and getattr(e.value, "id", None) == "CL" for e in node.elts)]
+    assert len(declarations) == len({id(r[1]) for r in parser._RULES}) > 50
+    for node in declarations:
+        text = ast.unparse(node)[:100]
+        assert len(node.elts) == 3, text
+        first, kind, _reader = node.elts
+        assert isinstance(first, ast.Constant) and isinstance(first.value, str), text
+        assert isinstance(kind, ast.Attribute), text
+
+
+@pytest.mark.parametrize("role", [Role.LAUNCHER, Role.ROLLOUT, Role.POLICY, Role.SIMULATOR])
+def test_the_needles_lose_no_line_of_the_fixtures(role: Role, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every line of the recorded runs gives the same events with the needles as with the regexes alone."""
+    lines = [line for path in sorted(FIXTURES.rglob("*.log")) for line in path.read_text(errors="replace").splitlines()]
+    source = Source("x.log", role, 0)
+    with_needles = parser.parse_closed_loop(lines, source)
+    alone = tuple(dict.fromkeys(("", regex, kind, reader) for _n, regex, kind, reader in parser._RULES))
+    monkeypatch.setattr(parser, "_RULES", alone)
+    assert parser.parse_closed_loop(lines, source) == with_needles
+    assert len(with_needles) > 50
