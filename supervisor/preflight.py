@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from diagnostics.findings import CheckState, Report
 from supervisor.preflight_checks import GB, Checks, GpuProbe, machine, probe_gpus
 from supervisor.preflight_checks import GpuInventory as GpuInventory  # the spec of a probe, for callers
-from supervisor.secrets import hf_token_file, read_secret, secret_source
+from supervisor.secrets import hf_token_file, read_secret, secret_source, wandb_login
 from supervisor.slurm.container import hf_hub_cache
 from supervisor.slurm.spec import ClusterSpec
 from supervisor.spec import RunSpec
@@ -430,16 +430,10 @@ def _check_wandb(spec: RunSpec, todo: Sequence[str], checks: Checks, env: Mappin
     if not spec.wandb.enabled or "train" not in todo:
         checks.other(cid, CheckState.SKIPPED, "W&B is off" if not spec.wandb.enabled else "no training in this run")
         return
-    if secret_source("WANDB_API_KEY", env):
-        checks.ok(cid, "WANDB_API_KEY is set")
+    login = wandb_login(env)
+    if login is not None:
+        checks.ok(cid, login)
         return
-    netrc = Path("~/.netrc").expanduser()
-    try:
-        if "api.wandb.ai" in netrc.read_text(encoding="utf-8", errors="replace"):
-            checks.ok(cid, "W&B credentials in ~/.netrc")
-            return
-    except OSError:
-        pass
     checks.finding(
         cid,
         "W&B logging is on but no key is set: Cosmos-RL silently skips W&B (docs/reference/alpamayo-recipe.md §8.4).",

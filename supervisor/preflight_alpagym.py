@@ -29,7 +29,7 @@ from pathlib import Path
 
 from diagnostics.findings import CheckState, Report
 from supervisor.preflight_checks import GB, Checks, GpuProbe, machine, probe_gpus
-from supervisor.secrets import hf_token_file, read_secret, secret_source
+from supervisor.secrets import hf_token_file, read_secret, secret_source, wandb_login
 from supervisor.spec import RunSpec
 from supervisor.stages.alpagym import ALPAMAYO_1_5
 
@@ -89,12 +89,12 @@ def alpagym_preflight(
     _gpus(todo, checks, env, gpu_probe, local=local)
     _disk(spec, todo, checks, free_of)
     _hub(todo, checks, env, ask=hub)
-    if spec.wandb.enabled and "train" in todo and not read_secret("WANDB_API_KEY", env):
+    if spec.wandb.enabled and "train" in todo and wandb_login(env) is None:
         checks.finding(
             "wandb_key_missing",
-            "W&B logging is on (cosmos.logging.logger=[console,wandb]) but WANDB_API_KEY is not set.",
-            evidence=["WANDB_API_KEY is not set"],
-            action="export WANDB_API_KEY, or set [wandb] enabled = false in the run spec",
+            "W&B logging is on (cosmos.logging.logger=[console,wandb]) but no W&B key is set.",
+            evidence=["WANDB_API_KEY is not set and the netrc file has no api.wandb.ai entry"],
+            action="export WANDB_API_KEY (or `wandb login`), or set [wandb] enabled = false in the run spec",
         )
     if "p2p" in stages:
         checks.notes.append("NCCL peer-to-peer between the two GPUs is checked by the p2p stage (AlpaGym's own check)")

@@ -1,7 +1,8 @@
 """Secrets: read when a stage starts, passed only in that child's environment, never written.
 
 ``HF_TOKEN`` comes from the environment or the Hugging Face token file (``$HF_TOKEN_PATH``,
-``$HF_HOME/token``, ``~/.cache/huggingface/token``); ``WANDB_API_KEY`` from the environment.
+``$HF_HOME/token``, ``~/.cache/huggingface/token``); ``WANDB_API_KEY`` from the environment (W&B
+itself also reads the netrc file ``wandb login`` writes: ``wandb_login``).
 A ``Scrubber`` removes their values from every line the supervisor writes (a launcher that
 prints its children's environment would otherwise put them in a stage log).
 """
@@ -49,6 +50,21 @@ def secret_source(name: str, environ: Mapping[str, str] | None = None) -> str | 
         return "environment"
     if name == "HF_TOKEN" and read_secret(name, env):
         return str(hf_token_file(env))
+    return None
+
+
+def wandb_login(environ: Mapping[str, str] | None = None) -> str | None:
+    """Where W&B would find its key ("WANDB_API_KEY is set", or the netrc file ``wandb login`` writes,
+    ``$NETRC`` or ``~/.netrc``, holding an ``api.wandb.ai`` entry), or None; never the key."""
+    env = os.environ if environ is None else environ
+    if env.get("WANDB_API_KEY", "").strip():
+        return "WANDB_API_KEY is set"
+    netrc = Path(env["NETRC"]).expanduser() if env.get("NETRC") else Path("~/.netrc").expanduser()
+    try:
+        if "api.wandb.ai" in netrc.read_text(encoding="utf-8", errors="replace"):
+            return f"W&B credentials in {netrc}"
+    except OSError:
+        pass
     return None
 
 

@@ -91,6 +91,17 @@ class World:
         prepare_run_dir(parse_spec(self.spec_text(**overrides), base=self.root), self.run_dir)
         configure(self.run_dir)
 
+    def alpagym_spec_text(self, extra: str = "") -> str:
+        """The least run spec of ``pipeline = "alpagym"`` in this world, ``extra`` TOML after it."""
+        return f"""pipeline = "alpagym"
+[paths]
+workspace = "{self.ws}"
+model_dir = "{self.root / 'ckpt'}"
+export_dir = "{self.root / 'export'}"
+[alpagym]
+release_dir = "{self.root / 'release'}"
+{extra}"""
+
     def spec_text(self, **overrides: Any) -> str:
         values: dict[str, Any] = {
             "alpamayo_version": "1.5",

@@ -36,7 +36,9 @@ def _run(
         spec,
         stages=stages or stage_names(spec),
         target="run.toml",
-        environ={"HF_TOKEN": "hf_abcdefgh", "HF_HOME": str(world.root / "hfhome")} if env is None else env,
+        # NETRC: W&B's credentials file, none here whatever this machine's ~/.netrc holds.
+        environ={"HF_TOKEN": "hf_abcdefgh", "HF_HOME": str(world.root / "hfhome"),
+                 "NETRC": str(world.root / "no-netrc")} if env is None else env,
         gpu_probe=lambda: gpus,
         disk_free=lambda _p: free,
         which=lambda name: f"/usr/bin/{name}" if name in binaries else None,
@@ -101,6 +103,27 @@ def test_joint_training_without_grader_and_wandb_key(world: World) -> None:
     assert env_var.data["name"] == "ALPAMAYO_PAI_REASONING_LOCAL_DIR"
     with_key = _run(world, spec, stages=["grader", "train"], env={"HF_TOKEN": "hf_x1234567", "WANDB_API_KEY": "k" * 40})
     assert not {"grader_missing", "wandb_key_missing"} & _ids(with_key)
+
+
+def test_a_wandb_login_in_the_netrc_file_is_a_key_for_both_pipelines(world: World) -> None:
+    """``wandb login`` writes the key to the netrc file, where W&B reads it: not wandb_key_missing,
+    and the key is never shown."""
+    netrc = world.root / "netrc"
+    netrc.write_text("machine api.wandb.ai\n  login user\n  password " + "s3cr3t" * 7 + "\n")
+    env = {"HF_TOKEN": "hf_abcdefgh", "HF_HOME": str(world.root / "hfhome"), "NETRC": str(netrc)}
+    open_loop = _run(world, _spec(world, wandb=True), stages=["train"], env=env)
+    alpagym = parse_spec(world.alpagym_spec_text("[wandb]\nenabled = true\n"), base=world.root)
+    closed_loop = preflight(alpagym, stages=["train"], target="run.toml", environ=env, gpu_probe=lambda: "none",
+                            disk_free=lambda _p: 10**15, which=lambda name: None, hub=False)
+    for report in (open_loop, closed_loop):
+        assert "wandb_key_missing" not in _ids(report)
+        assert "s3cr3t" not in report.model_dump_json()
+    check = next(c for c in open_loop.checks if c.id == "wandb_key_missing")
+    assert check.note == f"W&B credentials in {netrc}"
+    netrc.write_text("machine example.com\n")
+    assert "wandb_key_missing" in _ids(preflight(alpagym, stages=["train"], target="run.toml", environ=env,
+                                                  gpu_probe=lambda: "none", disk_free=lambda _p: 10**15,
+                                                  which=lambda name: None, hub=False))
 
 
 def test_every_preflight_id_is_in_the_catalog(world: World) -> None:

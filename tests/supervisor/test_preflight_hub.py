@@ -236,15 +236,7 @@ NUREC = "nvidia/PhysicalAI-Autonomous-Vehicles-NuRec"
 def test_alpagym_preflight_asks_the_hub_about_the_gated_nurec_scenes(world: World, hub: Hub) -> None:
     """pipeline = "alpagym": the scenes AlpaSim downloads are gated; a token without access is
     nurec_access_denied before anything runs (the host would refuse it first, docs/reference/alpagym.md §1.3)."""
-    text = f"""pipeline = "alpagym"
-[paths]
-workspace = "{world.ws}"
-model_dir = "{world.root / 'ckpt'}"
-export_dir = "{world.root / 'export'}"
-[alpagym]
-release_dir = "{world.root / 'release'}"
-"""
-    spec = parse_spec(text, base=world.root)
+    spec = parse_spec(world.alpagym_spec_text(), base=world.root)
     hub.answer(WHOAMI, body={"name": "ana", "type": "user"})
     hub.answer(check_path(NUREC, "datasets"), 403, X_Error_Code="GatedRepo")
     hub.answer(check_path(ALPAMAYO))
