@@ -69,19 +69,18 @@ release_automaton(AutomatonArgs *args)
     args->held = 0;
 }
 
-/* Where the groups keyed by needle i start, after the offsets (see Automaton.groups). */
-static Py_ssize_t
-group_offset(const Automaton *a, Py_ssize_t i)
-{
-    const unsigned char *o = a->groups + 4 * i;
-    return (Py_ssize_t)((uint32_t)o[0] | (uint32_t)o[1] << 8 | (uint32_t)o[2] << 16 | (uint32_t)o[3] << 24);
-}
-
-/* Checks the tables' sizes and byte classes; 0 with a ValueError set if they do not fit. */
+/* The little-endian uint32 at o (the offsets of the needle groups and of the key sets). */
 static Py_ssize_t
 u32_at(const unsigned char *o)
 {
     return (Py_ssize_t)((uint32_t)o[0] | (uint32_t)o[1] << 8 | (uint32_t)o[2] << 16 | (uint32_t)o[3] << 24);
+}
+
+/* Where the groups keyed by needle i start, after the offsets (see Automaton.groups). */
+static Py_ssize_t
+group_offset(const Automaton *a, Py_ssize_t i)
+{
+    return u32_at(a->groups + 4 * i);
 }
 
 /* The key sets after the groups (len bytes at b; none when len is 0): a uint32 count, count + 1 offsets
@@ -118,6 +117,7 @@ bad:
     return 0;
 }
 
+/* Checks the tables' sizes and byte classes; 0 with a ValueError set if they do not fit. */
 static int
 load_automaton(AutomatonArgs *args, Py_ssize_t nclasses, Py_ssize_t root2, Automaton *a)
 {
