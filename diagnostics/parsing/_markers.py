@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from diagnostics.events import Source
 from diagnostics.parsing._parser import ERROR_MARKERS, GATED_ROLES, GROUP_STARTS
 from diagnostics.parsing._rules import GATES, LEVEL_GATES, NEEDLES, RULES, literals_of
-from diagnostics.parsing._scan import MarkerScanner
+from diagnostics.parsing._scan import Confirm, MarkerScanner, group_key
 
 _ALWAYS = (*GROUP_STARTS, "[AlpamayoPrefetch]", *ERROR_MARKERS)
 
@@ -37,9 +37,6 @@ def markers_for(source: Source) -> tuple[str, ...]:
     return GATED_MARKERS if source.role in GATED_ROLES else ALL_MARKERS
 
 
-Confirm = tuple[frozenset[str], tuple[tuple[str, ...], ...], tuple[tuple[str, tuple[str, ...]], ...]]
-
-
 def _confirm() -> Confirm:
     """The gate markers that let a line through only with every required string of one rule logged
     under a gate that is not a level (``INFO - [Policy] ``: on most lines of a policy log), and those
@@ -51,13 +48,13 @@ def _confirm() -> Confirm:
     tags = [g for g in GATES if g not in LEVEL_GATES]
     confirmed = frozenset(m for m in _grep_markers(tags) if m not in always)
     groups = tuple(dict.fromkeys(literals_of(r) for r in RULES if any(g in r.gates for g in tags)))
-    # Each confirmed marker's keys: the longest string of each rule logged under it (_scan._automaton).
+    # Each confirmed marker's keys: the key of each group of a rule logged under it (_scan._automaton).
     keys: dict[str, dict[str, None]] = {m: {} for m in confirmed}
     for r in RULES:
         for gate in r.gates:
             marker = _grep_markers((gate,))[0]
             if marker in keys:
-                keys[marker][max(literals_of(r), key=len)] = None
+                keys[marker][group_key(literals_of(r))] = None
     gate_keys = tuple((m, tuple(k)) for m, k in sorted(keys.items()))
     return confirmed, groups, gate_keys
 

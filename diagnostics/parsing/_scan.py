@@ -161,6 +161,16 @@ def _dfa(patterns: list[bytes], kinds: list[int], classes: bytes,
 
 Automaton = tuple[bytes, bytes, bytes, int, bytes, bytes, int, bytes, bytes]
 
+Confirm = tuple[frozenset[str], tuple[tuple[str, ...], ...], tuple[tuple[str, tuple[str, ...]], ...]]
+"""What ``_automaton`` takes beyond its markers: the confirmed markers, the needle groups, each confirmed
+marker's keys (``_markers.confirm_for``)."""
+
+
+def group_key(group: tuple[str, ...]) -> str:
+    """The string a needle group is filed under, and a gate's key for its rule: the group's longest (the
+    likeliest to be missing from a noise line)."""
+    return max(group, key=len)
+
 
 @functools.lru_cache(maxsize=16)
 def _automaton(markers: tuple[str, ...], confirmed: frozenset[str] = frozenset(),
@@ -211,12 +221,11 @@ def _automaton(markers: tuple[str, ...], confirmed: frozenset[str] = frozenset()
         size = (len(strings) + 7) // 8
         for bits in more_ends:
             ends += bits.to_bytes(size, "little")
-        # Each group under its key, its longest string (the likeliest to be missing from a noise line):
-        # C checks only the groups whose key the line holds.
+        # Each group under its key: C checks only the groups whose key the line holds.
         index = {x: i for i, x in enumerate(strings)}
         by_key: list[bytearray] = [bytearray() for _ in range(8 * size)]
         for g in groups:
-            entry = by_key[index[max(g, key=len)]]
+            entry = by_key[index[group_key(g)]]
             entry.append(len(g))
             for x in g:
                 entry += index[x].to_bytes(2, "little")
@@ -297,9 +306,7 @@ class MarkerScanner:
 
     __slots__ = ("_automaton", "markers")
 
-    def __init__(self, markers: Sequence[str],
-                 confirm: tuple[frozenset[str], tuple[tuple[str, ...], ...],
-                                tuple[tuple[str, tuple[str, ...]], ...]] | None = None) -> None:
+    def __init__(self, markers: Sequence[str], confirm: Confirm | None = None) -> None:
         """``confirm``: (markers, groups of strings, each marker's keys) for ``_automaton``: in C, a line
         holding only those markers is taken only with one of their keys and every string of a group
         too; the pure-Python search takes it anyway (a superset)."""
