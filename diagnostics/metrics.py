@@ -326,23 +326,8 @@ class Metrics:
             self._put_many("in_flight", [recs[i].in_flight for i in new], new_times, new_steps)
             self._put_many("filtered_outdated", [recs[i].outdated_filtered for i in new], new_times, new_steps)
         self._put_many("samples", [r.samples for r in recs], times, steps)
-        # ``_rate`` for each, its points gathered: most records only move no anchor (one comparison each).
-        anchor = self._rate_anchor
-        at: list[int] = []  # the records that gave a point
-        rates: list[float] = []
-        token_rates: list[float] = []
-        for i, r in enumerate(recs):
-            elapsed, samples = r.elapsed_s, r.samples
-            if anchor is None or elapsed < anchor[0] or samples < anchor[1]:
-                anchor = (elapsed, samples, r.completion_tokens)
-                continue
-            dt = elapsed - anchor[0]
-            if dt >= RATE_WINDOW_S:
-                at.append(i)
-                rates.append((samples - anchor[1]) / dt)
-                token_rates.append((r.completion_tokens - anchor[2]) / dt)
-                anchor = (elapsed, samples, r.completion_tokens)
-        self._rate_anchor = anchor
+        # The rates of all of them in one pass, their points in two extends (not a call and appends each).
+        at, rates, token_rates = self._rate_points([(r.samples, r.completion_tokens, r.elapsed_s) for r in recs])
         if at:
             point_times = [times[i] for i in at]
             point_steps = self.step if steps is None else [steps[i] for i in at]
@@ -437,17 +422,32 @@ class Metrics:
         self._rate(samples, tokens, elapsed, ts, self.step)
 
     def _rate(self, samples: int, tokens: int, elapsed: float, ts: float | None, step: float | None) -> None:
-        """samples/s and tokens/s from the cumulative counters, over at least ``RATE_WINDOW_S`` of
-        elapsed time; a counter that went back (a restart) starts a new window."""
+        """One ``Stat`` line's samples/s and tokens/s point, if it gives one (``_rate_points``)."""
+        at, rates, token_rates = self._rate_points([(samples, tokens, elapsed)])
+        if at:
+            self._series("samples_per_s").append(rates[0], ts, step)  # step None: none yet
+            self._series("tokens_per_s").append(token_rates[0], ts, step)
+
+    def _rate_points(self, counters: Sequence[tuple[int, int, float]]) -> tuple[list[int], list[float], list[float]]:
+        """samples/s and tokens/s from cumulative (samples, tokens, elapsed s) counters, in order, over at
+        least ``RATE_WINDOW_S`` of elapsed time; a counter that went back (a restart) starts a new window.
+        Returns the indices that gave a point and the two rates there; moves the window's anchor."""
         anchor = self._rate_anchor
-        if anchor is None or elapsed < anchor[0] or samples < anchor[1]:
-            self._rate_anchor = (elapsed, samples, tokens)
-            return
-        dt = elapsed - anchor[0]
-        if dt >= RATE_WINDOW_S:
-            self._series("samples_per_s").append((samples - anchor[1]) / dt, ts, step)  # step None: none yet
-            self._series("tokens_per_s").append((tokens - anchor[2]) / dt, ts, step)
-            self._rate_anchor = (elapsed, samples, tokens)
+        at: list[int] = []
+        rates: list[float] = []
+        token_rates: list[float] = []
+        for i, (samples, tokens, elapsed) in enumerate(counters):
+            if anchor is None or elapsed < anchor[0] or samples < anchor[1]:
+                anchor = (elapsed, samples, tokens)
+                continue
+            dt = elapsed - anchor[0]
+            if dt >= RATE_WINDOW_S:
+                at.append(i)
+                rates.append((samples - anchor[1]) / dt)
+                token_rates.append((tokens - anchor[2]) / dt)
+                anchor = (elapsed, samples, tokens)
+        self._rate_anchor = anchor
+        return at, rates, token_rates
 
     def _note_step(self, step: int, total: int | None, ts: float | None) -> bool:
         """Record a step number; True when it is a new step (not a repeat)."""
