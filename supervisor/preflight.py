@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from diagnostics.findings import CheckState, Report
 from supervisor.preflight_checks import GB, Checks, GpuProbe, machine, probe_gpus
 from supervisor.preflight_checks import GpuInventory as GpuInventory  # the spec of a probe, for callers
-from supervisor.secrets import hf_token_file, read_secret, secret_source, wandb_login
+from supervisor.secrets import hf_token_file, read_secret, secret_source, wandb_login, wandb_netrc
 from supervisor.slurm.container import hf_hub_cache
 from supervisor.slurm.spec import ClusterSpec
 from supervisor.spec import RunSpec
@@ -437,7 +437,7 @@ def _check_wandb(spec: RunSpec, todo: Sequence[str], checks: Checks, env: Mappin
     checks.finding(
         cid,
         "W&B logging is on but no key is set: Cosmos-RL silently skips W&B (docs/reference/alpamayo-recipe.md §8.4).",
-        evidence=["WANDB_API_KEY is not set and ~/.netrc has no api.wandb.ai entry"],
+        evidence=[f"WANDB_API_KEY is not set and {wandb_netrc(env)} has no api.wandb.ai entry"],
         action="export WANDB_API_KEY (or `wandb login`), or set [wandb] enabled = false in the run spec",
     )
 

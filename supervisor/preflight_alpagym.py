@@ -29,7 +29,7 @@ from pathlib import Path
 
 from diagnostics.findings import CheckState, Report
 from supervisor.preflight_checks import GB, Checks, GpuProbe, machine, probe_gpus
-from supervisor.secrets import hf_token_file, read_secret, secret_source, wandb_login
+from supervisor.secrets import hf_token_file, read_secret, secret_source, wandb_login, wandb_netrc
 from supervisor.spec import RunSpec
 from supervisor.stages.alpagym import ALPAMAYO_1_5
 
@@ -93,7 +93,7 @@ def alpagym_preflight(
         checks.finding(
             "wandb_key_missing",
             "W&B logging is on (cosmos.logging.logger=[console,wandb]) but no W&B key is set.",
-            evidence=["WANDB_API_KEY is not set and the netrc file has no api.wandb.ai entry"],
+            evidence=[f"WANDB_API_KEY is not set and {wandb_netrc(env)} has no api.wandb.ai entry"],
             action="export WANDB_API_KEY (or `wandb login`), or set [wandb] enabled = false in the run spec",
         )
     if "p2p" in stages:

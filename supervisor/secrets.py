@@ -53,13 +53,19 @@ def secret_source(name: str, environ: Mapping[str, str] | None = None) -> str | 
     return None
 
 
+def wandb_netrc(environ: Mapping[str, str] | None = None) -> Path:
+    """The netrc file ``wandb login`` writes and W&B reads: ``$NETRC``, else ``~/.netrc``."""
+    env = os.environ if environ is None else environ
+    return Path(env["NETRC"]).expanduser() if env.get("NETRC") else Path("~/.netrc").expanduser()
+
+
 def wandb_login(environ: Mapping[str, str] | None = None) -> str | None:
-    """Where W&B would find its key ("WANDB_API_KEY is set", or the netrc file ``wandb login`` writes,
-    ``$NETRC`` or ``~/.netrc``, holding an ``api.wandb.ai`` entry), or None; never the key."""
+    """Where W&B would find its key ("WANDB_API_KEY is set", or ``wandb_netrc`` holding an
+    ``api.wandb.ai`` entry), or None; never the key."""
     env = os.environ if environ is None else environ
     if env.get("WANDB_API_KEY", "").strip():
         return "WANDB_API_KEY is set"
-    netrc = Path(env["NETRC"]).expanduser() if env.get("NETRC") else Path("~/.netrc").expanduser()
+    netrc = wandb_netrc(env)
     try:
         if "api.wandb.ai" in netrc.read_text(encoding="utf-8", errors="replace"):
             return f"W&B credentials in {netrc}"

@@ -121,9 +121,10 @@ def test_a_wandb_login_in_the_netrc_file_is_a_key_for_both_pipelines(world: Worl
     check = next(c for c in open_loop.checks if c.id == "wandb_key_missing")
     assert check.note == f"W&B credentials in {netrc}"
     netrc.write_text("machine example.com\n")
-    assert "wandb_key_missing" in _ids(preflight(alpagym, stages=["train"], target="run.toml", environ=env,
-                                                  gpu_probe=lambda: "none", disk_free=lambda _p: 10**15,
-                                                  which=lambda name: None, hub=False))
+    missing = preflight(alpagym, stages=["train"], target="run.toml", environ=env, gpu_probe=lambda: "none",
+                        disk_free=lambda _p: 10**15, which=lambda name: None, hub=False)
+    finding = next(f for f in missing.findings if f.id == "wandb_key_missing")
+    assert finding.evidence[0].text == f"WANDB_API_KEY is not set and {netrc} has no api.wandb.ai entry"
 
 
 def test_every_preflight_id_is_in_the_catalog(world: World) -> None:
