@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -63,7 +62,7 @@ def test_random_blocks_give_the_lines_a_plain_search_gives(name: str) -> None:
             assert impl(lines) == expected, (label, lines)  # type: ignore[operator]
 
 
-def _confirmed(lines: list[str], markers: tuple[str, ...], confirm: Any) -> list[int]:
+def _confirmed(lines: list[str], markers: tuple[str, ...], confirm: scan_module.Confirm) -> list[int]:
     """The lines holding a marker outside ``confirm[0]``, or one of those with one of its keys
     (``confirm[2]``: the longest string of each rule logged under it) and every string of a group of
     ``confirm[1]``. (No confirmed marker is inside another marker, so each is found where it starts.)"""
