@@ -468,11 +468,11 @@ class RunFollower:
         if self._diagnosis_factory is not None:
             self._diag = self._diagnosis_factory()
 
-    def _poll(self, followed: _Followed, *, check_path: bool = True) -> bool:
+    def _poll(self, followed: _Followed, *, check_path: bool = True, verify: bool = False) -> bool:
         """Check one file; True when it had new bytes."""
         tail = followed.tail
         before, head, read_before = tail.ident, tail.head, tail.bytes_read
-        outputs, more = tail.poll(self.options.read_budget, check_path=check_path)
+        outputs, more = tail.poll(self.options.read_budget, check_path=check_path, verify=verify)
         if more:
             with self._dirty_lock:
                 self._dirty.add(tail.path)
@@ -592,6 +592,10 @@ class RunFollower:
                     self._fed_since_eval = True
                     self._next_eval = min(self._next_eval, self._last_eval + self.options.urgent_evaluate_interval)
             if quiet < idle_flush:
+                continue
+            # Quiet at our offset may still be a file truncated and regrown to exactly that size: one
+            # look at its remembered bytes before it counts as settled (FileTail's rules).
+            if self._poll(followed, check_path=False, verify=True):
                 continue
             self._unsettled.discard(path)
             text = tail.partial()

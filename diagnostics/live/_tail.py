@@ -14,8 +14,11 @@ The rules, per check of the path:
 * Path gone or naming another file (rename + new file, delete + re-create): the open handle is
   read to its end first (nothing the writer put in the old file is lost), its held partial line
   becomes a line, then the new file is followed from byte 0.
-* Same file, size below our offset, or its first bytes changed (copytruncate, then more writes
-  than we had read): truncated, restart at 0. Lines written between our last read and the
+* Same file, size below our offset, or its first bytes or the bytes just before our offset
+  changed (copytruncate, then as many bytes written as we had read, or more): truncated, restart
+  at 0. A size equal to our offset is checked the same way before a file is given up (renamed,
+  deleted, closed) and when asked (``verify``, once a file has gone quiet): a truncated file
+  regrown to exactly our offset shows nothing in its size. Lines written between our last read and the
   truncation are gone from the file and cannot be recovered; everything after it is read. A
   partial line held at that moment is dropped (``Reset.cut``): its end is among what is gone, and
   emitting its first half as a line would report a line nobody wrote.
@@ -35,6 +38,9 @@ from diagnostics.live._lines import MAX_LINE_BYTES, LineAssembler
 
 HEAD_BYTES = 64
 """Bytes at the start of a file remembered to notice a truncation the size alone cannot show."""
+TAIL_BYTES = 64
+"""Bytes just before the live offset remembered for the same reason: a file whose first bytes are
+the same in every generation (a banner without a time stamp) still differs there."""
 READ_CHUNK = 256 * 1024
 
 
@@ -143,6 +149,7 @@ class FileTail:
         self._from_end = from_end
         self._handle: Handle | None = None
         self._head = b""
+        self._last = b""  # the bytes just before the live offset, as this tail read them
         self._live = LineAssembler(0, max_line=max_line)
         self._live_count = 0  # live lines emitted since the live start
         self._next_lineno: int | None = 1
@@ -199,11 +206,14 @@ class FileTail:
         handle = self._handle
         return handle is not None and handle.size() == self._live.pos
 
-    def poll(self, budget: int = 4 * 1024 * 1024, *, check_path: bool = True) -> tuple[list[TailOutput], bool]:
+    def poll(
+        self, budget: int = 4 * 1024 * 1024, *, check_path: bool = True, verify: bool = False
+    ) -> tuple[list[TailOutput], bool]:
         """Check the path once; return what happened and whether bytes are left to read.
 
         ``check_path=False``: only look at the open file (its size, its first bytes), not at what
         the path names now; for frequent size scans when rename/delete events come separately.
+        ``verify``: compare the remembered bytes even when the size is our offset (two reads).
         """
         out: list[TailOutput] = []
         handle = self._handle
@@ -218,7 +228,7 @@ class FileTail:
             if ident is None or not self._open(out):
                 return out, False
         assert self._handle is not None
-        size = self._check_truncation(out)
+        size = self._check_truncation(out, force=verify)
         more = self._read(out, size, budget)
         return out, more
 
@@ -242,12 +252,13 @@ class FileTail:
         if handle is None:
             return False
         self._handle = handle
-        self._head = b""
+        self._head = self._last = b""
         start = 0
         if self._from_end:
             start = _last_line_start(handle, handle.size(), self.max_line)
             if start > 0:
                 self._head = handle.read(0, min(start, HEAD_BYTES))
+                self._last = handle.read(max(0, start - TAIL_BYTES), min(start, TAIL_BYTES))
         self._from_end = False  # a later generation of this path is new: read it whole
         self._live = LineAssembler(start, max_line=self.max_line)
         self._live_count = 0
@@ -266,31 +277,37 @@ class FileTail:
         self._handle = None
         self._abandon_backfill(out)
 
-    def _check_truncation(self, out: list[TailOutput]) -> int:
-        """Restart at 0 if the open file was truncated or rewritten; returns its size."""
+    def _check_truncation(self, out: list[TailOutput], *, force: bool = False) -> int:
+        """Restart at 0 if the open file was truncated or rewritten; returns its size.
+
+        ``force``: also when the size is our offset (nothing to read, but the file may have been
+        truncated and regrown to exactly our offset)."""
         assert self._handle is not None
         size = self._handle.size()
         offset = self._live.pos
-        if size < offset or (size != offset and self._head_changed()):
+        if size < offset or ((size != offset or force) and self._rewritten()):
             self._truncated(out)
         return size
 
-    def _head_changed(self) -> bool:
-        """The first bytes we read from this file are no longer there (rewritten in place).
+    def _rewritten(self) -> bool:
+        """The first bytes we read from this file, or the last ones before our offset, are no
+        longer there (truncated and written again, or rewritten in place).
 
-        ``_head`` holds only bytes this tail has read itself: a head taken later could already
-        be the rewritten one.
+        Both hold only bytes this tail has read itself: bytes taken later could already be the
+        rewritten ones.
         """
-        assert self._handle is not None
-        if not self._head:
-            return False
-        return self._handle.read(0, len(self._head)) != self._head
+        handle = self._handle
+        assert handle is not None
+        head, last = self._head, self._last
+        if head and handle.read(0, len(head)) != head:
+            return True
+        return bool(last) and handle.read(self._live.pos - len(last), len(last)) != last
 
     def _truncated(self, out: list[TailOutput]) -> None:
         cut = self._live.holding  # the first part of a line whose end the truncation took: dropped
         self._abandon_backfill(out)
         out.append(Reset("truncated", cut=cut))
-        self._head = b""
+        self._head = self._last = b""
         self._live = LineAssembler(0, max_line=self.max_line, skip_nul=True)
         self._live_count = 0
         self._next_lineno = 1
@@ -308,6 +325,7 @@ class FileTail:
                 break
             if at == len(self._head) < HEAD_BYTES:
                 self._head += data[: HEAD_BYTES - at]
+            self._last = data[-TAIL_BYTES:] if len(data) >= TAIL_BYTES else (self._last + data)[-TAIL_BYTES:]
             self.bytes_read += len(data)
             left -= len(data)
             offset, new = self._live.feed(data)
@@ -322,7 +340,9 @@ class FileTail:
     def _drain(self, out: list[TailOutput]) -> None:
         """Read the open handle to its end (the file may be renamed or deleted), flush the partial."""
         assert self._handle is not None
-        self._check_truncation(out)  # it may have been truncated before it was renamed or deleted
+        # It may have been truncated before it was renamed or deleted, and regrown to any size,
+        # ours included: this is the last look at it.
+        self._check_truncation(out, force=True)
         while True:
             size = self._handle.size()
             if size < self._live.pos:

@@ -192,6 +192,21 @@ def test_truncation_and_deletion_are_reported(log_dir: Path) -> None:
         assert lines_of(got, "policy_0.log") == [(1, "recreated")]
 
 
+@pytest.mark.parametrize("poll", [False, True], ids=["inotify", "polling"])
+def test_a_file_truncated_and_regrown_to_the_size_read_is_read_again_once_quiet(log_dir: Path, poll: bool) -> None:
+    # "p1\np2\n" and "p3\np4\n" are the same size: nothing in the size shows the truncation
+    follower = RunFollower(str(log_dir), options=dataclasses.replace(FAST, poll=poll))
+    sub = follower.subscribe()
+    path = log_dir / RUN1 / "policy_0.log"
+    with follower:
+        collect(sub, has(HistoryComplete))
+        os.truncate(path, 0)
+        append(path, "p3\np4\n")
+        got = collect(sub, lambda ms: bool(lines_of(ms, "policy_0.log")))
+        assert has(FileReset, reason="truncated")(got)
+        assert lines_of(got, "policy_0.log") == [(1, "p3"), (2, "p4")]
+
+
 def test_an_idle_partial_line_is_shown_then_superseded(log_dir: Path) -> None:
     follower = RunFollower(str(log_dir), options=FAST)
     sub = follower.subscribe()

@@ -151,6 +151,72 @@ def test_truncation_hidden_by_later_writes_is_seen_from_the_first_bytes() -> Non
     assert poll(tail) == [Reset("truncated"), Lines(1, ["seq 2", "seq 3", "seq 4"], 0, diag=True)]
 
 
+def _regrown_to_our_offset(fs: FakeFs, tail: FileTail) -> None:
+    """Copytruncate, then exactly as many bytes as the tail had read: the size says nothing."""
+    fs.truncate(P)
+    fs.write(P, b"seq 3\nseq 4\n")
+    assert len(fs.files[P].data) == tail.offset
+
+
+def test_a_truncated_file_regrown_to_our_offset_then_deleted_is_read_from_its_start() -> None:
+    # A writer that logs at a steady rate and rotates its files on a line count (tests/live/live_writer.py
+    # does; so does logrotate's size trigger) gives generations of equal size: CI lost one whole
+    # generation this way, truncated, regrown to the follower's offset, then deleted.
+    fs = FakeFs()
+    fs.write(P, b"seq 1\nseq 2\n")
+    tail = FileTail(P, fs, from_end=False)
+    poll(tail)
+    _regrown_to_our_offset(fs, tail)
+    fs.unlink(P)
+    fs.write(P, b"seq 5\n")  # re-created: another file under the name
+    assert poll(tail) == [
+        Reset("truncated"),
+        Lines(1, ["seq 3", "seq 4"], 0, diag=True),
+        Reset("replaced"),
+        Opened(at_end=False),
+        Lines(1, ["seq 5"], 0, diag=True),
+    ]
+
+
+def test_a_truncated_file_regrown_to_our_offset_is_found_when_verified_and_on_close() -> None:
+    fs = FakeFs()
+    fs.write(P, b"seq 1\nseq 2\n")
+    tail = FileTail(P, fs, from_end=False)
+    poll(tail)
+    _regrown_to_our_offset(fs, tail)
+    assert poll(tail) == []  # an ordinary look costs no read: the size is our offset
+    out, more = tail.poll(verify=True)
+    assert (out, more) == ([Reset("truncated"), Lines(1, ["seq 3", "seq 4"], 0, diag=True)], False)
+    fs.truncate(P)
+    fs.write(P, b"seq 6\nseq 7\n")
+    assert lines_of(tail.close()) == ["seq 6", "seq 7"]
+
+
+def test_truncation_hidden_by_later_writes_is_seen_when_every_generation_starts_alike() -> None:
+    banner = b"=" * 80 + b"\n"  # more than the remembered first bytes, the same in each generation
+    fs = FakeFs()
+    fs.write(P, banner + b"seq 1\n")
+    tail = FileTail(P, fs, from_end=False)
+    poll(tail)
+    fs.truncate(P)
+    fs.write(P, banner + b"seq 2\nseq 3\n")  # past our offset: only the bytes before it differ
+    assert lines_of(poll(tail)) == ["=" * 80, "seq 2", "seq 3"]
+
+
+def test_a_file_opened_at_its_end_remembers_the_bytes_before_its_offset() -> None:
+    banner = b"=" * 80 + b"\n"
+    fs = FakeFs()
+    fs.write(P, banner + b"seq 1\n")
+    tail = FileTail(P, fs, from_end=True)
+    poll(tail)
+    run_backfill(tail)
+    fs.truncate(P)
+    fs.write(P, banner + b"seq 2\nseq 3\n")
+    out = poll(tail)
+    assert Reset("truncated") in out
+    assert lines_of(out) == ["=" * 80, "seq 2", "seq 3"]
+
+
 def test_nul_hole_left_by_a_writer_without_o_append_is_skipped() -> None:
     fs = FakeFs()
     fs.write(P, b"old 1\nold 2\n")

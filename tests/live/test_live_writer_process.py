@@ -112,7 +112,10 @@ def _check(messages: list[Message], manifest: Path) -> int:
         for boundary in truncations:
             in_window = [s for s in missing if window_start < s <= boundary]
             if in_window:
-                assert in_window == list(range(in_window[0], boundary + 1)), f"{name}: a gap, not a tail"
+                ops_in = [op for op in ops if window_start < op[1] <= boundary]
+                runs = _runs(in_window)
+                gap = f"{name}: a gap, not a tail: missing {runs} in ({window_start}, {boundary}], ops {ops_in}"
+                assert in_window == list(range(in_window[0], boundary + 1)), gap
                 others = [s for op, s in ops if op != "truncate" and window_start < s < boundary]
                 last_other_op = max(others, default=-1)
                 assert in_window[0] > last_other_op, f"{name}: lines before a rotation/deletion lost"
@@ -126,6 +129,17 @@ def _check(messages: list[Message], manifest: Path) -> int:
         assert {op for op, _ in ops} == {"rotate", "truncate", "delete"}
         lost_total += len(missing)
     return lost_total
+
+
+def _runs(seqs: list[int]) -> list[tuple[int, int]]:
+    """Consecutive runs of sorted numbers, as (first, last): what a failure message can show."""
+    runs: list[tuple[int, int]] = []
+    for s in seqs:
+        if runs and runs[-1][1] == s - 1:
+            runs[-1] = (runs[-1][0], s)
+        else:
+            runs.append((s, s))
+    return runs
 
 
 def _wait_history(sub: object) -> None:
