@@ -8,10 +8,11 @@
  * the same lines.
  *
  * Finding the lines: a position can only start a marker if its two bytes start one (`pairs`, a
- * 64 KiB table), and on x86-64 with SSSE3, 16 positions at a time are first tested against the
- * markers' first three bytes (`teddy`: per byte position, a bucket mask looked up by each nibble,
- * the "Teddy" technique of Hyperscan). A position that passes is confirmed by running the
- * automaton from it; a confirmed line is reported and the scan goes on at its end.
+ * 64 KiB table), and on x86-64 with AVX2 (SSSE3), 32 (16) positions at a time are first tested
+ * against the markers' first three bytes (`teddy`: per byte position, a bucket mask looked up by
+ * each nibble, the "Teddy" technique of Hyperscan). A position that passes, and whose two bytes
+ * pass `pairs`, is confirmed by running the automaton from it; a confirmed line is reported and
+ * the scan goes on at its end.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -21,7 +22,7 @@
 #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
 #define HAVE_TEDDY 1
 #include <immintrin.h>
-static int teddy_ok = -1;  /* the CPU has SSSE3 and POPCNT (looked up once) */
+static int teddy_ok = -1;  /* the widest prefilter the CPU runs: 2 AVX2, 1 SSSE3, 0 none (looked up once) */
 #else
 #define HAVE_TEDDY 0
 #endif
@@ -388,6 +389,45 @@ scan_scalar(const Automaton *a, const unsigned char *p, Py_ssize_t n, Py_ssize_t
 }
 
 #if HAVE_TEDDY
+/* The candidates of the block of positions [i, i + width): bit c of cand says position i + c passed
+ * the nibble masks, bit c of nl that byte i + c is a newline. Returns where the scan goes on: the
+ * newline ending a line taken (counted by the next block), else i + width with the block's
+ * newlines counted; TEDDY_END at the end of the data, -1 (memory) or -2 (corrupt table). */
+#define TEDDY_END (-3)
+static inline Py_ssize_t
+teddy_block(const Automaton *a, const unsigned char *p, Py_ssize_t n, Py_ssize_t max_line, Cursor *cur,
+            HitFn hit, TakeFn take, void *ctx, Py_ssize_t i, int width, unsigned int cand, unsigned int nl)
+{
+    const unsigned char *pairs = a->pairs;
+    while (cand) {
+        int c = __builtin_ctz(cand);
+        cand &= cand - 1u;
+        /* The nibble masks pass many a position no marker starts at; its two bytes say so at once,
+         * before the automaton's walk (i + c + 1 < n: the callers keep two bytes past a block). */
+        if (!(pairs[p[i + c] << 8 | p[i + c + 1]] & 1))
+            continue;
+        unsigned int below = nl & ((1u << c) - 1u);
+        Py_ssize_t ls = below ? i + (31 - __builtin_clz(below)) + 1 : cur->ls;
+        if (i + c - ls >= max_line)
+            continue;
+        Py_ssize_t e = confirm(a, p, i + c, n, ls, max_line, take, ctx);
+        if (e == -2)
+            return -2;
+        if (e >= 0) {
+            cur->line += __builtin_popcount(below);
+            cur->ls = ls;
+            int r = take_line(p, n, e, max_line, cur, hit, ctx);
+            return r < 0 ? -1 : r ? TEDDY_END : cur->i;
+        }
+    }
+    if (nl) {
+        cur->line += __builtin_popcount(nl);
+        cur->ls = i + (31 - __builtin_clz(nl)) + 1;
+    }
+    return i + width;
+}
+
+/* 16 positions at a time (SSSE3), then one at a time for the last bytes. */
 __attribute__((target("ssse3,popcnt"))) static int
 scan_teddy(const Automaton *a, const unsigned char *p, Py_ssize_t n, Py_ssize_t max_line, Cursor *cur, HitFn hit,
            TakeFn take, void *ctx)
@@ -409,38 +449,47 @@ scan_teddy(const Automaton *a, const unsigned char *p, Py_ssize_t n, Py_ssize_t 
                                            _mm_shuffle_epi8(hi2, _mm_and_si128(_mm_srli_epi16(v2, 4), nib))));
         unsigned int cand = ~(unsigned int)_mm_movemask_epi8(_mm_cmpeq_epi8(m, zero)) & 0xFFFFu;
         unsigned int nl = (unsigned int)_mm_movemask_epi8(_mm_cmpeq_epi8(v0, newline));
-        int moved = 0;
-        while (cand) {
-            int c = __builtin_ctz(cand);
-            unsigned int below = nl & ((1u << c) - 1u);
-            Py_ssize_t ls = below ? i + (31 - __builtin_clz(below)) + 1 : cur->ls;
-            if (i + c - ls < max_line) {
-                Py_ssize_t e = confirm(a, p, i + c, n, ls, max_line, take, ctx);
-                if (e == -2)
-                    return -2;
-                if (e >= 0) {
-                    cur->line += __builtin_popcount(below);
-                    cur->ls = ls;
-                    int r = take_line(p, n, e, max_line, cur, hit, ctx);
-                    if (r != 0)
-                        return r < 0 ? -1 : 0;
-                    i = cur->i;  /* the newline ending the line: counted by the next block */
-                    moved = 1;
-                    break;
-                }
-            }
-            cand &= cand - 1u;
-        }
-        if (moved)
-            continue;
-        if (nl) {
-            cur->line += __builtin_popcount(nl);
-            cur->ls = i + (31 - __builtin_clz(nl)) + 1;
-        }
-        i += 16;
+        i = teddy_block(a, p, n, max_line, cur, hit, take, ctx, i, 16, cand, nl);
+        if (i < 0)
+            return i == TEDDY_END ? 0 : (int)i;
     }
     cur->i = i;
     return scan_scalar(a, p, n, max_line, cur, hit, take, ctx);
+}
+
+/* The same test 32 positions at a time (AVX2: each 128-bit lane looks up the same tables), then
+ * scan_teddy for the last bytes. */
+__attribute__((target("avx2,popcnt"))) static int
+scan_teddy32(const Automaton *a, const unsigned char *p, Py_ssize_t n, Py_ssize_t max_line, Cursor *cur,
+             HitFn hit, TakeFn take, void *ctx)
+{
+    const __m256i nib = _mm256_set1_epi8(0x0F), newline = _mm256_set1_epi8('\n'), zero = _mm256_setzero_si256();
+    const __m128i *t = (const __m128i *)a->teddy;
+    const __m256i lo0 = _mm256_broadcastsi128_si256(_mm_loadu_si128(t));
+    const __m256i hi0 = _mm256_broadcastsi128_si256(_mm_loadu_si128(t + 1));
+    const __m256i lo1 = _mm256_broadcastsi128_si256(_mm_loadu_si128(t + 2));
+    const __m256i hi1 = _mm256_broadcastsi128_si256(_mm_loadu_si128(t + 3));
+    const __m256i lo2 = _mm256_broadcastsi128_si256(_mm_loadu_si128(t + 4));
+    const __m256i hi2 = _mm256_broadcastsi128_si256(_mm_loadu_si128(t + 5));
+    Py_ssize_t i = cur->i;
+    while (i + 34 <= n) {
+        __m256i v0 = _mm256_loadu_si256((const __m256i *)(p + i));
+        __m256i v1 = _mm256_loadu_si256((const __m256i *)(p + i + 1));
+        __m256i v2 = _mm256_loadu_si256((const __m256i *)(p + i + 2));
+        __m256i m = _mm256_and_si256(_mm256_shuffle_epi8(lo0, _mm256_and_si256(v0, nib)),
+                                     _mm256_shuffle_epi8(hi0, _mm256_and_si256(_mm256_srli_epi16(v0, 4), nib)));
+        m = _mm256_and_si256(m, _mm256_and_si256(_mm256_shuffle_epi8(lo1, _mm256_and_si256(v1, nib)),
+                                                 _mm256_shuffle_epi8(hi1, _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib))));
+        m = _mm256_and_si256(m, _mm256_and_si256(_mm256_shuffle_epi8(lo2, _mm256_and_si256(v2, nib)),
+                                                 _mm256_shuffle_epi8(hi2, _mm256_and_si256(_mm256_srli_epi16(v2, 4), nib))));
+        unsigned int cand = ~(unsigned int)_mm256_movemask_epi8(_mm256_cmpeq_epi8(m, zero));
+        unsigned int nl = (unsigned int)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v0, newline));
+        i = teddy_block(a, p, n, max_line, cur, hit, take, ctx, i, 32, cand, nl);
+        if (i < 0)
+            return i == TEDDY_END ? 0 : (int)i;
+    }
+    cur->i = i;
+    return scan_teddy(a, p, n, max_line, cur, hit, take, ctx);
 }
 #endif
 
@@ -454,7 +503,10 @@ scan_block(const Automaton *a, const unsigned char *p, Py_ssize_t n, Py_ssize_t 
     Cursor cur = {0, 0, 0};
     int r;
 #if HAVE_TEDDY
-    if (simd && a->teddy != NULL && teddy_ok)
+    int level = simd < teddy_ok ? simd : teddy_ok;
+    if (level >= 2 && a->teddy != NULL)
+        r = scan_teddy32(a, p, n, max_line, &cur, hit, take, ctx);
+    else if (level == 1 && a->teddy != NULL)
         r = scan_teddy(a, p, n, max_line, &cur, hit, take, ctx);
     else
 #endif
@@ -568,7 +620,7 @@ scan_lines(PyObject *self, PyObject *args)
 
     Py_ssize_t r;
     Py_BEGIN_ALLOW_THREADS
-    r = scan_block(&a, p, n, PY_SSIZE_T_MAX, 1, hit_line, NULL, &hits);
+    r = scan_block(&a, p, n, PY_SSIZE_T_MAX, 2, hit_line, NULL, &hits);
     Py_END_ALLOW_THREADS
     if (r < 0) {
         raise_scan_error(r);
@@ -934,7 +986,8 @@ hit_chunk(void *ctx, Py_ssize_t ls, Py_ssize_t le, Py_ssize_t line)
  *   max_line:    lines are searched and handed back up to this many bytes
  *   minute_base: callable (y, mo, d, hh, mi) -> int seconds since the epoch of that local minute,
  *                or None (the line is then a candidate); asked once per distinct minute in a row
- *   simd:        use the 16-byte prefilter where the CPU has it
+ *   simd:        the widest prefilter to use where the CPU has it: 2 (32 positions, AVX2),
+ *                1 (16, SSSE3), 0 (one position at a time)
  *   items:       in line order, a candidate as (lineno, offset, text) (decoded as UTF-8 with
  *                replacement characters), a bulk line as its record: an instance of the template's
  *                class (a named tuple) holding (template index, lineno, rank or None, ts,
@@ -948,7 +1001,7 @@ scan_chunk(PyObject *self, PyObject *args)
     Py_ssize_t nclasses, root2, lineno0, offset0, max_line;
     PyObject *templates, *minute_base;
     int simd;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*ny*y*ny*y*O!nnnOp", &data, &aa.classes, &aa.table, &aa.accept, &nclasses,
+    if (!PyArg_ParseTuple(args, "y*y*y*y*ny*y*ny*y*O!nnnOi", &data, &aa.classes, &aa.table, &aa.accept, &nclasses,
                           &aa.pairs, &aa.teddy, &root2, &aa.ends, &aa.groups, &PyTuple_Type, &templates, &lineno0,
                           &offset0, &max_line, &minute_base, &simd))
         return NULL;
@@ -1111,7 +1164,8 @@ PyInit__scan(void)
 {
 #if HAVE_TEDDY
     __builtin_cpu_init();
-    teddy_ok = __builtin_cpu_supports("ssse3") && __builtin_cpu_supports("popcnt");
+    teddy_ok = !__builtin_cpu_supports("ssse3") || !__builtin_cpu_supports("popcnt") ? 0
+               : __builtin_cpu_supports("avx2") ? 2 : 1;
 #endif
     PyObject *m = PyModule_Create(&scan_module);
 #if HAVE_TEDDY
@@ -1120,7 +1174,7 @@ PyInit__scan(void)
     long simd = 0;
 #endif
     /* ABI: the calling convention of lines() and chunk() (diagnostics/parsing/_scan.py checks it) */
-    if (m != NULL && (PyModule_AddIntConstant(m, "SIMD", simd) < 0 || PyModule_AddIntConstant(m, "ABI", 6) < 0)) {
+    if (m != NULL && (PyModule_AddIntConstant(m, "SIMD", simd) < 0 || PyModule_AddIntConstant(m, "ABI", 7) < 0)) {
         Py_DECREF(m);
         return NULL;
     }

@@ -58,8 +58,9 @@ Record = Any
 """A bulk line read in C: an instance of ``RECORDS[kind]`` (``kind, line, rank, ts, raw, *fields``)."""
 
 
-SIMD = not os.environ.get("A1X_NO_SIMD")
-"""Let the C scan test 16 positions at a time where the CPU can (x86-64 with SSSE3)."""
+SIMD = 0 if os.environ.get("A1X_NO_SIMD") else 2
+"""The widest prefilter the C scan may use where the CPU has it: 2 tests 32 positions at a time
+(x86-64 with AVX2), 1 tests 16 (SSSE3), 0 one at a time."""
 
 
 def available() -> bool:

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-EXTENSION_ABI = 6
+EXTENSION_ABI = 7
 """The calling convention of ``diagnostics._scan`` this code speaks; an extension built from older
 sources (a stale build in a source tree) is not used rather than called wrongly."""
 

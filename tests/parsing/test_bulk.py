@@ -325,9 +325,9 @@ def _expanded(files: list[tuple[Path, Source]]) -> Iterator[Event]:
                 yield item
 
 
-@pytest.mark.parametrize("simd", [True, False], ids=["simd", "one-position"])
+@pytest.mark.parametrize("simd", [2, 1, 0], ids=["32-positions", "16-positions", "one-position"])
 @pytest.mark.parametrize("block", [64, 300, 4096])
-def test_file_reader_gives_read_runs_events_at_any_block_size(tmp_path: Path, block: int, simd: bool,
+def test_file_reader_gives_read_runs_events_at_any_block_size(tmp_path: Path, block: int, simd: int,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_bulk, "CHUNK_BYTES", block)
     monkeypatch.setattr(_bulk, "SIMD", simd)
