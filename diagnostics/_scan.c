@@ -11,8 +11,9 @@
  * 64 KiB table), and on x86-64 with AVX2 (SSSE3), 32 (16) positions at a time are first tested
  * against the markers' first three bytes (`teddy`: per byte position, a bucket mask looked up by
  * each nibble, the "Teddy" technique of Hyperscan). A position that passes, and whose two bytes
- * pass `pairs`, is confirmed by running the automaton from it; a confirmed line is reported and
- * the scan goes on at its end.
+ * pass `pairs`, is confirmed by running the automaton from it (a run of bytes with no branch in
+ * the markers' trie compared at once: `chains`); a confirmed line is reported and the scan goes on
+ * at its end.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -46,12 +47,15 @@ typedef struct {
     const unsigned char *keys;   /* a key: uint16 length, uint16 anchor, bytes; a confirmed marker's state
                                   * holds 3 + its set (2: none, walk every group) */
     Py_ssize_t nsets;
+    const unsigned char *chains; /* per state 8 bytes: a run's length (0: none), 0, the state after it (uint16
+                                  * LE), its offset in pool (uint32 LE); NULL: no runs */
+    const unsigned char *pool;   /* the runs' bytes */
 } Automaton;
 
 #define MAX_NEEDLE_BYTES 1024    /* bit sets of at most 8192 needles */
 
 typedef struct {
-    Py_buffer classes, table, accept, pairs, teddy, ends, groups;
+    Py_buffer classes, table, accept, pairs, teddy, ends, groups, chains;
     int held;
 } AutomatonArgs;
 
@@ -67,6 +71,7 @@ release_automaton(AutomatonArgs *args)
     PyBuffer_Release(&args->teddy);
     PyBuffer_Release(&args->ends);
     PyBuffer_Release(&args->groups);
+    PyBuffer_Release(&args->chains);
     args->held = 0;
 }
 
@@ -197,6 +202,23 @@ load_automaton(AutomatonArgs *args, Py_ssize_t nclasses, Py_ssize_t root2, Autom
             return 0;
         }
     }
+    a->chains = a->pool = NULL;
+    if (args->chains.len) {  /* every run inside the pool, every state after one in the table */
+        const unsigned char *c = (const unsigned char *)args->chains.buf;
+        Py_ssize_t head = 8 * a->nstates, pool = args->chains.len - head;
+        if (pool < 0) {
+            PyErr_SetString(PyExc_ValueError, "inconsistent automaton: runs");
+            return 0;
+        }
+        for (Py_ssize_t st = 0; st < a->nstates; st++, c += 8) {
+            if (c[0] && ((c[2] | c[3] << 8) >= a->nstates || u32_at(c + 4) + c[0] > pool)) {
+                PyErr_SetString(PyExc_ValueError, "inconsistent automaton: runs");
+                return 0;
+            }
+        }
+        a->chains = (const unsigned char *)args->chains.buf;
+        a->pool = a->chains + head;
+    }
     return 1;
 }
 
@@ -303,26 +325,43 @@ typedef int (*TakeFn)(void *ctx, Py_ssize_t ls);
 /* The end (inclusive) of the first marker found running the automaton from position s, which it
  * leaves when back at the start state or at a newline; -1: none; -2: a corrupt table. A marker
  * that needs a needle on its line (accepting kind 2) counts only with one there (line start ls),
- * or where take() says so. */
-static Py_ssize_t
+ * or where take() says so.
+ *
+ * A state with one way on, and no marker ending until the next branch (`chains`: "NFO - " after the
+ * "I" of "INFO - ..."), is left by comparing that run of bytes at once. A run that differs ends
+ * the search here: every marker the automaton could still meet starts later in the text, where
+ * the caller searches again (the prefilter passes every position a marker starts at). */
+static inline Py_ssize_t
 confirm(const Automaton *a, const unsigned char *p, Py_ssize_t s, Py_ssize_t n, Py_ssize_t ls, Py_ssize_t max_line,
         TakeFn take, void *ctx)
 {
     unsigned int state = 0;
-    for (Py_ssize_t k = s; k < n; k++) {
-        unsigned char c = p[k];
-        if (c == '\n')
-            return -1;
-        state = a->next[state * a->nclasses + a->cls[c]];
-        if (state >= (unsigned int)a->nstates)
-            return -2;
+    const unsigned char *chains = a->chains;
+    Py_ssize_t k = s;
+    while (k < n) {
+        const unsigned char *run = chains == NULL ? NULL : chains + 8 * (Py_ssize_t)state;
+        if (run != NULL && run[0]) {
+            Py_ssize_t len = run[0];
+            if (len > n - k || memcmp(p + k, a->pool + u32_at(run + 4), (size_t)len) != 0)
+                return -1;
+            k += len;
+            state = run[2] | (unsigned int)run[3] << 8;
+        } else {
+            unsigned char c = p[k++];
+            if (c == '\n')
+                return -1;
+            state = a->next[state * a->nclasses + a->cls[c]];
+            if (state >= (unsigned int)a->nstates)
+                return -2;
+        }
         if (a->acc[state]) {
+            Py_ssize_t e = k - 1;
             if (a->acc[state] == 1 || a->root2 == 0 || (take != NULL && take(ctx, ls)))
-                return k;
+                return e;
             if (a->acc[state] >= 3 && !line_has_key(a, a->acc[state] - 3, p, ls, n, max_line))
                 return -1;
             int found = needle_in_line(a, p, ls, n, max_line);
-            return found < 0 ? -2 : found ? k : -1;
+            return found < 0 ? -2 : found ? e : -1;
         }
         if (state == 0)
             return -1;
@@ -560,7 +599,7 @@ hit_line(void *ctx, Py_ssize_t ls, Py_ssize_t le, Py_ssize_t line)
     return 0;
 }
 
-/* lines(text, classes, table, accept, nclasses, pairs, teddy, root2, ends, groups) -> list[int]
+/* lines(text, classes, table, accept, nclasses, pairs, teddy, root2, ends, groups, chains) -> list[int]
  *   text:     str (any kind: non-Latin-1 text is read as UTF-8) or bytes
  *   classes:  bytes(256), the class of each byte value (0: in no marker)
  *   table:    bytes, uint16 native order, nstates * nclasses next states
@@ -581,8 +620,8 @@ scan_lines(PyObject *self, PyObject *args)
     PyObject *text;
     AutomatonArgs aa = {.held = 0};
     Py_ssize_t nclasses, root2;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*ny*y*ny*y*", &text, &aa.classes, &aa.table, &aa.accept, &nclasses,
-                          &aa.pairs, &aa.teddy, &root2, &aa.ends, &aa.groups))
+    if (!PyArg_ParseTuple(args, "Oy*y*y*ny*y*ny*y*y*", &text, &aa.classes, &aa.table, &aa.accept, &nclasses,
+                          &aa.pairs, &aa.teddy, &root2, &aa.ends, &aa.groups, &aa.chains))
         return NULL;
     aa.held = 1;
 
@@ -978,7 +1017,7 @@ hit_chunk(void *ctx, Py_ssize_t ls, Py_ssize_t le, Py_ssize_t line)
     return 0;
 }
 
-/* chunk(data, classes, table, accept, nclasses, pairs, teddy, root2, ends, groups, templates, lineno, offset, max_line,
+/* chunk(data, classes, table, accept, nclasses, pairs, teddy, root2, ends, groups, chains, templates, lineno, offset, max_line,
  *       minute_base, simd) -> (items, lines)
  *   data:        a buffer of whole lines; a last line without a newline counts as a line
  *   templates:   tuple of bytes (see above); () reads no line in full
@@ -1001,8 +1040,8 @@ scan_chunk(PyObject *self, PyObject *args)
     Py_ssize_t nclasses, root2, lineno0, offset0, max_line;
     PyObject *templates, *minute_base;
     int simd;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*ny*y*ny*y*O!nnnOi", &data, &aa.classes, &aa.table, &aa.accept, &nclasses,
-                          &aa.pairs, &aa.teddy, &root2, &aa.ends, &aa.groups, &PyTuple_Type, &templates, &lineno0,
+    if (!PyArg_ParseTuple(args, "y*y*y*y*ny*y*ny*y*y*O!nnnOi", &data, &aa.classes, &aa.table, &aa.accept, &nclasses,
+                          &aa.pairs, &aa.teddy, &root2, &aa.ends, &aa.groups, &aa.chains, &PyTuple_Type, &templates, &lineno0,
                           &offset0, &max_line, &minute_base, &simd))
         return NULL;
     aa.held = 1;
@@ -1145,10 +1184,10 @@ done:
 
 static PyMethodDef scan_methods[] = {
     {"lines", scan_lines, METH_VARARGS,
-     "lines(text, classes, table, accept, nclasses, pairs, teddy, root2, ends, groups) -> indices of the lines "
+     "lines(text, classes, table, accept, nclasses, pairs, teddy, root2, ends, groups, chains) -> indices of the lines "
      "holding a marker"},
     {"chunk", scan_chunk, METH_VARARGS,
-     "chunk(data, classes, table, accept, nclasses, pairs, teddy, root2, ends, groups, templates, lineno, offset, "
+     "chunk(data, classes, table, accept, nclasses, pairs, teddy, root2, ends, groups, chains, templates, lineno, offset, "
      "max_line, "
      "minute_base, simd) -> (items, lines)"},
     {NULL, NULL, 0, NULL},
@@ -1174,7 +1213,7 @@ PyInit__scan(void)
     long simd = 0;
 #endif
     /* ABI: the calling convention of lines() and chunk() (diagnostics/parsing/_scan.py checks it) */
-    if (m != NULL && (PyModule_AddIntConstant(m, "SIMD", simd) < 0 || PyModule_AddIntConstant(m, "ABI", 7) < 0)) {
+    if (m != NULL && (PyModule_AddIntConstant(m, "SIMD", simd) < 0 || PyModule_AddIntConstant(m, "ABI", 8) < 0)) {
         Py_DECREF(m);
         return NULL;
     }

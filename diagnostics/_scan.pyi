@@ -2,7 +2,7 @@ from collections.abc import Callable
 from typing import Any
 
 def lines(text: str | bytes, classes: bytes, table: bytes, accept: bytes, nclasses: int, pairs: bytes, teddy: bytes,
-          root2: int, ends: bytes, groups: bytes, /) -> list[int]: ...
+          root2: int, ends: bytes, groups: bytes, chains: bytes, /) -> list[int]: ...
 SIMD: int  # the widest prefilter this CPU runs: 2 (AVX2), 1 (SSSE3), 0
 ABI: int
 
@@ -17,6 +17,7 @@ def chunk(
     root2: int,
     ends: bytes,
     groups: bytes,
+    chains: bytes,
     templates: tuple[tuple[bytes, type[tuple[Any, ...]]], ...],
     lineno: int,
     offset: int,

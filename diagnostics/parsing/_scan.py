@@ -17,11 +17,11 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-EXTENSION_ABI = 7
+EXTENSION_ABI = 8
 """The calling convention of ``diagnostics._scan`` this code speaks; an extension built from older
 sources (a stale build in a source tree) is not used rather than called wrongly."""
 
-_native: Callable[[str | bytes, bytes, bytes, bytes, int, bytes, bytes, int, bytes, bytes], list[int]] | None
+_native: Callable[[str | bytes, bytes, bytes, bytes, int, bytes, bytes, int, bytes, bytes, bytes], list[int]] | None
 _native_chunk: Callable[..., tuple[list[Any], int]] | None
 try:  # the optional C extension (setup.py); A1X_NO_NATIVE=1 forces the fallback
     from diagnostics import _scan as _extension
@@ -114,12 +114,13 @@ def teddy_masks(patterns: list[bytes]) -> bytes:
 
 
 def _dfa(patterns: list[bytes], kinds: list[int], classes: bytes,
-         width: int, base: int = 0) -> tuple[array[int], bytearray, list[int]]:
+         width: int, base: int = 0) -> tuple[array[int], bytearray, list[int], list[dict[int, int]]]:
     """The Aho-Corasick DFA of ``patterns``: its transition rows (state 0 the start), accepting
     states (the kind of the pattern ending there; where several end, the lowest kind) and, for each
     state, the patterns ending there (bit i: ``patterns[i]``, also where it ends inside a longer one).
     ``base``: the number of its first state in a table it is appended to (the rows hold ``base + s``;
-    offset here, not by a pass over the table's million entries in Python afterwards)."""
+    offset here, not by a pass over the table's million entries in Python afterwards). Last, the
+    trie the DFA was built from (each state's own edges, by byte class: ``_chains`` reads it)."""
     goto: list[dict[int, int]] = [{}]
     accept = bytearray(1)
     ends = [0]
@@ -156,10 +157,10 @@ def _dfa(patterns: list[bytes], kinds: list[int], classes: bytes,
             fail[s] = table[f * width + c] - base
             table[row + c] = base + s
             queue.append(s)
-    return table, accept, ends
+    return table, accept, ends, goto
 
 
-Automaton = tuple[bytes, bytes, bytes, int, bytes, bytes, int, bytes, bytes]
+Automaton = tuple[bytes, bytes, bytes, int, bytes, bytes, int, bytes, bytes, bytes]
 
 Confirm = tuple[frozenset[str], tuple[tuple[str, ...], ...], tuple[tuple[str, tuple[str, ...]], ...]]
 """What ``_automaton`` takes beyond its markers: the confirmed markers, the needle groups, each confirmed
@@ -193,7 +194,8 @@ def _automaton(markers: tuple[str, ...], confirmed: frozenset[str] = frozenset()
     rejects it before walking the needles. After the groups come the key sets: a uint32 count, that
     many + 1 uint32 offsets into what follows, and each set's keys, a uint16 length, a uint16 anchor
     (``_anchor``) and the bytes each;
-    a confirmed marker's accepting state is ``3 + set`` (2: no set, every group is walked)."""
+    a confirmed marker's accepting state is ``3 + set`` (2: no set, every group is walked). Last, the
+    runs of the markers' trie that ``confirm`` compares at once (``_chains``)."""
     patterns = [m.encode() for m in dict.fromkeys(markers) if m]
     strings = list(dict.fromkeys(x for g in groups for x in g if x)) if confirmed else []
     needle_bytes = [x.encode() for x in strings]
@@ -209,13 +211,13 @@ def _automaton(markers: tuple[str, ...], confirmed: frozenset[str] = frozenset()
     for i, b in enumerate(alphabet, 1):
         classes[b] = i
     width = len(alphabet) + 1
-    table, accept, marker_ends = _dfa(patterns, kinds, bytes(classes), width)
+    table, accept, marker_ends, trie = _dfa(patterns, kinds, bytes(classes), width)
     root = 0
     ends = bytearray()
     packed = bytearray()
     if needle_bytes and 2 in kinds:
         root = len(accept)
-        more, more_accept, more_ends = _dfa(needle_bytes, [1] * len(needle_bytes), bytes(classes), width, root)
+        more, more_accept, more_ends, _ = _dfa(needle_bytes, [1] * len(needle_bytes), bytes(classes), width, root)
         table.extend(more)
         accept.extend(more_accept)
         size = (len(strings) + 7) // 8
@@ -238,7 +240,32 @@ def _automaton(markers: tuple[str, ...], confirmed: frozenset[str] = frozenset()
         both = int.from_bytes(pairs, "big") | int.from_bytes(start_pairs(needle_bytes), "big") << 1
         pairs = both.to_bytes(len(pairs), "big")
     return (bytes(classes), table.tobytes(), bytes(accept), width, pairs, teddy_masks(patterns),
-            root, bytes(ends), bytes(packed))
+            root, bytes(ends), bytes(packed), _chains(trie, accept, alphabet))
+
+
+MIN_RUN = 2
+"""A shorter run is one step of the automaton: not worth a comparison."""
+
+
+def _chains(trie: list[dict[int, int]], accept: bytearray, alphabet: list[int]) -> bytes:
+    """The runs ``diagnostics/_scan.c``'s ``confirm`` compares at once: for each state of the markers' trie
+    with one edge on and no marker ending before the next branch, the bytes up to that branch (or to
+    where a marker ends) and the state there; 8 bytes a state of ``accept`` (length, 0, state uint16,
+    offset uint32, little-endian), then the runs' bytes. Byte class ``c`` is ``alphabet[c - 1]`` alone
+    (``_automaton`` gives each byte of a marker a class of its own), so a run is compared byte for byte."""
+    head = bytearray(8 * len(accept))
+    pool = bytearray()
+    for state in range(1, len(trie)):
+        run = bytearray()
+        at = state
+        while not accept[at] and len(trie[at]) == 1 and len(run) < 255:
+            ((cls, at),) = trie[at].items()
+            run.append(alphabet[cls - 1])
+        if len(run) >= MIN_RUN:
+            entry = bytes([len(run), 0]) + at.to_bytes(2, "little") + len(pool).to_bytes(4, "little")
+            head[8 * state : 8 * state + 8] = entry
+            pool += run
+    return bytes(head + pool)
 
 
 # Bytes by how often they are in log text, most often first: a key is looked for by its rarest byte.

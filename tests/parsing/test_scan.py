@@ -42,6 +42,8 @@ def _implementations(markers: tuple[str, ...]) -> dict[str, object]:
 
         out["native"] = MarkerScanner(markers).lines
         out["native, one position at a time"] = lambda block: lines("\n".join(block), *no_teddy)
+        no_runs = (*automaton[:9], b"")  # the automaton one byte at a time, no run compared at once
+        out["native, no runs"] = lambda block: lines("\n".join(block), *no_runs)
         out["chunk, 32 positions at a time"] = lambda block: by_chunk(block, 2)
         out["chunk, 16 positions at a time"] = lambda block: by_chunk(block, 1)
         out["chunk, one position at a time"] = lambda block: by_chunk(block, 0)
@@ -104,6 +106,7 @@ def test_a_gate_marker_takes_a_line_only_with_every_string_of_one_of_its_rules()
         text = "\n".join(block)
         assert scanner.text(text) == expected, block
         assert native_lines(text, *automaton[:5], b"", *automaton[6:]) == expected, block
+        assert native_lines(text, *automaton[:9], b"") == expected, block
         for simd in (2, 1, 0):  # the prefilter 32 and 16 positions at a time (where the CPU has it), none
             data = text.encode("utf-8", "surrogatepass")
             items, _ = chunk(data, *automaton, (), 1, 0, 1 << 30, lambda *t: None, simd)
@@ -179,37 +182,50 @@ def test_a_corrupt_automaton_is_refused_not_read_past() -> None:
         pytest.skip("the C scanner is not built in this install")
     from diagnostics._scan import lines as native_lines
 
-    classes, table, accept, width, pairs, teddy, root, ends, groups = scan_module._automaton(("abc",))
+    classes, table, accept, width, pairs, teddy, root, ends, groups, runs = scan_module._automaton(("abc",))
     bad = bytes([0xFF, 0xFF]) * (len(table) // 2)  # every next state out of range
     with pytest.raises(ValueError, match="out of range"):
-        native_lines("xabcy", classes, bad, accept, width, pairs, teddy, root, ends, groups)
+        native_lines("xabcy", classes, bad, accept, width, pairs, teddy, root, ends, groups, runs)
     with pytest.raises(ValueError, match="inconsistent"):
-        native_lines("xabcy", classes[:10], table, accept, width, pairs, teddy, root, ends, groups)
+        native_lines("xabcy", classes[:10], table, accept, width, pairs, teddy, root, ends, groups, runs)
     with pytest.raises(ValueError, match="inconsistent"):
-        native_lines("xabcy", classes, b"", b"", width, pairs, teddy, root, ends, groups)  # no state at all
+        native_lines("xabcy", classes, b"", b"", width, pairs, teddy, root, ends, groups, runs)  # no state at all
     with pytest.raises(ValueError, match="byte class out of range"):
-        native_lines("xabcy", bytes([255]) * 256, table, accept, width, pairs, teddy, root, ends, groups)
+        native_lines("xabcy", bytes([255]) * 256, table, accept, width, pairs, teddy, root, ends, groups, runs)
     with pytest.raises(ValueError, match="needle root out of range"):
-        native_lines("xabcy", classes, table, accept, width, pairs, teddy, len(accept), ends, groups)
+        native_lines("xabcy", classes, table, accept, width, pairs, teddy, len(accept), ends, groups, runs)
     gated = scan_module._automaton(("abc", "xy"), frozenset({"xy"}), (("abd", "ghi"),))
     assert native_lines("xy abd ghi\nxy abd\nabc", *gated) == [0, 2]
     with pytest.raises(ValueError, match="needle ends"):
-        native_lines("xy", *gated[:7], gated[7][:-1], gated[8])
+        native_lines("xy", *gated[:7], gated[7][:-1], *gated[8:])
     with pytest.raises(ValueError, match="needle groups"):
-        native_lines("xy", *gated[:8], gated[8][:-1])
+        native_lines("xy", *gated[:8], gated[8][:-1], gated[9])
     keys = 8 * (len(gated[7]) // (len(gated[2]) - gated[6]))  # a bit per string of a needle state's set
     one = bytes(4) + (3).to_bytes(4, "little") * keys  # the groups of string 0: 3 bytes
     with pytest.raises(ValueError, match="needle index out of range"):
-        native_lines("xy", *gated[:8], one + bytes([1, 0xFF, 0xFF]))
+        native_lines("xy", *gated[:8], one + bytes([1, 0xFF, 0xFF]), gated[9])
     with pytest.raises(ValueError, match="needle groups"):
-        native_lines("xy", *gated[:8], one + bytes([1, 0]))  # shorter than its offsets say
+        native_lines("xy", *gated[:8], one + bytes([1, 0]), gated[9])  # shorter than its offsets say
     with pytest.raises(ValueError, match="needle groups"):
-        native_lines("xy", *gated[:8], gated[8][: 4 * keys])  # not even the offsets
+        native_lines("xy", *gated[:8], gated[8][: 4 * keys], gated[9])  # not even the offsets
     keyed = scan_module._automaton(("abc", "xy"), frozenset({"xy"}), (("abd", "ghi"),), (("xy", ("ghi",)),))
     assert native_lines("xy abd ghi\nxy abd\nabc\nxy ghi", *keyed) == [0, 2]
     assert keyed[8].endswith(b"\x03\x00\x00\x00ghi") and 3 in keyed[2]  # one set (anchor "g"), its state 3 + 0
     for cut in (1, 4, 11):
         with pytest.raises(ValueError, match="key sets"):
-            native_lines("xy", *keyed[:8], keyed[8][:-cut])
+            native_lines("xy", *keyed[:8], keyed[8][:-cut], keyed[9])
     with pytest.raises(ValueError, match="key set out of range"):
         native_lines("xy", keyed[0], keyed[1], keyed[2].replace(b"\x03", b"\x04"), *keyed[3:])
+    # The runs compared at once (a state's 8 bytes: length, 0, state after, offset in the pool).
+    chained = scan_module._automaton(("INFO - [Policy] ", "INFO - Step: "))
+    head = 8 * len(chained[2])
+    assert len(chained[9]) > head and any(chained[9][i] for i in range(0, head, 8))
+    assert native_lines("a INFO - [Policy] x\nINFO - [Pol\nINFO - Step: 3", *chained) == [0, 2]
+    with pytest.raises(ValueError, match="runs"):
+        native_lines("x", *chained[:9], chained[9][: head - 1])  # not a head for every state
+    state = next(i for i in range(0, head, 8) if chained[9][i])
+    for bad in (bytes([255, 0, 0, 0]) + bytes(4),  # longer than the pool holds
+                bytes([2, 0, 0xFF, 0xFF]) + bytes(4)):  # the state after it out of range
+        broken = chained[9][:state] + bad + chained[9][state + 8 :]
+        with pytest.raises(ValueError, match="runs"):
+            native_lines("x", *chained[:9], broken)
