@@ -14,11 +14,11 @@ The rules, per check of the path:
 * Path gone or naming another file (rename + new file, delete + re-create): the open handle is
   read to its end first (nothing the writer put in the old file is lost), its held partial line
   becomes a line, then the new file is followed from byte 0.
-* Same file, size below our offset, or its first bytes or the bytes just before our offset
-  changed (copytruncate, then as many bytes written as we had read, or more): truncated, restart
-  at 0. A size equal to our offset is checked the same way before a file is given up (renamed,
-  deleted, closed) and when asked (``verify``, once a file has gone quiet): a truncated file
-  regrown to exactly our offset shows nothing in its size. Lines written between our last read and the
+* Same file, size below our offset, or the bytes just before our offset changed (copytruncate,
+  then more bytes written than we had read): truncated, restart at 0. Before a file is given up
+  (renamed, deleted, closed) and when asked (``verify``, once a file has gone quiet), those and its
+  first bytes are compared whatever its size: a truncated file regrown to exactly our offset shows
+  nothing in its size. Lines written between our last read and the
   truncation are gone from the file and cannot be recovered; everything after it is read. A
   partial line held at that moment is dropped (``Reset.cut``): its end is among what is gone, and
   emitting its first half as a line would report a line nobody wrote.
@@ -285,23 +285,26 @@ class FileTail:
         assert self._handle is not None
         size = self._handle.size()
         offset = self._live.pos
-        if size < offset or ((size != offset or force) and self._rewritten()):
+        if size < offset or (force and self._rewritten(head=True)) or (size != offset and self._rewritten(head=False)):
             self._truncated(out)
         return size
 
-    def _rewritten(self) -> bool:
-        """The first bytes we read from this file, or the last ones before our offset, are no
-        longer there (truncated and written again, or rewritten in place).
+    def _rewritten(self, *, head: bool) -> bool:
+        """The last bytes we read before our offset (and, with ``head``, the first bytes of the file)
+        are no longer there: truncated and written again, or rewritten in place.
 
+        A look at a grown file compares the bytes before the offset only (one read, as many as
+        before this check had them): they differ after any regrowth of timestamped lines, also
+        where every generation starts alike. The last look before a file is given up compares both.
         Both hold only bytes this tail has read itself: bytes taken later could already be the
         rewritten ones.
         """
         handle = self._handle
         assert handle is not None
-        head, last = self._head, self._last
-        if head and handle.read(0, len(head)) != head:
+        first, last = self._head, self._last
+        if last and handle.read(self._live.pos - len(last), len(last)) != last:
             return True
-        return bool(last) and handle.read(self._live.pos - len(last), len(last)) != last
+        return head and bool(first) and handle.read(0, len(first)) != first
 
     def _truncated(self, out: list[TailOutput]) -> None:
         cut = self._live.holding  # the first part of a line whose end the truncation took: dropped
