@@ -211,8 +211,8 @@ class FileTail:
     ) -> tuple[list[TailOutput], bool]:
         """Check the path once; return what happened and whether bytes are left to read.
 
-        ``check_path=False``: only look at the open file (its size, its first bytes), not at what
-        the path names now; for frequent size scans when rename/delete events come separately.
+        ``check_path=False``: only look at the open file (its size, the bytes before our offset), not
+        at what the path names now; for frequent size scans when rename/delete events come separately.
         ``verify``: compare the remembered bytes even when the size is our offset (two reads).
         """
         out: list[TailOutput] = []
@@ -285,7 +285,7 @@ class FileTail:
         assert self._handle is not None
         size = self._handle.size()
         offset = self._live.pos
-        if size < offset or (force and self._rewritten(head=True)) or (size != offset and self._rewritten(head=False)):
+        if size < offset or ((force or size != offset) and self._rewritten(head=force)):
             self._truncated(out)
         return size
 
