@@ -75,11 +75,18 @@ release_automaton(AutomatonArgs *args)
     args->held = 0;
 }
 
-/* The little-endian uint32 at o (the offsets of the needle groups and of the key sets). */
+/* The little-endian uint32 at o (the offsets of the needle groups, of the key sets and of the runs). */
 static Py_ssize_t
 u32_at(const unsigned char *o)
 {
     return (Py_ssize_t)((uint32_t)o[0] | (uint32_t)o[1] << 8 | (uint32_t)o[2] << 16 | (uint32_t)o[3] << 24);
+}
+
+/* The little-endian uint16 at o (needle indices, key lengths and anchors, the state after a run). */
+static unsigned int
+u16_at(const unsigned char *o)
+{
+    return (unsigned int)o[0] | (unsigned int)o[1] << 8;
 }
 
 /* Where the groups keyed by needle i start, after the offsets (see Automaton.groups). */
@@ -109,7 +116,7 @@ load_key_sets(Automaton *a, const unsigned char *b, Py_ssize_t len)
         while (at < end) {  /* each key: uint16 length (> 0), uint16 anchor (< length), the bytes */
             if (end - at < 4)
                 goto bad;
-            Py_ssize_t klen = a->keys[at] | a->keys[at + 1] << 8, anchor = a->keys[at + 2] | a->keys[at + 3] << 8;
+            Py_ssize_t klen = u16_at(a->keys + at), anchor = u16_at(a->keys + at + 2);
             if (klen == 0 || anchor >= klen || end - at - 4 < klen)
                 goto bad;
             at += 4 + klen;
@@ -189,7 +196,7 @@ load_automaton(AutomatonArgs *args, Py_ssize_t nclasses, Py_ssize_t root2, Autom
                 return 0;
             }
             for (Py_ssize_t i = 0; i < cnt; i++, g += 2) {
-                if ((a->groups[g] | a->groups[g + 1] << 8) >= 8 * a->ebytes) {
+                if ((Py_ssize_t)u16_at(a->groups + g) >= 8 * a->ebytes) {
                     PyErr_SetString(PyExc_ValueError, "inconsistent automaton: needle index out of range");
                     return 0;
                 }
@@ -211,7 +218,7 @@ load_automaton(AutomatonArgs *args, Py_ssize_t nclasses, Py_ssize_t root2, Autom
             return 0;
         }
         for (Py_ssize_t st = 0; st < a->nstates; st++, c += 8) {
-            if (c[0] && ((c[2] | c[3] << 8) >= a->nstates || u32_at(c + 4) + c[0] > pool)) {
+            if (c[0] && ((Py_ssize_t)u16_at(c + 2) >= a->nstates || u32_at(c + 4) + c[0] > pool)) {
                 PyErr_SetString(PyExc_ValueError, "inconsistent automaton: runs");
                 return 0;
             }
@@ -251,7 +258,7 @@ line_has_key(const Automaton *a, Py_ssize_t k, const unsigned char *p, Py_ssize_
     Py_ssize_t le = nl != NULL ? nl - p : end;
     const unsigned char *e = a->keys + u32_at(a->keyoff + 4 * (k + 1));
     for (const unsigned char *key = a->keys + u32_at(a->keyoff + 4 * k); key < e;) {
-        Py_ssize_t len = key[0] | key[1] << 8, at = key[2] | key[3] << 8;
+        Py_ssize_t len = u16_at(key), at = u16_at(key + 2);
         key += 4;
         if (len <= le - ls && find_bytes(p + ls, le - ls, key, len, at))
             return 1;
@@ -305,7 +312,7 @@ needle_in_line(const Automaton *a, const unsigned char *p, Py_ssize_t ls, Py_ssi
             while (g < end) {
                 Py_ssize_t cnt = a->groups[g++], next = g + 2 * cnt, i = 0;
                 for (; i < cnt; i++, g += 2) {  /* stops at the first needle of the group missing */
-                    unsigned int idx = a->groups[g] | (unsigned int)a->groups[g + 1] << 8;
+                    unsigned int idx = u16_at(a->groups + g);
                     if (!(found[idx >> 3] & (1u << (idx & 7))))
                         break;
                 }
@@ -345,7 +352,7 @@ confirm(const Automaton *a, const unsigned char *p, Py_ssize_t s, Py_ssize_t n, 
             if (len > n - k || memcmp(p + k, a->pool + u32_at(run + 4), (size_t)len) != 0)
                 return -1;
             k += len;
-            state = run[2] | (unsigned int)run[3] << 8;
+            state = u16_at(run + 2);
         } else {
             unsigned char c = p[k++];
             if (c == '\n')
@@ -778,6 +785,16 @@ read_stamp(const unsigned char *s, Py_ssize_t n, int *t)
            && t[4] >= 0 && t[4] <= 59 && t[5] >= 0 && t[5] <= 59 && t[2] <= days_in_month(t[0], t[1]);
 }
 
+/* Where the run of literal bytes of template tp[0, tn) that starts at k ends (k itself when tp[k] is a
+ * code: bytes 0-11 and 0x80 up are the template's codes, see above). */
+static Py_ssize_t
+literal_run(const unsigned char *tp, Py_ssize_t k, Py_ssize_t tn)
+{
+    while (k < tn && tp[k] > 11 && tp[k] < 0x80)
+        k++;
+    return k;
+}
+
 /* Match line p[ls, le) against the templates; fills h (tid, rank, time, fields) and returns 1.
  * A template starting with '[' is matched right after the optional torchrun prefix (and must
  * hold \x08, the time); any other right after a cosmos prefix. */
@@ -830,10 +847,8 @@ match_templates(const unsigned char *p, Py_ssize_t ls, Py_ssize_t le, const unsi
         }
         while (k < tn && ok) {
             unsigned char c = tp[k];
-            if (c > 11 && c < 0x80) {  /* a run of literal bytes */
-                Py_ssize_t run = k;
-                while (run < tn && tp[run] > 11 && tp[run] < 0x80)
-                    run++;
+            Py_ssize_t run = literal_run(tp, k, tn);
+            if (run > k) {  /* a run of literal bytes */
                 if (le - j < run - k || memcmp(p + j, tp + k, (size_t)(run - k)) != 0) {
                     ok = 0;
                     break;
@@ -1078,8 +1093,7 @@ scan_chunk(PyObject *self, PyObject *args)
         }
         tpl[t] = (const unsigned char *)PyBytes_AS_STRING(o);
         tlen[t] = PyBytes_GET_SIZE(o);
-        for (trun[t] = 0; trun[t] < tlen[t] && tpl[t][trun[t]] > 11 && tpl[t][trun[t]] < 0x80; trun[t]++)
-            ;
+        trun[t] = literal_run(tpl[t], 0, tlen[t]);
         rtype[t] = (PyTypeObject *)cls;
     }
     if (!PyCallable_Check(minute_base)) {
