@@ -63,7 +63,7 @@ def wandb_login(environ: Mapping[str, str] | None = None) -> str | None:
     """Where W&B would find its key ("WANDB_API_KEY is set", or ``wandb_netrc`` holding an
     ``api.wandb.ai`` entry), or None; never the key."""
     env = os.environ if environ is None else environ
-    if env.get("WANDB_API_KEY", "").strip():
+    if secret_source("WANDB_API_KEY", env):
         return "WANDB_API_KEY is set"
     netrc = wandb_netrc(env)
     try:
