@@ -26,6 +26,7 @@ from diagnostics.live import (
     Message,
     RunFollower,
     RunSwitched,
+    Subscription,
 )
 
 RUN1 = "logs_20250101-000000"
@@ -174,16 +175,23 @@ def test_polling_mode_follows_the_same_changes(log_dir: Path) -> None:
         assert lines_of(got, "rollout_2.log") == [(1, "new")]
 
 
+def _truncated_and_rewritten(sub: Subscription, path: Path, text: str) -> list[Message]:
+    """Copytruncate ``path`` and write ``text`` to it: the messages up to its first new lines, a
+    truncation among them."""
+    os.truncate(path, 0)
+    append(path, text)
+    got = collect(sub, lambda ms: bool(lines_of(ms, path.name)))
+    assert has(FileReset, reason="truncated")(got)
+    return got
+
+
 def test_truncation_and_deletion_are_reported(log_dir: Path) -> None:
     follower = RunFollower(str(log_dir), options=FAST)
     sub = follower.subscribe()
     path = log_dir / RUN1 / "policy_0.log"
     with follower:
         collect(sub, has(HistoryComplete))
-        os.truncate(path, 0)
-        append(path, "after truncation\n")
-        got = collect(sub, lambda ms: bool(lines_of(ms, "policy_0.log")))
-        assert has(FileReset, reason="truncated")(got)
+        got = _truncated_and_rewritten(sub, path, "after truncation\n")
         assert lines_of(got, "policy_0.log") == [(1, "after truncation")]
         path.unlink()
         collect(sub, has(FileReset, reason="deleted"))
@@ -200,10 +208,7 @@ def test_a_file_truncated_and_regrown_to_the_size_read_is_read_again_once_quiet(
     path = log_dir / RUN1 / "policy_0.log"
     with follower:
         collect(sub, has(HistoryComplete))
-        os.truncate(path, 0)
-        append(path, "p3\np4\n")
-        got = collect(sub, lambda ms: bool(lines_of(ms, "policy_0.log")))
-        assert has(FileReset, reason="truncated")(got)
+        got = _truncated_and_rewritten(sub, path, "p3\np4\n")
         assert lines_of(got, "policy_0.log") == [(1, "p3"), (2, "p4")]
 
 
