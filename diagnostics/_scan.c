@@ -132,7 +132,7 @@ bad:
 
 /* Checks the tables' sizes and byte classes; 0 with a ValueError set if they do not fit. */
 static int
-load_automaton(AutomatonArgs *args, Py_ssize_t nclasses, Py_ssize_t root2, Automaton *a)
+check_automaton(AutomatonArgs *args, Py_ssize_t nclasses, Py_ssize_t root2, Automaton *a)
 {
     if (args->classes.len != 256 || nclasses <= 0 || nclasses > 256 || args->table.len % (2 * nclasses) != 0
         || args->accept.len < 1 || args->accept.len != args->table.len / (2 * nclasses) || args->pairs.len != 65536
@@ -226,6 +226,62 @@ load_automaton(AutomatonArgs *args, Py_ssize_t nclasses, Py_ssize_t root2, Autom
         a->chains = (const unsigned char *)args->chains.buf;
         a->pool = a->chains + head;
     }
+    return 1;
+}
+
+/* Automata checked already, by the objects holding their tables. diagnostics/parsing/_scan.py builds
+ * each automaton once and hands the same bytes to every call: the live follower's lines() for each
+ * block of new lines, where checking its ~6,000 states and their runs again cost more than scanning
+ * a small block. Only bytes objects (which never change) are remembered, each with a reference, so
+ * none can be freed and another take its address. Called with the GIL held. */
+#define CHECKED_SLOTS 4
+#define TABLES 8
+typedef struct {
+    PyObject *objs[TABLES];
+    Py_ssize_t nclasses, root2;
+    Automaton a;
+} Checked;
+static Checked checked[CHECKED_SLOTS];
+static int checked_next;
+
+static void
+table_objects(const AutomatonArgs *args, PyObject **objs)
+{
+    const Py_buffer *b[TABLES] = {&args->classes, &args->table, &args->accept, &args->pairs,
+                                  &args->teddy, &args->ends, &args->groups, &args->chains};
+    for (int t = 0; t < TABLES; t++)
+        objs[t] = b[t]->obj;
+}
+
+/* The tables checked (check_automaton), from the cache when these very objects were checked before. */
+static int
+load_automaton(AutomatonArgs *args, Py_ssize_t nclasses, Py_ssize_t root2, Automaton *a)
+{
+    PyObject *objs[TABLES];
+    table_objects(args, objs);
+    for (int s = 0; s < CHECKED_SLOTS; s++) {
+        Checked *c = &checked[s];
+        if (c->objs[0] != NULL && c->nclasses == nclasses && c->root2 == root2
+            && memcmp(c->objs, objs, sizeof objs) == 0) {
+            *a = c->a;
+            return 1;
+        }
+    }
+    if (!check_automaton(args, nclasses, root2, a))
+        return 0;
+    for (int t = 0; t < TABLES; t++)
+        if (objs[t] == NULL || !PyBytes_CheckExact(objs[t]))
+            return 1;  /* a buffer that may change: checked again next time */
+    Checked *c = &checked[checked_next];
+    checked_next = (checked_next + 1) % CHECKED_SLOTS;
+    for (int t = 0; t < TABLES; t++) {
+        PyObject *old = c->objs[t];
+        c->objs[t] = Py_NewRef(objs[t]);
+        Py_XDECREF(old);
+    }
+    c->nclasses = nclasses;
+    c->root2 = root2;
+    c->a = *a;
     return 1;
 }
 

@@ -186,6 +186,12 @@ def test_a_corrupt_automaton_is_refused_not_read_past() -> None:
     bad = bytes([0xFF, 0xFF]) * (len(table) // 2)  # every next state out of range
     with pytest.raises(ValueError, match="out of range"):
         native_lines("xabcy", classes, bad, accept, width, pairs, teddy, root, ends, groups, runs)
+    # Tables checked once are remembered by their objects: a buffer that can change is checked each time.
+    mutable = bytearray(classes)
+    assert native_lines("xabcy", mutable, table, accept, width, pairs, teddy, root, ends, groups, runs) == [0]
+    mutable[:] = bytes([255]) * 256
+    with pytest.raises(ValueError, match="byte class out of range"):
+        native_lines("xabcy", mutable, table, accept, width, pairs, teddy, root, ends, groups, runs)
     with pytest.raises(ValueError, match="inconsistent"):
         native_lines("xabcy", classes[:10], table, accept, width, pairs, teddy, root, ends, groups, runs)
     with pytest.raises(ValueError, match="inconsistent"):
