@@ -179,6 +179,35 @@ def test_a_stopped_demo_is_reported_as_stopped_not_ok(tmp_path: Path) -> None:
     assert report.exit_code == 2 and report.status.value != "ok"
 
 
+
+@pytest.mark.slow
+def test_a_replica_given_two_sigterms_ends_its_log_once_as_stopped_never_with_a_traceback(tmp_path: Path) -> None:
+    """A stop reaches each replica twice (the process group's SIGTERM, then the launcher's own): the second
+    used to run the handler inside the first one's flush ("RuntimeError: reentrant call"), and the log
+    read as a crash. Timing is random, so the pair is sent many times with a gap of 0-2 ms."""
+    import random
+
+    toml = demo_toml(tmp_path)
+    shutdown = "INFO:     Shutting down"
+    for attempt in range(25):
+        log = tmp_path / f"controller_{attempt}.log"
+        with log.open("wb") as out:
+            replica = subprocess.Popen(
+                [sys.executable, "-m", "a1x_tui.demo.programs.replica", "--role", "controller", "--t0",
+                 repr(time.time()), "--speed", "4", "--config", str(toml), "--checkpoint-dir",
+                 str(tmp_path / "checkpoints")],
+                stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+            )
+        time.sleep(0.3 + random.random() * 0.2)
+        replica.send_signal(signal.SIGTERM)
+        time.sleep(random.random() * 0.002)
+        replica.send_signal(signal.SIGTERM)
+        assert replica.wait(timeout=30) == 128 + signal.SIGTERM
+        text = log.read_text(errors="replace")
+        assert "Traceback" not in text and text.count(shutdown) == 1, text[-800:]
+        assert text.rstrip("\n").endswith(f"Finished server process [{replica.pid}]"), text[-800:]
+
+
 def test_the_closed_loop_demo_runs_the_alpagym_stages_and_its_two_findings_are_raised(tmp_path: Path) -> None:
     """`a1x-tui demo --closed-loop`: the supervisor follows the simulated AlpaGym run folder with the
     closed-loop reader; the retried scene and the collisions rising with the reward are what it reports."""

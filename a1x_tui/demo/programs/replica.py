@@ -13,6 +13,8 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from types import FrameType
@@ -47,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     out = sys.stdout
 
     def stopped(signum: int, _frame: FrameType | None) -> None:  # a1x-tui stop: the lines a real stop leaves
+        # A stop often sends two SIGTERMs (the process group's, then the launcher's own): the second must not
+        # run this handler inside the first (a traceback in the log would read as a crash).
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         for line in lines.stopped_from_outside(datetime.now(), os.getpid(), args.role):
             out.write(line + "\n")
         out.flush()
@@ -60,9 +65,22 @@ def main(argv: list[str] | None = None) -> int:
         if entry.action == "checkpoint":
             write_checkpoint(Path(entry.text), args.ranks)
             continue
-        out.write(entry.render(datetime.now(), os.getpid()) + "\n")
-        out.flush()
+        # SIGTERM waits while a line is written: the handler writes to the same stream, and a handler run
+        # inside write() (on its EINTR) fails with "reentrant call" and the run looked crashed.
+        with _sigterm_held():
+            out.write(entry.render(datetime.now(), os.getpid()) + "\n")
+            out.flush()
     return 0
+
+
+@contextmanager
+def _sigterm_held() -> Iterator[None]:
+    """Hold SIGTERM back for the block; one that came meanwhile is handled when it ends."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
 
 if __name__ == "__main__":
