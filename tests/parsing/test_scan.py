@@ -235,3 +235,41 @@ def test_a_corrupt_automaton_is_refused_not_read_past() -> None:
         broken = chained[9][:state] + bad + chained[9][state + 8 :]
         with pytest.raises(ValueError, match="runs"):
             native_lines("x", *chained[:9], broken)
+
+
+def _runs_by_walking(trie: list[dict[int, int]], accept: bytearray, alphabet: list[int],
+                     ) -> dict[int, tuple[int, bytes]]:
+    """The runs' definition: from each state, the bytes while it has one edge on and no marker ends."""
+    out = {}
+    for state in range(1, len(trie)):
+        run, at = bytearray(), state
+        while not accept[at] and len(trie[at]) == 1 and len(run) < 255:
+            ((cls, at),) = trie[at].items()
+            run.append(alphabet[cls - 1])
+        if len(run) >= scan_module.MIN_RUN:
+            out[state] = (at, bytes(run))
+    return out
+
+
+@pytest.mark.parametrize("name", [*MARKER_SETS, "long and shared"])
+def test_the_runs_are_what_walking_from_each_state_gives(name: str) -> None:
+    """``_chains`` stores each chain once and walks it once; every state still gets its own run."""
+    markers = MARKER_SETS.get(name) or ("x" * 600, "x" * 300 + "yz", "abcdef", "abcxyz", "ab", "q" * 256)
+    patterns = [m.encode() for m in dict.fromkeys(markers)]
+    alphabet = sorted({b for p in patterns for b in p})
+    classes = bytearray(256)
+    for i, b in enumerate(alphabet, 1):
+        classes[b] = i
+    _, accept, _, trie = scan_module._dfa(patterns, [1] * len(patterns), bytes(classes), len(alphabet) + 1)
+    runs = scan_module._chains(trie, accept, alphabet)
+    pool = runs[8 * len(accept):]
+    got = {}
+    for state in range(len(accept)):
+        entry = runs[8 * state : 8 * state + 8]
+        if entry[0]:
+            at = int.from_bytes(entry[4:], "little")
+            got[state] = (int.from_bytes(entry[2:4], "little"), pool[at : at + entry[0]])
+    assert got == _runs_by_walking(trie, accept, alphabet) and got
+    if scan_module.NATIVE and name == "long and shared":
+        block = ["x" * 599, "x" * 601, "x" * 300 + "yz", "x" * 300 + "y", "acxy", "abcxyz"]
+        assert MarkerScanner(markers).lines(block) == [1, 2, 5]
