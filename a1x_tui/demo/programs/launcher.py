@@ -108,6 +108,7 @@ def _launch(args: argparse.Namespace, data: dict[str, Any], trouble: Trouble, co
     children: list[subprocess.Popen[bytes]] = []
 
     def stop(signum: int, _frame: FrameType | None) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM (the group's and a direct one) waits
         for child in children:
             if child.poll() is None:
                 child.terminate()
