@@ -273,3 +273,22 @@ def test_the_runs_are_what_walking_from_each_state_gives(name: str) -> None:
     if scan_module.NATIVE and name == "long and shared":
         block = ["x" * 599, "x" * 601, "x" * 300 + "yz", "x" * 300 + "y", "acxy", "abcxyz"]
         assert MarkerScanner(markers).lines(block) == [1, 2, 5]
+
+
+def test_a_marker_with_any_one_byte_changed_is_not_found() -> None:
+    """Runs of every length are compared at once (C ``same_bytes``: word loads, overlapping at the end): a
+    marker of n bytes with byte i changed, for every n and i, is not found; the marker itself is, at every
+    alignment, and not without its last byte."""
+    letters = "abcdefghijklmnopqrstuvwxyz0123456789"
+    markers = tuple(f"<{letters[:n]}>" for n in range(1, 37))
+    impls = _implementations(markers)
+    for marker in markers:
+        block = [" " * pad + marker for pad in range(9)]
+        for i in range(len(marker)):
+            changed = marker[:i] + "#" + marker[i + 1 :]
+            block.append(changed + " " + changed[: len(changed) // 2])
+        block.append(marker[:-1])
+        want = list(range(9))
+        assert _plain(block, markers) == want
+        for name, impl in impls.items():
+            assert impl(block) == want, (name, marker)  # type: ignore[operator]
