@@ -1,6 +1,9 @@
 #!/bin/bash
 # The CPU benchmarks of docs/parsing.md and docs/live.md on a GPU node, in one call of the device
-# machine (no network there): `bash benchmarks/device/perf.sh WHEELS check|live|both`.
+# machine (no network there): `bash benchmarks/device/perf.sh WHEELS check|live|both|vs_grep`.
+# vs_grep: issue 14's table (docs/parsing.md, "Any mix of lines"): the three 1 GiB workloads generated,
+# then `--check` against `grep -c`, and against the checkout in $BASE if set (ROUNDS, default 5).
+# benchmarks/device/prepare.sh makes WHEELS, the node's scanner and $BASE here.
 # WHEELS: a folder of wheels for the node's Python (pydantic, tomlkit, watchdog, psutil, rich), made
 # here with `pip download --only-binary=:all: --python-version 3.12 ...`. Build diagnostics/_scan for the
 # node's Python here too (gcc -shared -fPIC -O2 -I<its include dir>) and carry the .so. Results go to $OUT.
@@ -24,6 +27,15 @@ fi
 if [ "$WHAT" = live ] || [ "$WHAT" = both ]; then
   timeout 560 python3 benchmarks/live_follow.py --modes "${MODES:-inotify,polling,tail-only}" --repeat "${REPEAT:-1}" --out "$OUT" > "$OUT/live_follow.log" 2>&1
   echo "live_follow rc=$?" >> "$OUT/machine.txt"
+fi
+if [ "$WHAT" = vs_grep ]; then
+  for mix in sparse dense noisy; do
+    python3 benchmarks/check_scale.py "/tmp/w_$mix" --mix "$mix" --generate-only >> "$OUT/vs_grep.err" 2>&1
+  done
+  base=(); [ -n "${BASE:-}" ] && base=(--base "$BASE")
+  timeout 540 python3 benchmarks/vs_grep.py --rounds "${ROUNDS:-5}" "${base[@]}" /tmp/w_sparse /tmp/w_dense /tmp/w_noisy \
+    > "$OUT/vs_grep.md" 2>> "$OUT/vs_grep.err"
+  echo "vs_grep rc=$?" >> "$OUT/machine.txt"
 fi
 uptime >> "$OUT/machine.txt"
 cat "$OUT/machine.txt"; cat "$OUT"/*.md 2>/dev/null | tail -60

@@ -58,13 +58,17 @@ class Run:
         raise AssertionError(f"job {self.job.job_id} never reached {states}: {self.job.info}")
 
     def release_requeued(self, restarts: int, timeout: float = 90.0) -> None:
-        """A requeued job waits ~2 min (BeginTime) before it may start again: let it go now. It is pending
-        only once its processes have ended (COMPLETING first), which took over 30 s on a loaded 2-core VM."""
+        """A requeued job waits ~2 min (BeginTime) before it may start again: let it go in 2 s. It is pending
+        only once its processes have ended (COMPLETING first), which took over 30 s on a loaded 2-core VM.
+
+        Not at once: slurmd revokes the ended start's job credential, in whole seconds, and refuses a new
+        one made in that same second ("Killing non-startable batch JobId=N: Job credential revoked" in
+        slurmctld's log, the job FAILED with exit code 1); a fast machine restarted it 0.4 s after its end."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             info = query_job(self.job.job_id)
             if info is not None and info.pending and (info.restarts or 0) >= restarts:
-                subprocess.run(["scontrol", "update", f"JobId={self.job.job_id}", "StartTime=now"], check=True)
+                subprocess.run(["scontrol", "update", f"JobId={self.job.job_id}", "StartTime=now+2"], check=True)
                 return
             time.sleep(0.2)
         raise AssertionError(f"job {self.job.job_id} was not requeued: {query_job(self.job.job_id)}")
