@@ -43,15 +43,20 @@ typedef struct {
                                   * groups that follow (those of needle i: [off[i], off[i + 1])), then each
                                   * group: a count n, then n 16-bit little-endian needle indices */
     Py_ssize_t glen;             /* the groups' bytes, to the key sets that follow them */
-    const unsigned char *keyoff; /* nsets + 1 uint32 LE offsets into keys, a set's keys between two */
-    const unsigned char *keys;   /* a key: uint16 length, uint16 anchor, bytes; a confirmed marker's state
-                                  * holds 3 + its set (2: none, walk every group) */
+    const unsigned char *keyoff; /* nsets + 1 uint32 LE offsets into keys, a set between two */
+    const unsigned char *keys;   /* a set: a flag (1: 32 bytes of nibble masks and 256 uint16 LE offsets of
+                                  * its anchor table follow), then its keys: uint16 length, uint16 anchor,
+                                  * bytes; a confirmed marker's state holds 3 + its set (2: none, walk every
+                                  * group) */
     Py_ssize_t nsets;
+    int simd;                    /* the widest search of a set's anchors for this call: 2 AVX2, else one byte
+                                  * at a time (set by lines() and chunk(), not part of the tables) */
     const unsigned char *chains; /* per state 8 bytes: a run's length (0: none), 0, the state after it (uint16
                                   * LE), its offset in pool (uint32 LE); NULL: no runs */
     const unsigned char *pool;   /* the runs' bytes */
 } Automaton;
 
+#define KEY_TABLE_BYTES (64 + 512) /* a key set's nibble masks and anchor table */
 #define MAX_NEEDLE_BYTES 1024    /* bit sets of at most 8192 needles */
 
 typedef struct {
@@ -146,16 +151,51 @@ load_key_sets(Automaton *a, const unsigned char *b, Py_ssize_t len)
     Py_ssize_t size = b + len - a->keys;
     for (Py_ssize_t k = 0; k < a->nsets; k++) {
         Py_ssize_t at = u32_at(a->keyoff + 4 * k), end = u32_at(a->keyoff + 4 * (k + 1));
-        if (at > end || end > size)
+        if (at >= end || end > size || a->keys[at] > 1)
             goto bad;
+        const unsigned char *tables = a->keys[at] ? a->keys + at + 1 : NULL;
+        at += tables != NULL ? 1 + KEY_TABLE_BYTES : 1;
+        if (at > end)
+            goto bad;
+        /* The anchor table is what the keys give: recomputed and compared whole, so that a search
+         * led by it never starts at a byte that is not a key's first. */
+        unsigned char nib[64] = {0};
+        unsigned char table[512] = {0};
+        Py_ssize_t first = at;
+        int last = -1;
         while (at < end) {  /* each key: uint16 length (> 0), uint16 anchor (< length), the bytes */
             if (end - at < 4)
                 goto bad;
             Py_ssize_t klen = u16_at(a->keys + at), anchor = u16_at(a->keys + at + 2);
             if (klen == 0 || anchor >= klen || end - at - 4 < klen)
                 goto bad;
+            int c = a->keys[at + 4 + anchor];
+            if (tables != NULL) {
+                if (c < last || c >= 0x80 || at - first + 1 > 0xFFFF)
+                    goto bad;
+                if (c != last) {
+                    table[2 * c] = (unsigned char)((at - first + 1) & 0xFF);
+                    table[2 * c + 1] = (unsigned char)((at - first + 1) >> 8);
+                }
+                unsigned char bit = (unsigned char)(1u << (c >> 4));
+                nib[c & 15] |= bit;
+                nib[16 + (c >> 4)] = bit;
+                if (anchor + 1 < klen) {
+                    int d = a->keys[at + 4 + anchor + 1];
+                    nib[32 + (d & 15)] |= bit;
+                    nib[48 + (d >> 4)] |= bit;
+                } else {
+                    for (int i = 0; i < 16; i++) {
+                        nib[32 + i] |= bit;
+                        nib[48 + i] |= bit;
+                    }
+                }
+                last = c;
+            }
             at += 4 + klen;
         }
+        if (tables != NULL && (memcmp(tables, nib, 64) != 0 || memcmp(tables + 64, table, 512) != 0))
+            goto bad;
     }
     if (u32_at(a->keyoff + 4 * a->nsets) != size)
         goto bad;
@@ -199,6 +239,7 @@ check_automaton(AutomatonArgs *args, Py_ssize_t nclasses, Py_ssize_t root2, Auto
     a->ebytes = 0;
     a->nsets = 0;
     a->keyoff = a->keys = NULL;
+    a->simd = 0;
     if (root2 > 0) {
         Py_ssize_t nneedle = a->nstates - root2;
         if (args->ends.len % nneedle != 0 || args->ends.len / nneedle <= 0
@@ -337,6 +378,104 @@ find_bytes(const unsigned char *s, Py_ssize_t n, const unsigned char *k, Py_ssiz
     return 0;
 }
 
+/* Whether one of a set's keys anchored on byte p[j] sits there, inside [ls, le) (the keys ordered by
+ * anchor byte, those of p[j] from its table entry on). */
+static inline int
+key_at(const unsigned char *table, const unsigned char *keys, const unsigned char *e, const unsigned char *p,
+       Py_ssize_t j, Py_ssize_t ls, Py_ssize_t le)
+{
+    unsigned char c = p[j];
+    unsigned int v = u16_at(table + 2 * c);
+    if (v == 0)
+        return 0;
+    for (const unsigned char *key = keys + v - 1; key < e;) {
+        Py_ssize_t len = u16_at(key), at = u16_at(key + 2);
+        if (key[4 + at] != c)
+            return 0;
+        if (j - at >= ls && j - at + len <= le && same_bytes(p + j - at, key + 4, (size_t)len))
+            return 1;
+        key += 4 + len;
+    }
+    return 0;
+}
+
+#if HAVE_TEDDY
+/* key_at for each position of [j, le) whose byte is an anchor, 32 at a time (the last 32 bytes of the
+ * line again for its end, past the positions seen): the nibble masks say so exactly (a bit per high
+ * nibble: anchors are ASCII). *found: 1 when a key is there; returns where the bytes not looked at
+ * start (a line shorter than 32 bytes: all of it). */
+__attribute__((target("avx2,popcnt"))) static Py_ssize_t
+anchors32(const unsigned char *tables, const unsigned char *keys, const unsigned char *e, const unsigned char *p,
+          Py_ssize_t j, Py_ssize_t ls, Py_ssize_t le, int *found)
+{
+    const __m256i nib = _mm256_set1_epi8(0x0F), zero = _mm256_setzero_si256();
+    const __m256i lo = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)tables));
+    const __m256i hi = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(tables + 16)));
+    const __m256i lo1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(tables + 32)));
+    const __m256i hi1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(tables + 48)));
+    for (; j + 33 <= le; j += 32) {  /* the byte after each position inside the line too: the pair's masks */
+        __m256i v = _mm256_loadu_si256((const __m256i *)(p + j));
+        __m256i w = _mm256_loadu_si256((const __m256i *)(p + j + 1));
+        __m256i m = _mm256_and_si256(_mm256_shuffle_epi8(lo, _mm256_and_si256(v, nib)),
+                                     _mm256_shuffle_epi8(hi, _mm256_and_si256(_mm256_srli_epi16(v, 4), nib)));
+        m = _mm256_and_si256(m, _mm256_and_si256(_mm256_shuffle_epi8(lo1, _mm256_and_si256(w, nib)),
+                                                 _mm256_shuffle_epi8(hi1, _mm256_and_si256(_mm256_srli_epi16(w, 4), nib))));
+        unsigned int cand = ~(unsigned int)_mm256_movemask_epi8(_mm256_cmpeq_epi8(m, zero));
+        while (cand) {
+            int c = __builtin_ctz(cand);
+            cand &= cand - 1u;
+            if (key_at(tables + 64, keys, e, p, j + c, ls, le)) {
+                *found = 1;
+                return j;
+            }
+        }
+    }
+    while (j + 32 <= le || (j < le && le - ls >= 32)) {
+        Py_ssize_t at = j + 32 <= le ? j : le - 32;
+        __m256i v = _mm256_loadu_si256((const __m256i *)(p + at));
+        __m256i m = _mm256_and_si256(_mm256_shuffle_epi8(lo, _mm256_and_si256(v, nib)),
+                                     _mm256_shuffle_epi8(hi, _mm256_and_si256(_mm256_srli_epi16(v, 4), nib)));
+        unsigned int cand = ~(unsigned int)_mm256_movemask_epi8(_mm256_cmpeq_epi8(m, zero));
+        cand &= ~0u << (j - at);  /* the end's block: from j on (j - at < 32) */
+        while (cand) {
+            int c = __builtin_ctz(cand);
+            cand &= cand - 1u;
+            if (key_at(tables + 64, keys, e, p, at + c, ls, le)) {
+                *found = 1;
+                return at;
+            }
+        }
+        j = at + 32;
+    }
+    return j;
+}
+#endif
+
+/* line_has_key for a set with an anchor table (tables: its nibble masks, then the table; its keys after
+ * them): one pass over the line for every anchor at once, where a memchr a key searched a noise line
+ * ~20 times (docs/parsing.md, "Fourth pass"). */
+static int
+line_has_key_by_table(const Automaton *a, const unsigned char *tables, const unsigned char *e,
+                      const unsigned char *p, Py_ssize_t ls, Py_ssize_t le)
+{
+    const unsigned char *keys = tables + KEY_TABLE_BYTES;
+    Py_ssize_t j = ls;
+#if HAVE_TEDDY
+    if (a->simd >= 2) {
+        int found = 0;
+        j = anchors32(tables, keys, e, p, j, ls, le, &found);
+        if (found)
+            return 1;
+    }
+#else
+    (void)a;
+#endif
+    for (; j < le; j++)
+        if (tables[p[j] & 15] & tables[16 + (p[j] >> 4)] && key_at(tables + 64, keys, e, p, j, ls, le))
+            return 1;
+    return 0;
+}
+
 /* Whether the line starting at ls holds, in the part the needles are looked for in, one key of set
  * k: the longest string of one of the groups of the rules logged under the marker found there. A
  * line without one cannot hold a whole group of them (diagnostics/parsing/_scan.py, _key_sets). */
@@ -347,8 +486,11 @@ line_has_key(const Automaton *a, Py_ssize_t k, const unsigned char *p, Py_ssize_
     Py_ssize_t end = n - ls > max_line ? ls + max_line : n;
     const unsigned char *nl = memchr(p + ls, '\n', (size_t)(end - ls));
     Py_ssize_t le = nl != NULL ? nl - p : end;
+    const unsigned char *set = a->keys + u32_at(a->keyoff + 4 * k);
     const unsigned char *e = a->keys + u32_at(a->keyoff + 4 * (k + 1));
-    for (const unsigned char *key = a->keys + u32_at(a->keyoff + 4 * k); key < e;) {
+    if (set[0])
+        return line_has_key_by_table(a, set + 1, e, p, ls, le);
+    for (const unsigned char *key = set + 1; key < e;) {
         Py_ssize_t len = u16_at(key), at = u16_at(key + 2);
         key += 4;
         if (len <= le - ls && find_bytes(p + ls, le - ls, key, len, at))
@@ -732,6 +874,9 @@ scan_lines(PyObject *self, PyObject *args)
 
     if (!load_automaton(&aa, nclasses, root2, &a))
         goto done;
+#if HAVE_TEDDY
+    a.simd = teddy_ok;
+#endif
     if (PyUnicode_Check(text)) {
 #if PY_VERSION_HEX < 0x030C0000
         if (PyUnicode_READY(text) < 0)
@@ -1163,6 +1308,9 @@ scan_chunk(PyObject *self, PyObject *args)
 
     if (!load_automaton(&aa, nclasses, root2, &a))
         goto done;
+#if HAVE_TEDDY
+    a.simd = simd < teddy_ok ? simd : teddy_ok;
+#endif
     if (max_line <= 0) {
         PyErr_SetString(PyExc_ValueError, "max_line must be positive");
         goto done;
@@ -1318,7 +1466,7 @@ PyInit__scan(void)
     long simd = 0;
 #endif
     /* ABI: the calling convention of lines() and chunk() (diagnostics/parsing/_scan.py checks it) */
-    if (m != NULL && (PyModule_AddIntConstant(m, "SIMD", simd) < 0 || PyModule_AddIntConstant(m, "ABI", 8) < 0)) {
+    if (m != NULL && (PyModule_AddIntConstant(m, "SIMD", simd) < 0 || PyModule_AddIntConstant(m, "ABI", 9) < 0)) {
         Py_DECREF(m);
         return NULL;
     }

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-EXTENSION_ABI = 8
+EXTENSION_ABI = 9
 """The calling convention of ``diagnostics._scan`` this code speaks; an extension built from older
 sources (a stale build in a source tree) is not used rather than called wrongly."""
 
@@ -192,8 +192,8 @@ def _automaton(markers: tuple[str, ...], confirmed: frozenset[str] = frozenset()
     ``gate_keys``: for a confirmed marker, the keys (longest strings) of the groups of the rules logged
     under it; a line holding none of its marker's keys cannot hold a whole group of its rules, so C
     rejects it before walking the needles. After the groups come the key sets: a uint32 count, that
-    many + 1 uint32 offsets into what follows, and each set's keys, a uint16 length, a uint16 anchor
-    (``_anchor``) and the bytes each;
+    many + 1 uint32 offsets into what follows, and each set (``_key_set``: its anchor table if it has
+    one, then its keys, a uint16 length, a uint16 anchor and the bytes each);
     a confirmed marker's accepting state is ``3 + set`` (2: no set, every group is walked). Last, the
     runs of the markers' trie that ``confirm`` compares at once (``_chains``)."""
     patterns = [m.encode() for m in dict.fromkeys(markers) if m]
@@ -327,8 +327,43 @@ def _key_sets(patterns: list[bytes], accept: bytearray, ends: list[int],
         accept[state] = 3 + sets.setdefault(key, len(sets))
     if not sets:
         return b""  # C: no key sets, every group walked
-    body = [b"".join(len(k).to_bytes(2, "little") + _anchor(k).to_bytes(2, "little") + k for k in key) for key in sets]
-    return len(body).to_bytes(4, "little") + _indexed(body)
+    return len(sets).to_bytes(4, "little") + _indexed([_key_set(key) for key in sets])
+
+
+TABLE_KEYS = 4
+"""A key set of this many keys or more is looked for in one pass over the line (its anchor table), not a
+``memchr`` a key: a noise line under ``INFO - [Rollout`` or ``[Controller]`` was searched ~20 times."""
+
+
+def _key_set(keys: tuple[bytes, ...]) -> bytes:
+    """One key set: a flag byte (1: anchor tables follow), the tables, then each key: a uint16 length, a
+    uint16 anchor (``_anchor``), its bytes. The tables, for a set of ``TABLE_KEYS`` keys or more whose
+    anchor bytes are ASCII, the keys then ordered by anchor byte: nibble masks of the anchor byte (16
+    bytes by low nibble, a bit per high nibble of an anchor with it; 16 by high nibble, its own bit), so
+    that a byte is an anchor exactly when its two masks share a bit; the same for the byte after it in
+    the keys of each such bit (every byte where the anchor ends its key), which only narrows the
+    positions C verifies; and 256 uint16: 0, or 1 plus where the first key anchored on that byte starts."""
+    ordered = sorted(keys, key=lambda k: k[_anchor(k)])
+    entries = [len(k).to_bytes(2, "little") + _anchor(k).to_bytes(2, "little") + k for k in ordered]
+    body = b"".join(entries)
+    anchors = [k[_anchor(k)] for k in ordered]
+    if len(keys) < TABLE_KEYS or max(anchors) >= 0x80 or len(body) >= 0xFFFF:
+        return b"\0" + body
+    masks = bytearray(64)
+    table = [0] * 256
+    at = 0
+    for k, byte, entry in zip(ordered, anchors, entries, strict=True):
+        bit = 1 << (byte >> 4)
+        masks[byte & 15] |= bit
+        masks[16 + (byte >> 4)] = bit
+        after = _anchor(k) + 1
+        for low, high in [(k[after] & 15, k[after] >> 4)] if after < len(k) else [(i, i) for i in range(16)]:
+            masks[32 + low] |= bit
+            masks[48 + high] |= bit
+        if not table[byte]:
+            table[byte] = at + 1
+        at += len(entry)
+    return b"\1" + bytes(masks) + b"".join(v.to_bytes(2, "little") for v in table) + body
 
 
 def _indexed(entries: Sequence[bytes | bytearray]) -> bytes:

@@ -292,3 +292,53 @@ def test_a_marker_with_any_one_byte_changed_is_not_found() -> None:
         assert _plain(block, markers) == want
         for name, impl in impls.items():
             assert impl(block) == want, (name, marker)  # type: ignore[operator]
+
+
+def test_a_gate_key_is_found_at_every_place_in_lines_of_every_length() -> None:
+    """A key set of ``TABLE_KEYS`` keys or more is searched in one pass over the line (C: 32 bytes at a time,
+    the pair of the anchor and the byte after it, the line's last 32 bytes again for its end; one byte at a
+    time below AVX2): every key at every offset of lines of 1 to 90 bytes, and the same lines with the key
+    cut short, give what the plain definition and a search without the table give."""
+    if not scan_module.NATIVE:
+        pytest.skip("the C scanner is not built in this install")
+    from diagnostics._scan import chunk
+    from diagnostics._scan import lines as native_lines
+
+    keys = ("Alpha", "bRAVO", "charlie!", "xyz!", "q", "delta-x")  # '!': anchored on the last byte
+    groups = tuple((k,) for k in keys)
+    confirm = (frozenset({"GATE "}), groups, (("GATE ", keys),))
+    markers = ("GATE ", "PLAIN")
+    automaton = scan_module._automaton.__wrapped__(markers, *confirm)
+    set_bytes = automaton[8]
+    assert b"\x01" in set_bytes  # the set has its table
+    plain_scan = scan_module._automaton.__wrapped__
+    original = scan_module.TABLE_KEYS
+    scan_module.TABLE_KEYS = 99
+    try:
+        no_table = plain_scan(markers, *confirm)
+    finally:
+        scan_module.TABLE_KEYS = original
+    assert no_table[8] != set_bytes
+    for length in range(1, 91):
+        block = []
+        for key in keys:
+            for at in range(0, max(1, length - len(key) + 1)):
+                filler = ("GATE " + "ab-Cd_ef " * 12)[:length]
+                line = (filler[:at] + key + filler[at + len(key):])[:length]
+                block += [line, line.replace(key, key[:-1] + "#") if len(key) > 1 else line.replace(key, "#")]
+        expected = [i for i, line in enumerate(block)
+                    if "PLAIN" in line or ("GATE " in line and any(k in line for k in keys))]
+        text = "\n".join(block)
+        assert native_lines(text, *automaton) == expected, length
+        assert native_lines(text, *no_table) == expected, length
+        for simd in (2, 1, 0):
+            items, _ = chunk(text.encode(), *automaton, (), 1, 0, 1 << 30, lambda *t: None, simd)
+            assert [item[0] - 1 for item in items] == expected, (length, simd)
+    # A table that does not say what its keys give is refused, not followed.
+    groups_bytes = automaton[8]
+    i = groups_bytes.index(scan_module._key_set(tuple(sorted(k.encode() for k in keys))))  # its flag, masks, table
+    for offset in (1, 1 + 64 + 2 * ord("A")):
+        bad = bytearray(groups_bytes)
+        bad[i + offset] ^= 0x40
+        with pytest.raises(ValueError, match="key sets"):
+            native_lines("GATE Alpha", *automaton[:8], bytes(bad), automaton[9])
