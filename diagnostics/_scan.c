@@ -1031,12 +1031,30 @@ literal_run(const unsigned char *tp, Py_ssize_t k, Py_ssize_t tn)
     return k;
 }
 
+/* A template's first 16 literal bytes as two words and their masks (bytes past its leading literal
+ * zero): a line differs from most templates tried on it there, and two compares say so. */
+typedef struct {
+    uint64_t w[2], m[2];
+} TplWords;
+
+static void
+template_words(const unsigned char *tp, Py_ssize_t run, TplWords *t)
+{
+    unsigned char w[16] = {0}, m[16] = {0};
+    for (Py_ssize_t k = 0; k < run && k < 16; k++) {
+        w[k] = tp[k];
+        m[k] = 0xFF;
+    }
+    memcpy(t->w, w, 16);
+    memcpy(t->m, m, 16);
+}
+
 /* Match line p[ls, le) against the templates; fills h (tid, rank, time, fields) and returns 1.
  * A template starting with '[' is matched right after the optional torchrun prefix (and must
  * hold \x08, the time); any other right after a cosmos prefix. */
 static int
 match_templates(const unsigned char *p, Py_ssize_t ls, Py_ssize_t le, const unsigned char **tpl,
-                const Py_ssize_t *tlen, const Py_ssize_t *trun, int ntpl, Hit *h)
+                const Py_ssize_t *tlen, const Py_ssize_t *trun, const TplWords *tw, int ntpl, Hit *h)
 {
     Py_ssize_t i = ls;
     int rank = -1;
@@ -1050,29 +1068,29 @@ match_templates(const unsigned char *p, Py_ssize_t ls, Py_ssize_t le, const unsi
             i = q + nd + 2;
         }
     }
-    /* [cosmos] YYYY-mm-dd HH:MM:SS,mmm - cosmos -  */
-    int cosmos_t[6], cosmos_ms = -1;
+    /* [cosmos] YYYY-mm-dd HH:MM:SS,mmm - cosmos -  : its stamp read once a template's leading bytes
+     * match what follows (stamp: 0 not read yet, 1 read, -1 not a stamp) */
+    int cosmos_t[6], cosmos_ms = -1, stamp = 0;
     Py_ssize_t body = -1;
-    if (le - i >= 9 + 23 + 12 && memcmp(p + i, "[cosmos] ", 9) == 0 && read_stamp(p + i + 9, 19, cosmos_t)
-        && p[i + 28] == ',' && memcmp(p + i + 32, " - cosmos - ", 12) == 0) {
-        cosmos_ms = digits_at(p + i + 29, 3);
-        if (cosmos_ms >= 0)
-            body = i + 9 + 23 + 12;
-    }
+    if (le - i >= 9 + 23 + 12 && memcmp(p + i, "[cosmos] ", 9) == 0 && p[i + 28] == ','
+        && memcmp(p + i + 32, " - cosmos - ", 12) == 0)
+        body = i + 9 + 23 + 12;
+    uint64_t words[2][2];  /* the 16 bytes at i and at body, where the line holds them */
+    int have[2] = {le - i >= 16, body >= 0 && le - body >= 16};
+    if (have[0])
+        memcpy(words[0], p + i, 16);
+    if (have[1])
+        memcpy(words[1], p + body, 16);
     for (int t = 0; t < ntpl; t++) {
         const unsigned char *tp = tpl[t];
         Py_ssize_t tn = tlen[t], k = 0, j;
-        int nf = 0, ok = 1, tm[6], ms = 0, timed = 0;
-        if (tn > 0 && tp[0] == '[') {
-            j = i;
-        } else {
-            if (body < 0)
-                continue;
-            j = body;
-            memcpy(tm, cosmos_t, sizeof tm);
-            ms = cosmos_ms;
-            timed = 1;
-        }
+        int nf = 0, ok = 1, tm[6], ms = 0, timed = 0, at_body = !(tn > 0 && tp[0] == '[');
+        if (at_body && body < 0)
+            continue;
+        j = at_body ? body : i;
+        const uint64_t *x = words[at_body];
+        if (have[at_body] && (((x[0] ^ tw[t].w[0]) & tw[t].m[0]) | ((x[1] ^ tw[t].w[1]) & tw[t].m[1])))
+            continue;
         /* Its leading literal bytes (trun: counted once a call) first: most lines a template is tried on
          * are other messages under the same tag, and differ there. */
         if (trun[t] > 0) {
@@ -1080,6 +1098,17 @@ match_templates(const unsigned char *p, Py_ssize_t ls, Py_ssize_t le, const unsi
                 continue;
             j += trun[t];
             k = trun[t];
+        }
+        if (at_body) {
+            if (stamp == 0) {
+                cosmos_ms = read_stamp(p + i + 9, 19, cosmos_t) ? digits_at(p + i + 29, 3) : -1;
+                stamp = cosmos_ms >= 0 ? 1 : -1;
+            }
+            if (stamp < 0)
+                continue;
+            memcpy(tm, cosmos_t, sizeof tm);
+            ms = cosmos_ms;
+            timed = 1;
         }
         while (k < tn && ok) {
             unsigned char c = tp[k];
@@ -1224,6 +1253,7 @@ typedef struct {
     Py_ssize_t n, lineno0, max_line;
     const unsigned char **tpl;
     const Py_ssize_t *tlen, *trun;
+    const TplWords *tw;
     int ntpl;
     Py_ssize_t matched_ls;  /* the line whose templates were last tried (into matched), -1: none */
     Hit matched;
@@ -1237,7 +1267,7 @@ line_match(ChunkCtx *c, Py_ssize_t ls, Py_ssize_t le)
         c->matched_ls = ls;
         c->matched.tid = -1;
         if (c->ntpl > 0 && le - ls <= c->max_line)
-            match_templates(c->p, ls, le, c->tpl, c->tlen, c->trun, c->ntpl, &c->matched);
+            match_templates(c->p, ls, le, c->tpl, c->tlen, c->trun, c->tw, c->ntpl, &c->matched);
     }
     return &c->matched;
 }
@@ -1300,11 +1330,12 @@ scan_chunk(PyObject *self, PyObject *args)
     PyObject *result = NULL, *items = NULL, *base_ref = NULL;
     const unsigned char *tpl[16];
     Py_ssize_t tlen[16], trun[16];
+    TplWords tw[16];
     PyTypeObject *rtype[16];
     int ntpl = (int)PyTuple_GET_SIZE(templates);
     Automaton a;
     ChunkCtx ctx = {{NULL, 0, 0, sizeof(Hit)}, (const unsigned char *)data.buf, data.len, lineno0, max_line, tpl, tlen,
-                    trun, ntpl, -1};
+                    trun, tw, ntpl, -1};
 
     if (!load_automaton(&aa, nclasses, root2, &a))
         goto done;
@@ -1333,6 +1364,7 @@ scan_chunk(PyObject *self, PyObject *args)
         tpl[t] = (const unsigned char *)PyBytes_AS_STRING(o);
         tlen[t] = PyBytes_GET_SIZE(o);
         trun[t] = literal_run(tpl[t], 0, tlen[t]);
+        template_words(tpl[t], trun[t], &tw[t]);
         rtype[t] = (PyTypeObject *)cls;
     }
     if (!PyCallable_Check(minute_base)) {
