@@ -1334,8 +1334,9 @@ scan_chunk(PyObject *self, PyObject *args)
     PyTypeObject *rtype[16];
     int ntpl = (int)PyTuple_GET_SIZE(templates);
     Automaton a;
-    ChunkCtx ctx = {{NULL, 0, 0, sizeof(Hit)}, (const unsigned char *)data.buf, data.len, lineno0, max_line, tpl, tlen,
-                    trun, tw, ntpl, -1};
+    ChunkCtx ctx = {.hits = {NULL, 0, 0, sizeof(Hit)}, .p = (const unsigned char *)data.buf, .n = data.len,
+                    .lineno0 = lineno0, .max_line = max_line, .tpl = tpl, .tlen = tlen, .trun = trun, .tw = tw,
+                    .ntpl = ntpl, .matched_ls = -1};
 
     if (!load_automaton(&aa, nclasses, root2, &a))
         goto done;
