@@ -596,10 +596,15 @@ confirm(const Automaton *a, const unsigned char *p, Py_ssize_t s, Py_ssize_t n, 
         }
         if (a->acc[state]) {
             Py_ssize_t e = k - 1;
-            if (a->acc[state] == 1 || a->root2 == 0 || (take != NULL && take(ctx, ls)))
+            if (a->acc[state] == 1 || a->root2 == 0)
                 return e;
+            /* Keys first, templates next: a line a bulk shape's template matches holds its rule's
+             * strings, its key among them (tests/parsing/test_definitions.py), so a line without any
+             * of its gate's keys is no bulk line either, and a noise line is not tried on them. */
             if (a->acc[state] >= 3 && !line_has_key(a, a->acc[state] - 3, p, ls, n, max_line))
                 return -1;
+            if (take != NULL && take(ctx, ls))
+                return e;
             int found = needle_in_line(a, p, ls, n, max_line);
             return found < 0 ? -2 : found ? e : -1;
         }
