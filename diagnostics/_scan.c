@@ -44,10 +44,10 @@ typedef struct {
                                   * group: a count n, then n 16-bit little-endian needle indices */
     Py_ssize_t glen;             /* the groups' bytes, to the key sets that follow them */
     const unsigned char *keyoff; /* nsets + 1 uint32 LE offsets into keys, a set between two */
-    const unsigned char *keys;   /* a set: a flag (1: 32 bytes of nibble masks and 256 uint16 LE offsets of
-                                  * its anchor table follow), then its keys: uint16 length, uint16 anchor,
-                                  * bytes; a confirmed marker's state holds 3 + its set (2: none, walk every
-                                  * group) */
+    const unsigned char *keys;   /* a set: a flag (1: KEY_TABLE_BYTES follow: 64 bytes of nibble masks, of
+                                  * its anchors and of the bytes after them, and its anchor table, 256 uint16
+                                  * LE offsets), then its keys: uint16 length, uint16 anchor, bytes; a
+                                  * confirmed marker's state holds 3 + its set (2: none, walk every group) */
     Py_ssize_t nsets;
     int simd;                    /* the widest search of a set's anchors for this call: 2 AVX2, else one byte
                                   * at a time (set by lines() and chunk(), not part of the tables) */
@@ -399,6 +399,20 @@ key_at(const unsigned char *table, const unsigned char *keys, const unsigned cha
     return 0;
 }
 
+/* key_at for each candidate position at + c of a block (bit c of cand): whether a key sits at one. */
+static inline int
+key_in_block(const unsigned char *tables, const unsigned char *keys, const unsigned char *e, const unsigned char *p,
+             Py_ssize_t at, unsigned int cand, Py_ssize_t ls, Py_ssize_t le)
+{
+    while (cand) {
+        int c = __builtin_ctz(cand);
+        cand &= cand - 1u;
+        if (key_at(tables + 64, keys, e, p, at + c, ls, le))
+            return 1;
+    }
+    return 0;
+}
+
 #if HAVE_TEDDY
 /* key_at for each position of [j, le) whose byte is an anchor, 32 at a time (the last 32 bytes of the
  * line again for its end, past the positions seen): the nibble masks say so exactly (a bit per high
@@ -421,13 +435,9 @@ anchors32(const unsigned char *tables, const unsigned char *keys, const unsigned
         m = _mm256_and_si256(m, _mm256_and_si256(_mm256_shuffle_epi8(lo1, _mm256_and_si256(w, nib)),
                                                  _mm256_shuffle_epi8(hi1, _mm256_and_si256(_mm256_srli_epi16(w, 4), nib))));
         unsigned int cand = ~(unsigned int)_mm256_movemask_epi8(_mm256_cmpeq_epi8(m, zero));
-        while (cand) {
-            int c = __builtin_ctz(cand);
-            cand &= cand - 1u;
-            if (key_at(tables + 64, keys, e, p, j + c, ls, le)) {
-                *found = 1;
-                return j;
-            }
+        if (key_in_block(tables, keys, e, p, j, cand, ls, le)) {
+            *found = 1;
+            return j;
         }
     }
     while (j + 32 <= le || (j < le && le - ls >= 32)) {
@@ -437,13 +447,9 @@ anchors32(const unsigned char *tables, const unsigned char *keys, const unsigned
                                      _mm256_shuffle_epi8(hi, _mm256_and_si256(_mm256_srli_epi16(v, 4), nib)));
         unsigned int cand = ~(unsigned int)_mm256_movemask_epi8(_mm256_cmpeq_epi8(m, zero));
         cand &= ~0u << (j - at);  /* the end's block: from j on (j - at < 32) */
-        while (cand) {
-            int c = __builtin_ctz(cand);
-            cand &= cand - 1u;
-            if (key_at(tables + 64, keys, e, p, at + c, ls, le)) {
-                *found = 1;
-                return at;
-            }
+        if (key_in_block(tables, keys, e, p, at, cand, ls, le)) {
+            *found = 1;
+            return at;
         }
         j = at + 32;
     }

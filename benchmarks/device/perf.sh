@@ -33,7 +33,7 @@ if [ "$WHAT" = vs_grep ]; then
     python3 benchmarks/check_scale.py "/tmp/w_$mix" --mix "$mix" --generate-only >> "$OUT/vs_grep.err" 2>&1
   done
   base=(); [ -n "${BASE:-}" ] && base=(--base "$BASE")
-  timeout 540 python3 benchmarks/vs_grep.py --rounds "${ROUNDS:-5}" "${base[@]}" /tmp/w_sparse /tmp/w_dense /tmp/w_noisy \
+  timeout 540 python3 benchmarks/vs_grep.py --rounds "${ROUNDS:-5}" ${base[@]+"${base[@]}"} /tmp/w_sparse /tmp/w_dense /tmp/w_noisy \
     > "$OUT/vs_grep.md" 2>> "$OUT/vs_grep.err"
   echo "vs_grep rc=$?" >> "$OUT/machine.txt"
 fi

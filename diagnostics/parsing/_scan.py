@@ -343,20 +343,19 @@ def _key_set(keys: tuple[bytes, ...]) -> bytes:
     that a byte is an anchor exactly when its two masks share a bit; the same for the byte after it in
     the keys of each such bit (every byte where the anchor ends its key), which only narrows the
     positions C verifies; and 256 uint16: 0, or 1 plus where the first key anchored on that byte starts."""
-    ordered = sorted(keys, key=lambda k: k[_anchor(k)])
-    entries = [len(k).to_bytes(2, "little") + _anchor(k).to_bytes(2, "little") + k for k in ordered]
+    ordered = sorted(((k[_anchor(k)], _anchor(k), k) for k in keys), key=lambda entry: entry[0])  # by anchor byte
+    entries = [len(k).to_bytes(2, "little") + index.to_bytes(2, "little") + k for _, index, k in ordered]
     body = b"".join(entries)
-    anchors = [k[_anchor(k)] for k in ordered]
-    if len(keys) < TABLE_KEYS or max(anchors) >= 0x80 or len(body) >= 0xFFFF:
+    if len(keys) < TABLE_KEYS or ordered[-1][0] >= 0x80 or len(body) >= 0xFFFF:
         return b"\0" + body
     masks = bytearray(64)
     table = [0] * 256
     at = 0
-    for k, byte, entry in zip(ordered, anchors, entries, strict=True):
+    for (byte, index, k), entry in zip(ordered, entries, strict=True):
         bit = 1 << (byte >> 4)
         masks[byte & 15] |= bit
         masks[16 + (byte >> 4)] = bit
-        after = _anchor(k) + 1
+        after = index + 1
         for low, high in [(k[after] & 15, k[after] >> 4)] if after < len(k) else [(i, i) for i in range(16)]:
             masks[32 + low] |= bit
             masks[48 + high] |= bit
