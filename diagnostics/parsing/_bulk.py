@@ -19,6 +19,7 @@ before the caller's slower imports.
 from __future__ import annotations
 
 import functools
+import mmap
 import os
 import queue
 import threading
@@ -88,12 +89,13 @@ def _templates_for(source: Source) -> tuple[tuple[bytes, type], ...]:
     return _TEMPLATE_TUPLE if source.role in GATED_ROLES else ()
 
 
-def block_buffer() -> bytearray:
-    """A block's buffer: it holds at least one line's searched part."""
-    return bytearray(max(CHUNK_BYTES, MAX_LINE_BYTES))
+def block_buffer() -> mmap.mmap:
+    """A block's buffer: it holds at least one line's searched part, and a page more. Anonymous memory,
+    so it starts a page (a ``bytearray``'s bytes start 16 bytes past one: malloc's header)."""
+    return mmap.mmap(-1, max(CHUNK_BYTES, MAX_LINE_BYTES) + mmap.PAGESIZE)
 
 
-def scan_file(path: Path, source: Source, buf: bytearray | None = None) -> Iterator[list[Any]]:
+def scan_file(path: Path, source: Source, buf: mmap.mmap | bytearray | None = None) -> Iterator[list[Any]]:
     """The items of one file, a block at a time: candidates ``(lineno, offset, text)`` and records,
     in line order. Raises ``OSError`` if the file cannot be opened; a read error ends the file.
 
@@ -104,22 +106,33 @@ def scan_file(path: Path, source: Source, buf: bytearray | None = None) -> Itera
     templates = _templates_for(source)
     max_line = MAX_LINE_BYTES
     size = max(CHUNK_BYTES, max_line)  # a block holds at least one line's searched part
-    if buf is None or len(buf) < size:
-        buf = bytearray(size)
-    view = memoryview(buf)[:size]
-    lineno, offset = 1, 0  # of buf[0]
+    page = mmap.PAGESIZE
+    if buf is None or len(buf) < size + page:
+        buf = mmap.mmap(-1, size + page)
+    whole = memoryview(buf)
+    lineno, offset = 1, 0  # of the block's first byte
+    # Where the block starts in buf: where its offset lies in a page, so that each read lands where its
+    # source lies in the page cache's page. A read 1-31 bytes past that took the kernel 4x longer to copy
+    # on the dev VM (docs/parsing.md, "Reads where they land").
+    start = 0
     filled = 0
     skipping = False  # inside an over-long line, past its searched part: drop bytes up to its newline
 
     def scan(end: int) -> tuple[list[Any], int]:
-        """The items and the number of lines of ``buf[:end]`` (read where the block starts now)."""
+        """The items and the number of lines of the block's first ``end`` bytes."""
         assert _chunk is not None
-        return _chunk(view[:end], *automaton, templates, lineno, offset, max_line, minute_base, SIMD)
+        return _chunk(whole[start:start + end], *automaton, templates, lineno, offset, max_line, minute_base, SIMD)
+
+    def keep(at: int, n: int) -> int:
+        """Moves the block's ``n`` bytes from ``at`` to where their offset puts them; returns where that is."""
+        new = (start + at) % page
+        whole[new:new + n] = whole[start + at:start + at + n]
+        return new
 
     with open(path, "rb", buffering=0) as f:
         while True:
             try:
-                got = f.readinto(view[filled:])
+                got = f.readinto(whole[start + filled:start + size])
             except OSError:
                 got = 0
             if not got:
@@ -129,19 +142,18 @@ def scan_file(path: Path, source: Source, buf: bytearray | None = None) -> Itera
                         yield items
                 return
             if skipping:
-                nl = buf.find(b"\n", 0, got)
+                nl = buf.find(b"\n", start, start + got) - start
                 if nl < 0:
                     offset += got
+                    start = (start + got) % page
                     continue
                 skipping = False
                 lineno += 1
                 offset += nl + 1
-                rest = got - nl - 1
-                view[:rest] = view[nl + 1 : got]
-                filled = rest
+                start, filled = keep(nl + 1, got - nl - 1), got - nl - 1
                 continue
             filled += got
-            last = buf.rfind(b"\n", 0, filled)
+            last = buf.rfind(b"\n", start, start + filled) - start
             if last < 0:
                 if filled < size:
                     continue
@@ -150,6 +162,7 @@ def scan_file(path: Path, source: Source, buf: bytearray | None = None) -> Itera
                 if items:
                     yield items
                 offset += filled
+                start = (start + filled) % page
                 filled = 0
                 skipping = True
                 continue
@@ -158,9 +171,7 @@ def scan_file(path: Path, source: Source, buf: bytearray | None = None) -> Itera
                 yield items
             lineno += lines
             offset += last + 1
-            rest = filled - last - 1
-            view[:rest] = view[last + 1 : filled]
-            filled = rest
+            start, filled = keep(last + 1, filled - last - 1), filled - last - 1
 
 
 _DONE = object()

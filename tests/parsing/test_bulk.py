@@ -351,6 +351,44 @@ def test_file_reader_gives_read_runs_events_at_any_block_size(tmp_path: Path, bl
     assert sum(isinstance(e, (Stat, WeightSync)) for e in pure) > 50
 
 
+@pytest.mark.parametrize("block", [64, 300, 4096])
+def test_each_read_lands_where_its_source_lies_in_its_page_and_the_items_are_one_scans(
+        tmp_path: Path, block: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read whose destination lies 1-31 bytes past its source's place in a page copied 4x slower
+    (docs/parsing.md, "Reads where they land"): every read of the reader lands at its file offset's
+    place in a page, through split lines, over-long lines (their skipped rest holding the next lines),
+    no last newline and an empty file, and the items are those of one scan of the whole file."""
+    import ctypes
+    import io
+    import mmap
+
+    monkeypatch.setattr(_bulk, "CHUNK_BYTES", block)
+    monkeypatch.setattr(_bulk, "MAX_LINE_BYTES", 512)
+    places: list[tuple[int, int]] = []
+
+    class Recording(io.FileIO):
+        def readinto(self, b: Any) -> int | None:
+            places.append((ctypes.addressof(ctypes.c_char.from_buffer(b)) % mmap.PAGESIZE,
+                           self.tell() % mmap.PAGESIZE))
+            return super().readinto(b)
+
+    monkeypatch.setattr(_bulk, "open", lambda path, mode, buffering: Recording(path, "rb"), raising=False)
+    rng = random.Random(block)
+    texts = [_random_file(rng) for _ in range(8)] + ["", "no newline " + _line(B.STAT, rng)]
+    texts.append("z" * 1500 + "\n" + "".join(_line(B.RECV_DONE, rng) + "\n" for _ in range(5)))
+    buf = _bulk.block_buffer()
+    for i, text in enumerate(texts):
+        path = tmp_path / f"controller_{i}.log"
+        path.write_text(text, encoding="utf-8", newline="")
+        src = Source(path.name, Role.CONTROLLER, i)
+        got = [tuple(item) for items in _bulk.scan_file(path, src, buf if i % 2 else None) for item in items]
+        automaton = _automaton(_bulk.markers_for(src), *(_bulk.confirm_for(src) or ()))
+        whole, _ = _bulk._chunk(path.read_bytes(), *automaton, _bulk._templates_for(src), 1, 0, 512,
+                                _bulk.minute_base, _bulk.SIMD)
+        assert got == [tuple(item) for item in whole], path.name
+    assert len(places) > 2 * len(texts) and all(dest == source for dest, source in places), places[:5]
+
+
 def test_a_buffer_kept_from_file_to_file_gives_each_file_its_own_items(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker reads all its files into one buffer: a shorter file after a longer one (its last line without a
