@@ -107,8 +107,15 @@ def _launch(args: argparse.Namespace, data: dict[str, Any], trouble: Trouble, co
     gpus = SimulatedGpus(args.run_dir, trouble, speed=args.speed, t0=t0)
     children: list[subprocess.Popen[bytes]] = []
 
+    stopping: list[int] = []
+
     def stop(signum: int, _frame: FrameType | None) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM (the group's and a direct one) waits
+        # A second SIGTERM (the group's and a direct one) waits, blocked; one Python already holds runs this
+        # inside the first and does nothing (SIG_IGN raised "ignored due to race condition" then: replica.py).
+        if stopping:
+            return
+        stopping.append(signum)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
         for child in children:
             if child.poll() is None:
                 child.terminate()
