@@ -108,12 +108,12 @@ def scan_file(path: Path, source: Source, buf: mmap.mmap | bytearray | None = No
     size = max(CHUNK_BYTES, max_line)  # a block holds at least one line's searched part
     page = mmap.PAGESIZE
     if buf is None or len(buf) < size + page:
-        buf = mmap.mmap(-1, size + page)
+        buf = block_buffer()
     whole = memoryview(buf)
     lineno, offset = 1, 0  # of the block's first byte
-    # Where the block starts in buf: where its offset lies in a page, so that each read lands where its
-    # source lies in the page cache's page. A read 1-31 bytes past that took the kernel 4x longer to copy
-    # on the dev VM (docs/parsing.md, "Reads where they land").
+    # Where the block starts in buf: always offset % page, where its offset lies in a page, so that each
+    # read lands where its source lies in the page cache's page. A read 1-31 bytes past that took the
+    # kernel 4x longer to copy on the dev VM (docs/parsing.md, "Reads where they land").
     start = 0
     filled = 0
     skipping = False  # inside an over-long line, past its searched part: drop bytes up to its newline
@@ -124,8 +124,9 @@ def scan_file(path: Path, source: Source, buf: mmap.mmap | bytearray | None = No
         return _chunk(whole[start:start + end], *automaton, templates, lineno, offset, max_line, minute_base, SIMD)
 
     def keep(at: int, n: int) -> int:
-        """Moves the block's ``n`` bytes from ``at`` to where their offset puts them; returns where that is."""
-        new = (start + at) % page
+        """Moves the block's ``n`` bytes from ``at`` to the new block's start (``offset``, already moved to
+        them, decides where); returns it."""
+        new = offset % page
         whole[new:new + n] = whole[start + at:start + at + n]
         return new
 
@@ -145,7 +146,7 @@ def scan_file(path: Path, source: Source, buf: mmap.mmap | bytearray | None = No
                 nl = buf.find(b"\n", start, start + got) - start
                 if nl < 0:
                     offset += got
-                    start = (start + got) % page
+                    start = offset % page
                     continue
                 skipping = False
                 lineno += 1
@@ -162,7 +163,7 @@ def scan_file(path: Path, source: Source, buf: mmap.mmap | bytearray | None = No
                 if items:
                     yield items
                 offset += filled
-                start = (start + filled) % page
+                start = offset % page
                 filled = 0
                 skipping = True
                 continue
