@@ -12,18 +12,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from a1x_tui.demo import lines
 from a1x_tui.demo.gpu import SimulatedGpus
+from a1x_tui.demo.programs._stop import on_first_sigterm
 from a1x_tui.demo.scenario import Trouble
 
 
@@ -107,22 +106,14 @@ def _launch(args: argparse.Namespace, data: dict[str, Any], trouble: Trouble, co
     gpus = SimulatedGpus(args.run_dir, trouble, speed=args.speed, t0=t0)
     children: list[subprocess.Popen[bytes]] = []
 
-    stopping: list[int] = []
-
-    def stop(signum: int, _frame: FrameType | None) -> None:
-        # A second SIGTERM (the group's and a direct one) waits, blocked; one Python already holds runs this
-        # inside the first and does nothing (SIG_IGN raised "ignored due to race condition" then: replica.py).
-        if stopping:
-            return
-        stopping.append(signum)
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    def stop(signum: int) -> None:
         for child in children:
             if child.poll() is None:
                 child.terminate()
         gpus.stop()
         raise SystemExit(128 + signum)
 
-    signal.signal(signal.SIGTERM, stop)
+    on_first_sigterm(stop)
     gpus_of = {"controller": None, "policy": "0", "rollout": "1"}
     for role in ("controller", "policy", "rollout"):
         name = "controller" if role == "controller" else f"{role}_0"

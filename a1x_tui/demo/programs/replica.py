@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from types import FrameType
 
 from a1x_tui.demo import lines
+from a1x_tui.demo.programs._stop import on_first_sigterm
 from a1x_tui.demo.scenario import ROLES, Context, Trouble, script
 
 
@@ -48,23 +48,13 @@ def main(argv: list[str] | None = None) -> int:
     context = Context(checkpoint_dir=args.checkpoint_dir, config_copy=args.config_copy)
     out = sys.stdout
 
-    stopping: list[int] = []
-
-    def stopped(signum: int, _frame: FrameType | None) -> None:  # a1x-tui stop: the lines a real stop leaves
-        # A stop often sends two SIGTERMs (the process group's, then the launcher's own): the second must not
-        # run this handler inside the first (a traceback in the log would read as a crash). One that came
-        # before the block below is already Python's to run, inside this one: it does nothing. (Setting
-        # SIG_IGN here instead raised "Signal 15 ignored due to race condition" when the second had come.)
-        if stopping:
-            return
-        stopping.append(signum)
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    def stopped(signum: int) -> None:  # a1x-tui stop: the lines a real stop leaves
         for line in lines.stopped_from_outside(datetime.now(), os.getpid(), args.role):
             out.write(line + "\n")
         out.flush()
         raise SystemExit(128 + signum)
 
-    signal.signal(signal.SIGTERM, stopped)
+    on_first_sigterm(stopped)
     for entry in script(args.role, trouble, speed=args.speed, context=context):
         delay = args.t0 + entry.at - time.time()
         if delay > 0:
