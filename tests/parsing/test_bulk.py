@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from parsing_helpers import cosmos
 from test_failure_lines import tb
 
@@ -255,6 +257,38 @@ def test_a_shapes_rule_gives_what_its_general_rule_gives(kind: B) -> None:
         assert mine == _rules.classify_with(_GENERAL, shape.msg, ctx), line
         taken += bool(mine)
     assert taken > 200
+
+
+# Tokens of a number's characters: what the C library reads must be what float() and int() read.
+_EDGES = ["1e400", "-1e400", "1e-400", "4.9e-324", "2.4703282292062328e-324", "2.4703282292062329e-324",
+          "1.7976931348623157e308", "1.7976931348623159e308", "9007199254740993", "0.1", ".5", "5.", "-.5e-3",
+          "1e", "1e+", "+-1", "1..2", "1e5e5", "--1", "+", "-", ".", "e5", "00.000e-0", "123456789012345678"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.sampled_from(_EDGES), st.text(alphabet="0123456789.eE+-", min_size=1, max_size=40)))
+def test_a_number_token_is_read_as_float_reads_it_or_left_to_the_parser(token: str) -> None:
+    line = cosmos(f"[Controller] Stat: 1 samples, 2 completion tokens, 3 pending rollouts, {token} seconds elapsed")
+    outcome = _check(line)  # a record's every field is held to the parser's event
+    if outcome == "record":
+        (rec,) = _scan(line + "\n", lineno=5)
+        assert rec.elapsed_s == float(token) or (rec.elapsed_s != rec.elapsed_s and float(token) != float(token))
+    else:
+        assert outcome == "candidate"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.sampled_from(["-0", "0", "-999999999999999999", "000000000000000042"]),
+                 st.text(alphabet="0123456789-", min_size=1, max_size=20)))
+def test_an_int_token_is_read_as_int_reads_it_or_left_to_the_parser(token: str) -> None:
+    line = cosmos(f"[Controller] weight staleness: accepted p50={token} p99=1 max=2, discarded=0/4 "
+                  "(allowed_outdated_steps=1, sync_weight_interval=1)")
+    outcome = _check(line)
+    if outcome == "record":
+        (rec,) = _scan(line + "\n", lineno=5)
+        assert rec.p50 == int(token)
+    else:
+        assert outcome == "candidate"
 
 
 @pytest.mark.parametrize("zone", ["UTC", "America/New_York", "Europe/London", "Australia/Lord_Howe", "Asia/Tehran"])
