@@ -4,7 +4,8 @@ Usage: ``python benchmarks/check_timeline.py RUN_DIR > /dev/null`` (Linux: the s
 /proc). Prints to stderr, in seconds since the process started: Python up, the native reader's
 threads asked to start and started (``_start_reading``), the detectors' and report models' imports
 done (``engine._read_into`` begins), reading done, detectors done, exit; then the CPU seconds of the
-threads still alive at exit (the main one). It wraps module attributes only; the run itself is
+threads still alive at exit (the main one), and how long the main thread (the parser) waited on the
+reader's queues for the scan threads' blocks. It wraps module attributes only; the run itself is
 ``python -m a1x_tui --check RUN_DIR --format json``. docs/parsing.md, "Second pass".
 """
 
@@ -14,8 +15,10 @@ import atexit
 import importlib.abc
 import importlib.machinery
 import os
+import queue
 import runpy
 import sys
+import threading
 import time
 from types import ModuleType
 from typing import Any
@@ -31,10 +34,30 @@ def _since_start() -> float:
 
 T0 = time.monotonic() - _since_start()
 MARKS: list[tuple[str, float]] = []
+WAIT = [0.0, 0]  # seconds the main thread spent in queue.Queue.get, and the number of calls
 
 
 def mark(name: str) -> None:
     MARKS.append((name, time.monotonic() - T0))
+
+
+def _patch_queue() -> None:
+    """Times the main thread's ``queue.Queue.get``: the parser waiting for a block the scan threads
+    have not handed over yet (docs/parsing.md, "Where the dev VM's second is spent")."""
+    get = queue.Queue.get
+    main_thread = threading.main_thread()
+
+    def timed(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread() is not main_thread:
+            return get(self, *args, **kwargs)
+        t = time.perf_counter()
+        try:
+            return get(self, *args, **kwargs)
+        finally:
+            WAIT[0] += time.perf_counter() - t
+            WAIT[1] += 1
+
+    queue.Queue.get = timed  # type: ignore[method-assign]
 
 
 def _patch_engine(engine: ModuleType) -> None:
@@ -85,7 +108,8 @@ def _report() -> None:
             name = f.read().strip()
         cpu[name] = cpu.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / ticks
     marks = " | ".join(f"{n} {t:.3f}" for n, t in MARKS)
-    sys.stderr.write(marks + "\n  cpu: " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items()) + "\n")
+    sys.stderr.write(marks + "\n  cpu: " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items())
+                     + f"\n  main thread waited on the reader's queues {WAIT[0]:.3f} s in {WAIT[1]} gets\n")
 
 
 def main() -> None:
@@ -100,6 +124,7 @@ def main() -> None:
         mark("prefetch started")
 
     check._start_reading = start
+    _patch_queue()
     sys.meta_path.insert(0, _EngineHook())
     atexit.register(_report)
     sys.argv = ["a1x-tui", "--check", sys.argv[1], "--format", "json"]
