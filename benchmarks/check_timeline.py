@@ -5,8 +5,9 @@ Usage: ``python benchmarks/check_timeline.py RUN_DIR > /dev/null`` (Linux: the s
 threads asked to start and started (``_start_reading``), the detectors' and report models' imports
 done (``engine._read_into`` begins), reading done, detectors done, exit; then the CPU seconds of the
 threads still alive at exit (the main one), and how long the main thread (the parser) waited on the
-reader's queues for the scan threads' blocks. It wraps module attributes only; the run itself is
-``python -m a1x_tui --check RUN_DIR --format json``. docs/parsing.md, "Second pass".
+reader's queues for the scan threads' blocks. It wraps module attributes and ``queue.Queue.get``
+only; the run itself is ``python -m a1x_tui --check RUN_DIR --format json``. docs/parsing.md,
+"Second pass" and "Seventh pass".
 """
 
 from __future__ import annotations
