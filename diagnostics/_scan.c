@@ -9,9 +9,9 @@
  *
  * Finding the lines: a position can only start a marker if its two bytes start one (`pairs`, a
  * 64 KiB table), and on x86-64 with AVX2 (SSSE3), 32 (16) positions at a time are first tested
- * against the markers' first three bytes (`teddy`: per byte position, a bucket mask looked up by
- * each nibble, the "Teddy" technique of Hyperscan). A position that passes, and whose two bytes
- * pass `pairs`, is confirmed by running the automaton from it (a run of bytes with no branch in
+ * against the markers' first four bytes (`teddy`: per byte position, a bucket mask looked up by
+ * each nibble, the "Teddy" technique of Hyperscan). A position that passes, whose two bytes pass
+ * `pairs` and whose four bytes' hash is one of the markers' (`quads`), is confirmed by running the automaton from it (a run of bytes with no branch in
  * the markers' trie compared at once: `chains`); a confirmed line is reported and the scan goes on
  * at its end.
  */
@@ -36,7 +36,9 @@ typedef struct {
     Py_ssize_t nstates, nclasses;
     const unsigned char *pairs;  /* 65536: & 1 where a marker may start with bytes a, b, & 2 where a needle
                                   * may; both at every a == '\n' */
-    const unsigned char *teddy;  /* 96 bytes (lo/hi nibble masks of bytes 0, 1, 2), or NULL */
+    const unsigned char *teddy;  /* 128 bytes (lo/hi nibble masks of bytes 0-3), or NULL */
+    const unsigned char *quads;  /* QUAD_BYTES after them: a bit per hash of a marker's first four bytes
+                                  * (quad_hash), or NULL (a marker shorter than four bytes) */
     Py_ssize_t root2;            /* the needles' DFA in the same table starts here; 0: none */
     const unsigned char *ends;   /* for each state of the needles' DFA, the needles ending there (bits) */
     Py_ssize_t ebytes;           /* bytes of one such bit set */
@@ -57,6 +59,7 @@ typedef struct {
     const unsigned char *pool;   /* the runs' bytes */
 } Automaton;
 
+#define QUAD_BYTES 8192           /* the quads' bitmap: 65536 bits */
 #define KEY_TABLE_BYTES (64 + 512) /* a key set's nibble masks and anchor table */
 #define MAX_NEEDLE_BYTES 1024    /* bit sets of at most 8192 needles */
 
@@ -109,6 +112,15 @@ load32(const unsigned char *p)
     uint32_t x;
     memcpy(&x, p, 4);
     return x;
+}
+
+/* The bit of the quads' bitmap for the four bytes at p, read little-endian (the SIMD scans that look at it
+ * are x86-64's): the top 16 bits of their product with 2654435761 modulo 2**32 (Knuth's multiplicative
+ * hash), as diagnostics/parsing/_scan.py's quad_hash sets them. */
+static inline unsigned int
+quad_hash(const unsigned char *p)
+{
+    return (unsigned int)((load32(p) * 2654435761u) >> 16);
 }
 
 /* Whether a[0:n] == b[0:n], in word loads (memcpy of a constant size: one load each), overlapping at the
@@ -212,7 +224,7 @@ check_automaton(AutomatonArgs *args, Py_ssize_t nclasses, Py_ssize_t root2, Auto
 {
     if (args->classes.len != 256 || nclasses <= 0 || nclasses > 256 || args->table.len % (2 * nclasses) != 0
         || args->accept.len < 1 || args->accept.len != args->table.len / (2 * nclasses) || args->pairs.len != 65536
-        || (args->teddy.len != 0 && args->teddy.len != 96)) {
+        || (args->teddy.len != 0 && args->teddy.len != 128 && args->teddy.len != 128 + QUAD_BYTES)) {
         PyErr_SetString(PyExc_ValueError, "inconsistent automaton");
         return 0;
     }
@@ -229,6 +241,7 @@ check_automaton(AutomatonArgs *args, Py_ssize_t nclasses, Py_ssize_t root2, Auto
     a->nclasses = nclasses;
     a->pairs = (const unsigned char *)args->pairs.buf;
     a->teddy = args->teddy.len ? (const unsigned char *)args->teddy.buf : NULL;
+    a->quads = args->teddy.len == 128 + QUAD_BYTES ? a->teddy + 128 : NULL;
     if (root2 < 0 || root2 >= a->nstates) {
         PyErr_SetString(PyExc_ValueError, "inconsistent automaton: needle root out of range");
         return 0;
@@ -689,14 +702,22 @@ static inline Py_ssize_t
 teddy_block(const Automaton *a, const unsigned char *p, Py_ssize_t n, Py_ssize_t max_line, Cursor *cur,
             HitFn hit, TakeFn take, void *ctx, Py_ssize_t i, int width, unsigned int cand, unsigned int nl)
 {
-    const unsigned char *pairs = a->pairs;
+    const unsigned char *pairs = a->pairs, *quads = a->quads;
     while (cand) {
         int c = __builtin_ctz(cand);
         cand &= cand - 1u;
         /* The nibble masks pass many a position no marker starts at; its two bytes say so at once,
-         * before the automaton's walk (i + c + 1 < n: the callers keep two bytes past a block). */
+         * before the automaton's walk (i + c + 3 < n: the loops end four bytes short of the data). */
         if (!(pairs[p[i + c] << 8 | p[i + c + 1]] & 1))
             continue;
+        /* Then its four bytes, where every marker has four: the masks of a bucket of five or six
+         * markers also pass their mixtures ("date" from "deat", "fail", "out ", "more"), and each such
+         * position cost a walk of the automaton (docs/parsing.md, "Eighth pass"). */
+        if (quads != NULL) {
+            unsigned int h = quad_hash(p + i + c);
+            if (!(quads[h >> 3] & (1u << (h & 7))))
+                continue;
+        }
         unsigned int below = nl & ((1u << c) - 1u);
         Py_ssize_t ls = below ? i + (31 - __builtin_clz(below)) + 1 : cur->ls;
         if (i + c - ls >= max_line)
@@ -727,17 +748,21 @@ scan_teddy(const Automaton *a, const unsigned char *p, Py_ssize_t n, Py_ssize_t 
     const __m128i *t = (const __m128i *)a->teddy;
     const __m128i lo0 = _mm_loadu_si128(t), hi0 = _mm_loadu_si128(t + 1), lo1 = _mm_loadu_si128(t + 2);
     const __m128i hi1 = _mm_loadu_si128(t + 3), lo2 = _mm_loadu_si128(t + 4), hi2 = _mm_loadu_si128(t + 5);
+    const __m128i lo3 = _mm_loadu_si128(t + 6), hi3 = _mm_loadu_si128(t + 7);
     Py_ssize_t i = cur->i;
-    while (i + 18 <= n) {
+    while (i + 19 <= n) {
         __m128i v0 = _mm_loadu_si128((const __m128i *)(p + i));
         __m128i v1 = _mm_loadu_si128((const __m128i *)(p + i + 1));
         __m128i v2 = _mm_loadu_si128((const __m128i *)(p + i + 2));
+        __m128i v3 = _mm_loadu_si128((const __m128i *)(p + i + 3));
         __m128i m = _mm_and_si128(_mm_shuffle_epi8(lo0, _mm_and_si128(v0, nib)),
                                   _mm_shuffle_epi8(hi0, _mm_and_si128(_mm_srli_epi16(v0, 4), nib)));
         m = _mm_and_si128(m, _mm_and_si128(_mm_shuffle_epi8(lo1, _mm_and_si128(v1, nib)),
                                            _mm_shuffle_epi8(hi1, _mm_and_si128(_mm_srli_epi16(v1, 4), nib))));
         m = _mm_and_si128(m, _mm_and_si128(_mm_shuffle_epi8(lo2, _mm_and_si128(v2, nib)),
                                            _mm_shuffle_epi8(hi2, _mm_and_si128(_mm_srli_epi16(v2, 4), nib))));
+        m = _mm_and_si128(m, _mm_and_si128(_mm_shuffle_epi8(lo3, _mm_and_si128(v3, nib)),
+                                           _mm_shuffle_epi8(hi3, _mm_and_si128(_mm_srli_epi16(v3, 4), nib))));
         unsigned int cand = ~(unsigned int)_mm_movemask_epi8(_mm_cmpeq_epi8(m, zero)) & 0xFFFFu;
         unsigned int nl = (unsigned int)_mm_movemask_epi8(_mm_cmpeq_epi8(v0, newline));
         i = teddy_block(a, p, n, max_line, cur, hit, take, ctx, i, 16, cand, nl);
@@ -762,17 +787,22 @@ scan_teddy32(const Automaton *a, const unsigned char *p, Py_ssize_t n, Py_ssize_
     const __m256i hi1 = _mm256_broadcastsi128_si256(_mm_loadu_si128(t + 3));
     const __m256i lo2 = _mm256_broadcastsi128_si256(_mm_loadu_si128(t + 4));
     const __m256i hi2 = _mm256_broadcastsi128_si256(_mm_loadu_si128(t + 5));
+    const __m256i lo3 = _mm256_broadcastsi128_si256(_mm_loadu_si128(t + 6));
+    const __m256i hi3 = _mm256_broadcastsi128_si256(_mm_loadu_si128(t + 7));
     Py_ssize_t i = cur->i;
-    while (i + 34 <= n) {
+    while (i + 35 <= n) {
         __m256i v0 = _mm256_loadu_si256((const __m256i *)(p + i));
         __m256i v1 = _mm256_loadu_si256((const __m256i *)(p + i + 1));
         __m256i v2 = _mm256_loadu_si256((const __m256i *)(p + i + 2));
+        __m256i v3 = _mm256_loadu_si256((const __m256i *)(p + i + 3));
         __m256i m = _mm256_and_si256(_mm256_shuffle_epi8(lo0, _mm256_and_si256(v0, nib)),
                                      _mm256_shuffle_epi8(hi0, _mm256_and_si256(_mm256_srli_epi16(v0, 4), nib)));
         m = _mm256_and_si256(m, _mm256_and_si256(_mm256_shuffle_epi8(lo1, _mm256_and_si256(v1, nib)),
                                                  _mm256_shuffle_epi8(hi1, _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib))));
         m = _mm256_and_si256(m, _mm256_and_si256(_mm256_shuffle_epi8(lo2, _mm256_and_si256(v2, nib)),
                                                  _mm256_shuffle_epi8(hi2, _mm256_and_si256(_mm256_srli_epi16(v2, 4), nib))));
+        m = _mm256_and_si256(m, _mm256_and_si256(_mm256_shuffle_epi8(lo3, _mm256_and_si256(v3, nib)),
+                                                 _mm256_shuffle_epi8(hi3, _mm256_and_si256(_mm256_srli_epi16(v3, 4), nib))));
         unsigned int cand = ~(unsigned int)_mm256_movemask_epi8(_mm256_cmpeq_epi8(m, zero));
         unsigned int nl = (unsigned int)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v0, newline));
         i = teddy_block(a, p, n, max_line, cur, hit, take, ctx, i, 32, cand, nl);
@@ -858,7 +888,8 @@ hit_line(void *ctx, Py_ssize_t ls, Py_ssize_t le, Py_ssize_t line)
  *   accept:   bytes(nstates), non-zero where a marker ends
  *   pairs:    bytes(65536), & 1 at a << 8 | b where a marker starts with bytes a, b, & 2 where a
  *             needle does, both at every a that is the newline
- *   teddy:    bytes(96): the nibble masks of the markers' first three bytes, or b"" (no prefilter)
+ *   teddy:    bytes(128): the nibble masks of the markers' first four bytes (the fourth all ones where a
+ *             marker has three), then the quads' bitmap (QUAD_BYTES) where every marker has four, or b""
  *   root2:    where the needles' DFA starts in table (0: none); a marker accepting with kind 2
  *             counts only on a line holding every needle of one group
  *   ends:     for each state from root2 on, the bit set of the needles ending there (b"" with no root2)
@@ -1525,7 +1556,7 @@ PyInit__scan(void)
     long simd = 0;
 #endif
     /* ABI: the calling convention of lines() and chunk() (diagnostics/parsing/_scan.py checks it) */
-    if (m != NULL && (PyModule_AddIntConstant(m, "SIMD", simd) < 0 || PyModule_AddIntConstant(m, "ABI", 9) < 0)) {
+    if (m != NULL && (PyModule_AddIntConstant(m, "SIMD", simd) < 0 || PyModule_AddIntConstant(m, "ABI", 10) < 0)) {
         Py_DECREF(m);
         return NULL;
     }

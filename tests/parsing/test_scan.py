@@ -342,3 +342,25 @@ def test_a_gate_key_is_found_at_every_place_in_lines_of_every_length() -> None:
         bad[i + offset] ^= 0x40
         with pytest.raises(ValueError, match="key sets"):
             native_lines("GATE Alpha", *automaton[:8], bytes(bad), automaton[9])
+
+
+def test_the_prefilter_passes_every_marker_start_in_four_bytes_and_its_mixtures_it_drops() -> None:
+    """The teddy masks look at four bytes and, where every marker has four, a hash of them (``quads``):
+    each marker is found at every place in a line, a marker of three bytes too (its fourth mask passes any
+    byte), and a mixture of one bucket's markers (``date`` from ``deat``, ``fail``, ``out ``, ``more``)
+    passes the masks but is not a line; the bitmap holds exactly the markers' hashes."""
+    four = ("deat", "fail", "out of", "more", "[c10d]", "INFO - ")
+    masks = scan_module.teddy_masks([m.encode() for m in four])
+    assert len(masks) == 128 + scan_module.QUAD_BITS // 8
+    bits = {i * 8 + b for i, byte in enumerate(masks[128:]) for b in range(8) if byte >> b & 1}
+    assert bits == {scan_module.quad_hash(m.encode()[:4]) for m in four}
+    short = scan_module.teddy_masks([b"abc", b"defg"])
+    assert len(short) == 128 and short[96:] == b"\xff" * 32  # no quads; byte 3: any byte
+    for markers in (four, ("abc", "defg", "hij")):
+        impls = _implementations(markers)
+        block = [pad * "x" + m + tail for m in markers for pad in range(40) for tail in ("", "\r", " z")]
+        block += ["date outd fore mate ward", "deaf faiL ou of mor", "ab", "abd defx"]
+        want = _plain(block, markers)
+        assert want == list(range(len(block) - 4))
+        for name, impl in impls.items():
+            assert impl(block) == want, (name, markers)  # type: ignore[operator]
