@@ -11,9 +11,9 @@
  * 64 KiB table), and on x86-64 with AVX2 (SSSE3), 32 (16) positions at a time are first tested
  * against the markers' first four bytes (`teddy`: per byte position, a bucket mask looked up by
  * each nibble, the "Teddy" technique of Hyperscan). A position that passes, whose two bytes pass
- * `pairs` and whose four bytes' hash is one of the markers' (`quads`), is confirmed by running the automaton from it (a run of bytes with no branch in
- * the markers' trie compared at once: `chains`); a confirmed line is reported and the scan goes on
- * at its end.
+ * `pairs` and whose four bytes' hash is one of the markers' (`quads`), is confirmed by running the
+ * automaton from it (a run of bytes with no branch in the markers' trie compared at once: `chains`);
+ * a confirmed line is reported and the scan goes on at its end.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
