@@ -127,7 +127,7 @@ def teddy_masks(patterns: list[bytes]) -> bytes:
         for k in range(len(head)):
             masks[32 * k + (head[k] & 15)] |= bit
             masks[32 * k + 16 + (head[k] >> 4)] |= bit
-    if any(len(p) < 4 for p in patterns):
+    if not four:
         return bytes(masks)
     quads = bytearray(QUAD_BITS // 8)
     for p in patterns:

@@ -347,8 +347,8 @@ def test_a_gate_key_is_found_at_every_place_in_lines_of_every_length() -> None:
 def test_the_prefilter_passes_every_marker_start_in_four_bytes_and_its_mixtures_it_drops() -> None:
     """The teddy masks look at four bytes and, where every marker has four, a hash of them (``quads``):
     each marker is found at every place in a line, a marker of three bytes too (its fourth mask passes any
-    byte), and a mixture of one bucket's markers (``date`` from ``deat``, ``fail``, ``out ``, ``more``)
-    passes the masks but is not a line; the bitmap holds exactly the markers' hashes."""
+    byte), and a mixture of one bucket's markers (``date`` from ``deat``, ``fail``, ``out ``, ``more``) is
+    not a line; the bitmap holds exactly the markers' hashes."""
     four = ("deat", "fail", "out of", "more", "[c10d]", "INFO - ")
     masks = scan_module.teddy_masks([m.encode() for m in four])
     assert len(masks) == 128 + scan_module.QUAD_BITS // 8
