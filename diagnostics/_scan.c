@@ -1009,6 +1009,8 @@ typedef struct {
     int nfields;
     unsigned char codes[MAX_FIELDS];
     Py_ssize_t fstart[MAX_FIELDS], fend[MAX_FIELDS];
+    int bad;                 /* a number token the C library refuses: the line is then a candidate */
+    union { double d; long long i; } num[MAX_FIELDS];  /* the number fields' values (read_numbers) */
 } Hit;
 
 static int
@@ -1262,6 +1264,45 @@ match_templates(const unsigned char *p, Py_ssize_t ls, Py_ssize_t le, const unsi
 
 /* The value of field f of a hit, as Python reads it: float() and int()'s values (see below). NULL with
  * ValueError where Python refuses the token (the line is then a candidate), or another error. */
+/* The number fields of a matched line, read while the scan runs without the GIL (they were 7 % of a
+ * dense scan's cycles, all of them under the GIL, where the records are built). The C library's
+ * conversions, whole token or refused: over these tokens ([0-9.eE+-] for floats, -?[0-9]{1,18} for
+ * ints: no space, underscore, letter or hex) strtod and strtoll accept what float() and int() accept,
+ * and strtod rounds correctly as float() does (overflow: inf, as float()). PyOS_string_to_double set
+ * and restored the x87 control word on each call, 8 % of a dense scan's cycles on the dev VM
+ * (docs/parsing.md, "Numbers through the C library"). A locale whose decimal point is not '.'
+ * refuses every fraction: those lines go to Python, same events. */
+static void
+read_numbers(const unsigned char *p, Hit *h)
+{
+    h->bad = 0;
+    for (int f = 0; f < h->nfields; f++) {
+        int code = h->codes[f];
+        if (code == 6 || code == 7 || code == 10)
+            continue;
+        const char *s = (const char *)p + h->fstart[f];
+        Py_ssize_t n = h->fend[f] - h->fstart[f];
+        if (code == 4 && n == 4 && memcmp(s, "None", 4) == 0)
+            continue;
+        char tmp[80];  /* tokens are at most 64 bytes (floats) or 19 (ints) */
+        if (n >= (Py_ssize_t)sizeof tmp) {
+            h->bad = 1;
+            return;
+        }
+        memcpy(tmp, s, (size_t)n);
+        tmp[n] = 0;
+        char *stop = NULL;
+        if (code == 2)
+            h->num[f].d = strtod(tmp, &stop);
+        else
+            h->num[f].i = strtoll(tmp, &stop, 10);
+        if (stop != tmp + n) {
+            h->bad = 1;
+            return;
+        }
+    }
+}
+
 static PyObject *
 field_value(const unsigned char *p, const Hit *h, int f)
 {
@@ -1274,34 +1315,13 @@ field_value(const unsigned char *p, const Hit *h, int f)
         return PyUnicode_DecodeUTF8(s, n, "strict");
     if (code == 4 && n == 4 && memcmp(s, "None", 4) == 0)
         Py_RETURN_NONE;
-    char tmp[80];  /* tokens are at most 64 bytes (floats) or 19 (ints) */
-    if (n >= (Py_ssize_t)sizeof tmp) {
-        PyErr_SetString(PyExc_ValueError, "token too long");
+    if (h->bad) {  /* a token read_numbers refused */
+        PyErr_SetString(PyExc_ValueError, "not a number");
         return NULL;
     }
-    memcpy(tmp, s, (size_t)n);
-    tmp[n] = 0;
-    /* The C library's conversions, whole token or refused. Over these tokens ([0-9.eE+-] for floats,
-     * -?[0-9]{1,18} for ints: no space, underscore, letter or hex) strtod and strtoll accept what
-     * float() and int() accept, and strtod rounds correctly as float() does (overflow: inf, as
-     * float()). PyOS_string_to_double set and restored the x87 control word on each call, 8 % of a
-     * dense scan's cycles on the dev VM (docs/parsing.md, "Numbers through the C library"). A locale
-     * whose decimal point is not '.' refuses every fraction: those lines go to Python, same events. */
-    char *stop = NULL;
-    if (code == 2) {
-        double v = strtod(tmp, &stop);
-        if (stop != tmp + n) {
-            PyErr_SetString(PyExc_ValueError, "not a float");
-            return NULL;
-        }
-        return PyFloat_FromDouble(v);
-    }
-    long long v = strtoll(tmp, &stop, 10);
-    if (stop != tmp + n) {
-        PyErr_SetString(PyExc_ValueError, "not an int");
-        return NULL;
-    }
-    return PyLong_FromLongLong(v);
+    if (code == 2)
+        return PyFloat_FromDouble(h->num[f].d);
+    return PyLong_FromLongLong(h->num[f].i);
 }
 
 typedef struct {
@@ -1349,6 +1369,8 @@ hit_chunk(void *ctx, Py_ssize_t ls, Py_ssize_t le, Py_ssize_t line)
     if (h == NULL)
         return -1;
     *h = *line_match(c, ls, le);
+    if (h->tid >= 0)
+        read_numbers(c->p, h);
     h->start = ls;
     h->end = le - ls > c->max_line ? ls + c->max_line : le;
     h->lineno = c->lineno0 + line;
