@@ -13,6 +13,7 @@ holds the two ways to the same state.
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 from diagnostics.detectors import EventStore, FileFacts
@@ -26,6 +27,10 @@ _IN_PLACE = frozenset({Bulk.STEP, Bulk.TRAIN_REPORT})  # records taken in place,
 _RECORDS = RECORD_TYPES
 # Each shape has a class of its own, so a run's set of classes says its kinds without a loop in Python.
 _NOT_IN_PLACE = frozenset(cls for kind, cls in RECORDS.items() if kind not in _IN_PLACE)
+# The family of a record by its class, for the records not taken in place: one lookup a record in
+# ``take``'s loop, where an event or a record taken in place finds none.
+_CLASS_FAMILY: dict[type, Bulk] = {cls: _FAMILY[int(kind)] for kind, cls in RECORDS.items() if kind not in _IN_PLACE}
+_TS = attrgetter("ts")
 
 
 class RunTaker:
@@ -71,13 +76,16 @@ class RunTaker:
             stale_family = families.get(Bulk.STALENESS)
             if stale_family is not None:
                 staleness = stale_family[0]
+        class_family = _CLASS_FAMILY
+        stat, stale = Bulk.STAT, Bulk.STALENESS
         for item in () if records_only else run:
-            event = type(item) not in records
-            if event or item.kind in _IN_PLACE:
-                # Taken in place: it may close the step window, so the records before it close their part.
+            family = class_family.get(type(item))
+            if family is None:
+                # An event, or a record taken in place: it may close the step window, so the records
+                # before it close their part.
                 metrics.window_segment(pending, staleness)
                 pending, staleness = [], []
-                if event:
+                if type(item) not in records:
                     self.add(item)
                     step = metrics.step
                     continue
@@ -86,16 +94,16 @@ class RunTaker:
                 elif metrics.step_record(item, store.pending(head, item)):
                     new_steps.append(item)
                 step = metrics.step
+                family = _FAMILY[item.kind]
             n += 1
-            family = _FAMILY[item.kind]
             slot = families.get(family)
             if slot is None:
                 slot = families[family] = ([], [])
             slot[0].append(item)
             slot[1].append(step)  # type: ignore[union-attr]
-            if family == Bulk.STAT:
+            if family is stat:
                 pending.append(item.pending)
-            elif family == Bulk.STALENESS:
+            elif family is stale:
                 staleness.append(item)
         metrics.window_segment(pending, staleness)
         if not n:
@@ -107,7 +115,7 @@ class RunTaker:
             facts.last_item = store.pending(head, last)
         low = high = None
         for recs, _ in families.values():
-            times = [r.ts for r in recs]
+            times = list(map(_TS, recs))
             lo, hi = min(times), max(times)
             low = lo if low is None or lo < low else low
             high = hi if high is None or hi > high else high

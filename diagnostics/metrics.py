@@ -22,7 +22,7 @@ import bisect
 import math
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
@@ -44,6 +44,14 @@ from diagnostics.events import (
 from diagnostics.parsing.records import Bulk, Pending, built
 
 __all__ = ["epoch"]  # kept here for callers of the time before events.py had it
+
+# Stat records' columns, read with C getters (the dense mix has a Stat line a dispatch: 150 k a GiB).
+_TS, _KIND, _PENDING, _SAMPLES = attrgetter("ts"), attrgetter("kind"), attrgetter("pending"), attrgetter("samples")
+_IN_FLIGHT, _FILTERED = attrgetter("in_flight"), attrgetter("outdated_filtered")
+_TOKENS, _ELAPSED = attrgetter("completion_tokens"), attrgetter("elapsed_s")
+_STAT_KIND = int(Bulk.STAT)  # a record's kind is a plain int
+_SECONDS, _STEP = attrgetter("seconds"), attrgetter("step")
+
 
 NAN = float("nan")
 
@@ -314,20 +322,22 @@ class Metrics:
 
     def stats(self, recs: list[Any], steps: list[Any] | None) -> None:
         """``Stat`` records of both shapes (``Bulk.STAT`` with in-flight and filtered counts, ``STAT_OLD``)."""
-        times = [r.ts for r in recs]
-        self._put_many("pending_rollouts", [r.pending for r in recs], times, steps)
-        new = [i for i, r in enumerate(recs) if r.kind == Bulk.STAT]
-        if len(new) == len(recs):
-            self._put_many("in_flight", [r.in_flight for r in recs], times, steps)
-            self._put_many("filtered_outdated", [r.outdated_filtered for r in recs], times, steps)
-        elif new:
+        times = list(map(_TS, recs))
+        self._put_many("pending_rollouts", list(map(_PENDING, recs)), times, steps)
+        kinds = list(map(_KIND, recs))
+        if kinds.count(_STAT_KIND) == len(kinds):
+            self._put_many("in_flight", list(map(_IN_FLIGHT, recs)), times, steps)
+            self._put_many("filtered_outdated", list(map(_FILTERED, recs)), times, steps)
+        elif _STAT_KIND in kinds:
+            new = [i for i, k in enumerate(kinds) if k == _STAT_KIND]
             new_steps = None if steps is None else [steps[i] for i in new]
             new_times = [times[i] for i in new]
             self._put_many("in_flight", [recs[i].in_flight for i in new], new_times, new_steps)
             self._put_many("filtered_outdated", [recs[i].outdated_filtered for i in new], new_times, new_steps)
-        self._put_many("samples", [r.samples for r in recs], times, steps)
+        samples = list(map(_SAMPLES, recs))
+        self._put_many("samples", samples, times, steps)
         # The rates of all of them in one pass, their points in two extends (not a call and appends each).
-        at, rates, token_rates = self._rate_points([(r.samples, r.completion_tokens, r.elapsed_s) for r in recs])
+        at, rates, token_rates = self._rate_points(zip(samples, map(_TOKENS, recs), map(_ELAPSED, recs), strict=True))
         if at:
             point_times = [times[i] for i in at]
             point_steps = self.step if steps is None else [steps[i] for i in at]
@@ -348,10 +358,14 @@ class Metrics:
 
     def recvs(self, recs: list[Any], steps: list[Any] | None) -> None:
         """Receive records of both shapes (step or None, seconds)."""
-        self._put_many("weight_recv_s", [r.seconds for r in recs], [r.ts for r in recs], steps)
-        stamped = [(r.ts, r.step) for r in recs if r.step is not None]
-        if stamped:
-            latest = max(stamped)
+        times = list(map(_TS, recs))
+        self._put_many("weight_recv_s", list(map(_SECONDS, recs)), times, steps)
+        steps_of = list(map(_STEP, recs))
+        unstamped = steps_of.count(None)
+        if unstamped < len(steps_of):
+            # the latest (ts, step) of those with a step; all of them (one shape): in C, without a loop here
+            stamped = zip(times, steps_of, strict=True)
+            latest = max(stamped) if not unstamped else max((t, s) for t, s in stamped if s is not None)
             if self.last_recv is None or latest > self.last_recv:
                 self.last_recv = latest
 
@@ -428,25 +442,27 @@ class Metrics:
             self._series("samples_per_s").append(rates[0], ts, step)  # step None: none yet
             self._series("tokens_per_s").append(token_rates[0], ts, step)
 
-    def _rate_points(self, counters: Sequence[tuple[int, int, float]]) -> tuple[list[int], list[float], list[float]]:
+    def _rate_points(self, counters: Iterable[tuple[int, int, float]]) -> tuple[list[int], list[float], list[float]]:
         """samples/s and tokens/s from cumulative (samples, tokens, elapsed s) counters, in order, over at
         least ``RATE_WINDOW_S`` of elapsed time; a counter that went back (a restart) starts a new window.
         Returns the indices that gave a point and the two rates there; moves the window's anchor."""
         anchor = self._rate_anchor
+        held = anchor is not None  # the anchor's three numbers in locals: one Stat line a dispatch (dense runs)
+        a_elapsed, a_samples, a_tokens = anchor if anchor is not None else (0.0, 0, 0)
         at: list[int] = []
         rates: list[float] = []
         token_rates: list[float] = []
         for i, (samples, tokens, elapsed) in enumerate(counters):
-            if anchor is None or elapsed < anchor[0] or samples < anchor[1]:
-                anchor = (elapsed, samples, tokens)
+            if not held or elapsed < a_elapsed or samples < a_samples:
+                a_elapsed, a_samples, a_tokens, held = elapsed, samples, tokens, True
                 continue
-            dt = elapsed - anchor[0]
+            dt = elapsed - a_elapsed
             if dt >= RATE_WINDOW_S:
                 at.append(i)
-                rates.append((samples - anchor[1]) / dt)
-                token_rates.append((tokens - anchor[2]) / dt)
-                anchor = (elapsed, samples, tokens)
-        self._rate_anchor = anchor
+                rates.append((samples - a_samples) / dt)
+                token_rates.append((tokens - a_tokens) / dt)
+                a_elapsed, a_samples, a_tokens = elapsed, samples, tokens
+        self._rate_anchor = (a_elapsed, a_samples, a_tokens) if held else None
         return at, rates, token_rates
 
     def _note_step(self, step: int, total: int | None, ts: float | None) -> bool:
@@ -547,7 +563,8 @@ class Metrics:
         if total_value is not None and not finite(total_value):
             total_value = None
         for key, name in self._REPORT_KEYS:
-            self._put(name, num(key), ts, step_value)
+            if key in m:  # most reports hold few of them (one a step: the controller's log)
+                self._put(name, num(key), ts, step_value)
         if step is None:
             return
         if self.step_lines == 0:

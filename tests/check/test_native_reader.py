@@ -117,6 +117,33 @@ def test_random_runs_leave_the_same_state(tmp_path: Path, seed: int, monkeypatch
     _same(layout)
 
 
+def _receive(second: int, step: object, tail: bool) -> str:
+    line = (f"[cosmos] 2025-06-09 12:00:{second:02d},250 - cosmos - INFO - [Rollout] All 27 at step {step} recv "
+            "operations finished in 0.057 seconds with 0.470947265625 MB received.")
+    return line + (" While 0 non-trainable splitted params skipped and 27 trainable splitted params transferred."
+                   if tail else "")
+
+
+@pytest.mark.skipif(not _prefilter.available(), reason="GNU grep not installed")
+@pytest.mark.parametrize("shapes", ["new", "old", "both"])
+@pytest.mark.parametrize("unstamped", [False, True], ids=["all-at-a-step", "one-at-step-None"])
+def test_the_latest_weight_receive_of_a_block_out_of_order_is_the_events(tmp_path: Path, shapes: str,
+                                                                          unstamped: bool) -> None:
+    """A replica's receives in one block, out of time order, and one at step None or not: what the
+    weight-sync detectors read as the last receive, (time, step), is the latest of them, as the events
+    give it."""
+    logs = tmp_path / "logs_20250609-120000"
+    logs.mkdir()
+    order = [(1, 3), (3, 5), (2, 7), *([(4, "None")] if unstamped else []), (3, 2)]
+    lines = [_receive(sec, step, tail=shapes == "new" or (shapes == "both" and i % 2 == 0))
+             for i, (sec, step) in enumerate(order)]
+    (logs / "rollout_0.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    layout = discover(logs)
+    _same(layout)
+    last = _natively(layout).metrics.last_recv
+    assert last is not None and last[1] == 5  # 12:00:03 is the latest time, and 5 its highest step
+
+
 @pytest.mark.parametrize("run", RUNS[-2:], ids=lambda p: p.name)
 def test_report_is_the_same_with_and_without_the_native_reader(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     native = check(run, now=1.75e9).model_dump(exclude={"generated_at"})
