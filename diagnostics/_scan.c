@@ -1262,8 +1262,6 @@ match_templates(const unsigned char *p, Py_ssize_t ls, Py_ssize_t le, const unsi
     return 0;
 }
 
-/* The value of field f of a hit, as Python reads it: float() and int()'s values (see below). NULL with
- * ValueError where Python refuses the token (the line is then a candidate), or another error. */
 /* The number fields of a matched line, read while the scan runs without the GIL (they were 7 % of a
  * dense scan's cycles, all of them under the GIL, where the records are built). The C library's
  * conversions, whole token or refused: over these tokens ([0-9.eE+-] for floats, -?[0-9]{1,18} for
@@ -1303,6 +1301,8 @@ read_numbers(const unsigned char *p, Hit *h)
     }
 }
 
+/* The value of field f of a hit, as Python reads it: float() and int()'s values (read_numbers). NULL with
+ * ValueError where Python refuses the token (the line is then a candidate), or another error. */
 static PyObject *
 field_value(const unsigned char *p, const Hit *h, int f)
 {
