@@ -25,11 +25,11 @@ from diagnostics.parsing.records import RECORD_TYPES, RECORDS, Bulk, event_field
 _FAMILY: dict[int, Bulk] = {**{int(k): k for k in Bulk}, Bulk.STAT_OLD: Bulk.STAT, Bulk.RECV_DONE_OLD: Bulk.RECV_DONE}
 _IN_PLACE = frozenset({Bulk.STEP, Bulk.TRAIN_REPORT})  # records taken in place, like events: they move the step
 _RECORDS = RECORD_TYPES
-# Each shape has a class of its own, so a run's set of classes says its kinds without a loop in Python.
-_NOT_IN_PLACE = frozenset(cls for kind, cls in RECORDS.items() if kind not in _IN_PLACE)
 # The family of a record by its class, for the records not taken in place: one lookup a record in
-# ``take``'s loop, where an event or a record taken in place finds none.
+# ``take``'s loops, where an event or a record taken in place finds none.
 _CLASS_FAMILY: dict[type, Bulk] = {cls: _FAMILY[int(kind)] for kind, cls in RECORDS.items() if kind not in _IN_PLACE}
+# Each shape has a class of its own, so a run's set of classes says its kinds without a loop in Python.
+_NOT_IN_PLACE = frozenset(_CLASS_FAMILY)
 _TS = attrgetter("ts")
 
 
@@ -62,12 +62,13 @@ class RunTaker:
             # Records only, none that moves the step (replica logs): one step for all, families at once.
             n = len(run)
             if len(classes) == 1:
-                families[_FAMILY[run[0].kind]] = (run, None)
+                families[_CLASS_FAMILY[type(run[0])]] = (run, None)
             else:
                 for r in run:
-                    slot = families.get(_FAMILY[r.kind])
+                    kin = _CLASS_FAMILY[type(r)]
+                    slot = families.get(kin)
                     if slot is None:
-                        families[_FAMILY[r.kind]] = ([r], None)
+                        families[kin] = ([r], None)
                     else:
                         slot[0].append(r)
             stats_family = families.get(Bulk.STAT)

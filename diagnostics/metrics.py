@@ -45,13 +45,13 @@ from diagnostics.parsing.records import Bulk, Pending, built
 
 __all__ = ["epoch"]  # kept here for callers of the time before events.py had it
 
-# Stat records' columns, read with C getters (the dense mix has a Stat line a dispatch: 150 k a GiB).
+# Records' columns, read with C getters (the dense mix has a Stat line a dispatch, 150 k a GiB, and a
+# weight receive a step a rollout replica).
 _TS, _KIND, _PENDING, _SAMPLES = attrgetter("ts"), attrgetter("kind"), attrgetter("pending"), attrgetter("samples")
 _IN_FLIGHT, _FILTERED = attrgetter("in_flight"), attrgetter("outdated_filtered")
 _TOKENS, _ELAPSED = attrgetter("completion_tokens"), attrgetter("elapsed_s")
-_STAT_KIND = int(Bulk.STAT)  # a record's kind is a plain int
 _SECONDS, _STEP = attrgetter("seconds"), attrgetter("step")
-
+_STAT_KIND = int(Bulk.STAT)  # a record's kind is a plain int
 
 NAN = float("nan")
 
