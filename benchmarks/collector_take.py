@@ -5,11 +5,12 @@ Usage: ``python benchmarks/collector_take.py RUN_DIR [--repeat 7]``. Reads every
 through the native reader (``records.run_items``: events and runs of bulk records, as ``--check``'s
 ``engine._read_into`` gets them), keeps them in memory, then feeds them to a new ``Collector`` REPEAT
 times and prints the least and median CPU seconds of one feed, and a digest of the Collector's state
-after it (every series' points, the step windows, the metrics' counters, each file's facts and marks,
-what the store keeps for evidence). Two checkouts, run in turn (``PYTHONPATH=CHECKOUT``), are the A/B of
-a change to ``diagnostics.columns``/``metrics``/``detectors._store``: equal digests, then compare times.
-On a 2-vCPU VM whose speed drifts, alternate the two several times and compare the least times
-(docs/parsing.md, "Ninth pass").
+after it (``state`` of ``tests/check/test_native_reader.py``: every series' points, step window,
+counter, file fact and mark, and every event kept for evidence). Two checkouts, run in turn
+(``PYTHONPATH=CHECKOUT``), are the A/B of a change to
+``diagnostics.columns``/``metrics``/``detectors._store``: equal digests, then compare times. On a 2-vCPU
+VM whose speed drifts, alternate the two several times and compare the least times (docs/parsing.md,
+"Ninth pass").
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from typing import Any
 from diagnostics.engine import Collector
 from diagnostics.parsing import discover, records
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "check"))
+from test_native_reader import state  # the tests' walk of the Collector's state, not a copy of it
+
 
 def _feed(layout: Any, files: list[tuple[Any, Any, list[Any]]]) -> Collector:
     collector = Collector()
@@ -41,49 +45,10 @@ def _feed(layout: Any, files: list[tuple[Any, Any, list[Any]]]) -> Collector:
     return collector
 
 
-def _kept(retained: Any) -> tuple[Any, ...]:
-    """A ``Retained``'s count and what it holds (a record for a ``Pending``, not built)."""
-    held = [getattr(x, "record", x) for x in (*retained._first, *retained._last)]
-    return retained.count, repr(held)
-
-
-def _plain(value: Any, depth: int = 0) -> str:
-    """``repr``, with objects that have no repr of their own (and a ``Pending``: its record) spelled out
-    field by field, so that no address gets into the digest."""
-    if type(value).__name__ == "Pending":
-        return repr(value.record)
-    text = repr(value)
-    if " object at 0x" not in text or depth > 6:
-        return text
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_plain(v, depth + 1) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k!r}: {_plain(v, depth + 1)}" for k, v in value.items()) + "}"
-    names = (vars(value) if hasattr(value, "__dict__")
-             else {n: getattr(value, n, None) for n in getattr(type(value), "__slots__", ())})
-    return type(value).__name__ + "(" + ", ".join(f"{k}={_plain(v, depth + 1)}" for k, v in sorted(names.items())) + ")"
-
-
 def digest(collector: Collector) -> str:
-    m, store = collector.metrics, collector.store
-    parts: list[Any] = []
-    for name in sorted(m.series):
-        s = m.series[name]
-        parts.append((name, s.seen, tuple(s.values), tuple(s.ts), tuple(s.steps), s.last_value, s.last_ts, s.last_step))
-    for name, value in sorted(vars(m).items()):
-        if name != "series" and not callable(value):
-            parts.append((name, _plain(value) if name != "windows" else repr(list(value))))
-    parts.append((store.event_count, store.newest_ts, store.oldest_ts))
-    for path, facts in sorted(store.files.items()):
-        last = facts.last_item
-        parts.append((path, facts.first_ts, facts.last_ts, facts.last_line, facts.events, repr(facts.first_marks),
-                      repr(facts.marks), repr(getattr(last, "record", last))))
-    for name in ("stats", "steps", "train_reports", "staleness", "prompt_rejected", "dynamic_sampling"):
-        parts.append((name, _kept(getattr(store, name))))
-    for table in ("weight_sync", "prefetch"):
-        for key, retained in sorted(getattr(store, table).items()):
-            parts.append((table, key, _kept(retained)))
-    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+    """A hash of what the detectors can see: ``state`` of the store and the metrics, the walk
+    ``tests/check/test_native_reader.py`` holds the native reader to (events kept for evidence built)."""
+    return hashlib.sha256(repr((state(collector.store), state(collector.metrics))).encode()).hexdigest()[:16]
 
 
 def main() -> int:
