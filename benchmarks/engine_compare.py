@@ -54,7 +54,8 @@ def scan_c(files: list[tuple[Path, Any, bytes]]) -> tuple[float, int, int]:
         automaton = _automaton(markers_for(source), *(confirm_for(source) or ()))
         templates = _bulk._templates_for(source)
         for block in _blocks(data):
-            items, _ = _bulk._chunk(block, *automaton, templates, 1, 0, 1 << 16, _bulk.minute_base, _bulk.SIMD)
+            items, _ = _bulk._chunk(block, *automaton, templates, 1, 0, 1 << 16, _bulk.minute_base, _bulk.SIMD,
+                                    *_bulk._NO_BATCHES)
             for item in items:
                 if len(item) == 3:
                     lines += 1

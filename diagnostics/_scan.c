@@ -1011,6 +1011,8 @@ typedef struct {
     Py_ssize_t fstart[MAX_FIELDS], fend[MAX_FIELDS];
     int bad;                 /* a number token the C library refuses: the line is then a candidate */
     union { double d; long long i; } num[MAX_FIELDS];  /* the number fields' values (read_numbers) */
+    double ts;               /* its time, once its minute is known (scan_chunk) */
+    Py_ssize_t batch;        /* the batch it is read into (scan_chunk), -1: none */
 } Hit;
 
 static int
@@ -1377,8 +1379,123 @@ hit_chunk(void *ctx, Py_ssize_t ls, Py_ssize_t le, Py_ssize_t line)
     return 0;
 }
 
+/* Whether field f of a hit is the token None (an "int?" field). */
+static int
+is_none(const unsigned char *p, const Hit *h, int f)
+{
+    return h->codes[f] == 4 && h->fend[f] - h->fstart[f] == 4 && memcmp(p + h->fstart[f], "None", 4) == 0;
+}
+
+/* The record of a matched hit whose time is known: an instance of cls (kind, lineno, rank, ts, bytes,
+ * *fields). NULL with *refused set where Python refuses a field's token (the line is then a candidate),
+ * NULL with it clear on another error. */
+static PyObject *
+make_record(const unsigned char *p, const Hit *h, PyTypeObject *cls, int *refused)
+{
+    PyObject *vals[5 + MAX_FIELDS];
+    *refused = 0;
+    vals[0] = PyLong_FromLong(h->tid);
+    vals[1] = PyLong_FromSsize_t(h->lineno);
+    vals[2] = h->rank < 0 ? Py_NewRef(Py_None) : PyLong_FromLong(h->rank);
+    vals[3] = PyFloat_FromDouble(h->ts);
+    vals[4] = PyBytes_FromStringAndSize((const char *)p + h->start, h->end - h->start);
+    if (!vals[0] || !vals[1] || !vals[2] || !vals[3] || !vals[4]) {
+        for (int v = 0; v < 5; v++)
+            Py_XDECREF(vals[v]);
+        return NULL;
+    }
+    int nv = 5;
+    for (int f = 0; nv == 5 + f && f < h->nfields; f++)
+        if ((vals[nv] = field_value(p, h, f)) != NULL)
+            nv++;
+    int built = nv == 5 + h->nfields;
+    PyObject *item = built ? cls->tp_alloc(cls, nv) : NULL;
+    if (item == NULL) {
+        for (int v = 0; v < nv; v++)
+            Py_DECREF(vals[v]);
+        if (!built && PyErr_ExceptionMatches(PyExc_ValueError)) {
+            PyErr_Clear();
+            *refused = 1;
+        }
+        return NULL;
+    }
+    for (int v = 0; v < nv; v++)
+        PyTuple_SET_ITEM(item, v, vals[v]);
+    /* Its items are ints, floats, str, bytes or None: it can be in no cycle. The collector untracks such
+     * a plain tuple itself, never a named tuple, and would walk every record kept at each collection. */
+    PyObject_GC_UnTrack(item);
+    return item;
+}
+
+/* A batch: one family's records of a stretch of a block read into columns (scan_chunk's batches). */
+#define MAX_BATCHES 4
+typedef struct {
+    PyTypeObject *cls;
+    int first_tid, value_field, step_field;
+    Py_ssize_t keep, least;
+} BatchSpec;
+
+typedef struct {
+    const BatchSpec *spec;
+    Py_ssize_t count, last, j;  /* last: the index of its last hit; j: its records seen so far */
+    Py_ssize_t slot;            /* its place in the items: where its first record was */
+    double *ts, *values;
+    double lo, hi, latest_ts;
+    long long latest_step;
+    int has_latest;
+    Py_ssize_t first_line, last_line;
+    PyObject *kept;
+} Batch;
+
+/* A batch, complete (its last hit read): an instance of its class (kind, line, n, last_line, lo, hi,
+ * ts, values, latest, kept, offset, nbytes, lineno0). */
+static PyObject *
+make_batch(Batch *b, Py_ssize_t offset0, Py_ssize_t nbytes, Py_ssize_t lineno0)
+{
+    PyObject *vals[13];
+    int with_values = b->spec->value_field >= 0;
+    vals[0] = PyLong_FromLong(b->spec->first_tid);
+    vals[1] = PyLong_FromSsize_t(b->first_line);
+    vals[2] = PyLong_FromSsize_t(b->count);
+    vals[3] = PyLong_FromSsize_t(b->last_line);
+    vals[4] = PyFloat_FromDouble(b->lo);
+    vals[5] = PyFloat_FromDouble(b->hi);
+    vals[6] = with_values ? PyBytes_FromStringAndSize((const char *)b->ts, b->count * (Py_ssize_t)sizeof(double))
+                          : Py_NewRef(Py_None);
+    vals[7] = with_values ? PyBytes_FromStringAndSize((const char *)b->values, b->count * (Py_ssize_t)sizeof(double))
+                          : Py_NewRef(Py_None);
+    vals[8] = b->has_latest ? Py_BuildValue("(dL)", b->latest_ts, b->latest_step) : Py_NewRef(Py_None);
+    vals[9] = Py_NewRef(b->kept);
+    vals[10] = PyLong_FromSsize_t(offset0);
+    vals[11] = PyLong_FromSsize_t(nbytes);
+    vals[12] = PyLong_FromSsize_t(lineno0);
+    PyObject *item = NULL;
+    int ok = 1;
+    for (int v = 0; v < 13; v++)
+        ok &= vals[v] != NULL;
+    if (ok)
+        item = b->spec->cls->tp_alloc(b->spec->cls, 13);
+    if (item == NULL) {
+        for (int v = 0; v < 13; v++)
+            Py_XDECREF(vals[v]);
+        return NULL;
+    }
+    for (int v = 0; v < 13; v++)
+        PyTuple_SET_ITEM(item, v, vals[v]);
+    return item;
+}
+
+/* A tuple subclass without instance fields (a named tuple class). */
+static int
+is_record_class(PyObject *cls)
+{
+    return PyType_Check(cls) && PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type)
+           && ((PyTypeObject *)cls)->tp_basicsize == PyTuple_Type.tp_basicsize
+           && ((PyTypeObject *)cls)->tp_itemsize == PyTuple_Type.tp_itemsize;
+}
+
 /* chunk(data, classes, table, accept, nclasses, pairs, teddy, root2, ends, groups, chains, templates, lineno, offset, max_line,
- *       minute_base, simd) -> (items, lines)
+ *       minute_base, simd, batches, beside) -> (items, lines)
  *   data:        a buffer of whole lines; a last line without a newline counts as a line
  *   templates:   tuple of bytes (see above); () reads no line in full
  *   lineno:      the number of the first line; offset: the file offset of data[0]
@@ -1387,22 +1504,36 @@ hit_chunk(void *ctx, Py_ssize_t ls, Py_ssize_t le, Py_ssize_t line)
  *                or None (the line is then a candidate); asked once per distinct minute in a row
  *   simd:        the widest prefilter to use where the CPU has it: 2 (32 positions, AVX2),
  *                1 (16, SSSE3), 0 (one position at a time)
+ *   batches:     tuple of (class, template indices as bytes, value field, step field, keep, least), at most
+ *                4: in a stretch of lines handed back that are all records of their templates or of those
+ *                in beside (bytes of template indices), between two other lines (candidates, or records
+ *                of other templates) or the block's ends, the records of each batch's templates come as
+ *                one instance of its class where there are at least least of them (a named tuple,
+ *                placed where its first record was): kind (its first template's index), line (of its
+ *                first record), n, last_line, lo and hi (its least and greatest time), ts and values
+ *                (the times and value field, a float field, of every record as native doubles in bytes;
+ *                None for value field -1), latest ((time, step), the greatest of those whose step field,
+ *                an int field, is not None; None if none is or for step field -1), kept (a list: its
+ *                first keep records and its last keep, every record when there are at most 2 * keep),
+ *                offset, nbytes, lineno0 (the block: this call's data, to read again without batches).
+ *                A record with a text field (which may refuse its bytes) is never in a stretch.
  *   items:       in line order, a candidate as (lineno, offset, text) (decoded as UTF-8 with
  *                replacement characters), a bulk line as its record: an instance of the template's
  *                class (a named tuple) holding (template index, lineno, rank or None, ts,
- *                bytes, *fields); lines: the number of lines in data */
+ *                bytes, *fields), or its batch; lines: the number of lines in data */
 static PyObject *
 scan_chunk(PyObject *self, PyObject *args)
 {
     (void)self;
-    Py_buffer data;
+    Py_buffer data, beside;
     AutomatonArgs aa = {.held = 0};
     Py_ssize_t nclasses, root2, lineno0, offset0, max_line;
-    PyObject *templates, *minute_base;
+    PyObject *templates, *minute_base, *batch_specs;
     int simd;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*ny*y*ny*y*y*O!nnnOi", &data, &aa.classes, &aa.table, &aa.accept, &nclasses,
-                          &aa.pairs, &aa.teddy, &root2, &aa.ends, &aa.groups, &aa.chains, &PyTuple_Type, &templates, &lineno0,
-                          &offset0, &max_line, &minute_base, &simd))
+    if (!PyArg_ParseTuple(args, "y*y*y*y*ny*y*ny*y*y*O!nnnOiO!y*", &data, &aa.classes, &aa.table, &aa.accept,
+                          &nclasses, &aa.pairs, &aa.teddy, &root2, &aa.ends, &aa.groups, &aa.chains, &PyTuple_Type,
+                          &templates, &lineno0, &offset0, &max_line, &minute_base, &simd, &PyTuple_Type,
+                          &batch_specs, &beside))
         return NULL;
     aa.held = 1;
 
@@ -1412,10 +1543,16 @@ scan_chunk(PyObject *self, PyObject *args)
     TplWords tw[16];
     PyTypeObject *rtype[16];
     int ntpl = (int)PyTuple_GET_SIZE(templates);
+    int nbatch = (int)PyTuple_GET_SIZE(batch_specs);
+    BatchSpec spec[MAX_BATCHES];
+    Vec batches = {NULL, 0, 0, sizeof(Batch)};
+    int fam_of[16], may_beside[16];
     Automaton a;
     ChunkCtx ctx = {.hits = {NULL, 0, 0, sizeof(Hit)}, .p = (const unsigned char *)data.buf, .n = data.len,
                     .lineno0 = lineno0, .max_line = max_line, .tpl = tpl, .tlen = tlen, .trun = trun, .tw = tw,
                     .ntpl = ntpl, .matched_ls = -1};
+    for (int t = 0; t < 16; t++)
+        fam_of[t] = -1, may_beside[t] = 0;
 
     if (!load_automaton(&aa, nclasses, root2, &a))
         goto done;
@@ -1434,10 +1571,7 @@ scan_chunk(PyObject *self, PyObject *args)
         /* (template bytes, record class): a tuple subclass without instance fields (a named tuple) */
         PyObject *pair = PyTuple_GET_ITEM(templates, t), *o, *cls;
         if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 || !PyBytes_Check(o = PyTuple_GET_ITEM(pair, 0))
-            || !PyType_Check(cls = PyTuple_GET_ITEM(pair, 1))
-            || !PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type)
-            || ((PyTypeObject *)cls)->tp_basicsize != PyTuple_Type.tp_basicsize
-            || ((PyTypeObject *)cls)->tp_itemsize != PyTuple_Type.tp_itemsize) {
+            || !is_record_class(cls = PyTuple_GET_ITEM(pair, 1))) {
             PyErr_SetString(PyExc_TypeError, "templates must be (bytes, named tuple class) pairs");
             goto done;
         }
@@ -1451,6 +1585,42 @@ scan_chunk(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "minute_base must be callable");
         goto done;
     }
+    if (nbatch > MAX_BATCHES) {
+        PyErr_SetString(PyExc_ValueError, "at most 4 batches");
+        goto done;
+    }
+    for (int b = 0; b < nbatch; b++) {
+        PyObject *o = PyTuple_GET_ITEM(batch_specs, b), *tids;
+        Py_ssize_t keep, least;
+        if (!PyTuple_Check(o) || PyTuple_GET_SIZE(o) != 6 || !is_record_class(PyTuple_GET_ITEM(o, 0))
+            || !PyBytes_Check(tids = PyTuple_GET_ITEM(o, 1)) || PyBytes_GET_SIZE(tids) < 1
+            || !PyLong_Check(PyTuple_GET_ITEM(o, 2)) || !PyLong_Check(PyTuple_GET_ITEM(o, 3))
+            || (keep = PyLong_AsSsize_t(PyTuple_GET_ITEM(o, 4))) < 1
+            || (least = PyLong_AsSsize_t(PyTuple_GET_ITEM(o, 5))) < 1) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "batches must be (named tuple class, bytes, int, int, int > 0, int > 0)");
+            goto done;
+        }
+        spec[b].cls = (PyTypeObject *)PyTuple_GET_ITEM(o, 0);
+        spec[b].value_field = (int)PyLong_AsLong(PyTuple_GET_ITEM(o, 2));
+        spec[b].step_field = (int)PyLong_AsLong(PyTuple_GET_ITEM(o, 3));
+        spec[b].keep = keep;
+        spec[b].least = least;
+        spec[b].first_tid = ((const unsigned char *)PyBytes_AS_STRING(tids))[0];
+        for (Py_ssize_t k = 0; k < PyBytes_GET_SIZE(tids); k++) {
+            int t = ((const unsigned char *)PyBytes_AS_STRING(tids))[k];
+            if (t >= ntpl || fam_of[t] >= 0) {
+                PyErr_SetString(PyExc_ValueError, "a batch's template is not one, or in two batches");
+                goto done;
+            }
+            fam_of[t] = b;
+        }
+    }
+    for (Py_ssize_t k = 0; k < beside.len; k++) {
+        int t = ((const unsigned char *)beside.buf)[k];
+        if (t < 16)
+            may_beside[t] = 1;
+    }
 
     const unsigned char *p = (const unsigned char *)data.buf;
     Py_ssize_t nlines;
@@ -1462,65 +1632,151 @@ scan_chunk(PyObject *self, PyObject *args)
         goto done;
     }
 
+    /* Each matched line's time, from its minute's base: a line whose minute has none, or whose number
+     * token Python refuses, is a candidate. Then the stretches of lines that batches may take (records
+     * of a batch's template or of one beside them, without a text field), and their batches. */
+    int last_key[5] = {-1, -1, -1, -1, -1};
+    Py_ssize_t stretch = 0;  /* where the stretch being looked at starts */
+    for (Py_ssize_t k = 0; k <= ctx.hits.n; k++) {
+        Hit *h = k < ctx.hits.n ? &((Hit *)ctx.hits.items)[k] : NULL;
+        int takes = 0;
+        if (h != NULL) {
+            h->batch = -1;
+            if (h->tid >= 0 && memcmp(last_key, h->ymdhm, sizeof last_key) != 0) {
+                Py_XDECREF(base_ref);
+                base_ref = PyObject_CallFunction(minute_base, "iiiii", h->ymdhm[0], h->ymdhm[1], h->ymdhm[2],
+                                                 h->ymdhm[3], h->ymdhm[4]);
+                if (base_ref == NULL)
+                    goto done;
+                if (base_ref != Py_None && !PyLong_Check(base_ref)) {
+                    PyErr_SetString(PyExc_TypeError, "minute_base must return an int or None");
+                    goto done;
+                }
+                memcpy(last_key, h->ymdhm, sizeof last_key);
+            }
+            if (h->tid >= 0 && (base_ref == Py_None || h->bad))
+                h->tid = -1;
+            if (h->tid >= 0) {
+                long long base = PyLong_AsLongLong(base_ref);
+                if (base == -1 && PyErr_Occurred())
+                    goto done;
+                /* what datetime.timestamp() computes: whole seconds, then the microseconds / 1e6 */
+                h->ts = (double)(base + h->sec) + (double)(h->msec * 1000) / 1e6;
+            }
+            takes = nbatch > 0 && h->tid >= 0 && (fam_of[h->tid] >= 0 || may_beside[h->tid]);
+            for (int f = 0; takes && f < h->nfields; f++)
+                takes = h->codes[f] != 10;
+        }
+        if (takes)
+            continue;
+        /* the stretch [stretch, k) ends: a batch for each family with at least least records in it */
+        Py_ssize_t count[MAX_BATCHES] = {0}, last[MAX_BATCHES] = {0}, at[MAX_BATCHES];
+        for (Py_ssize_t i = stretch; i < k; i++) {
+            Hit *g = &((Hit *)ctx.hits.items)[i];
+            int f = fam_of[g->tid];
+            if (f >= 0)
+                count[f]++, last[f] = i;
+        }
+        int any = 0;
+        for (int f = 0; f < nbatch; f++) {
+            at[f] = -1;
+            if (count[f] < spec[f].least)
+                continue;
+            Batch *bt = (Batch *)vec_push(&batches);
+            if (bt == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            memset(bt, 0, sizeof *bt);
+            bt->spec = &spec[f];
+            bt->count = count[f];
+            bt->last = last[f];
+            at[f] = batches.n - 1;
+            any = 1;
+        }
+        for (Py_ssize_t i = stretch; any && i < k; i++) {
+            Hit *g = &((Hit *)ctx.hits.items)[i];
+            int f = fam_of[g->tid];
+            if (f < 0 || at[f] < 0)
+                continue;
+            const BatchSpec *sp = &spec[f];
+            if ((sp->value_field >= 0 && (sp->value_field >= g->nfields || g->codes[sp->value_field] != 2))
+                || (sp->step_field >= 0 && (sp->step_field >= g->nfields || g->codes[sp->step_field] == 2
+                                            || g->codes[sp->step_field] > 5))) {
+                PyErr_SetString(PyExc_TypeError, "a batch's value field must be a float field, its step an int");
+                goto done;
+            }
+            g->batch = at[f];
+        }
+        stretch = k + 1;
+    }
+
     items = PyList_New(0);
     if (items == NULL)
         goto done;
-    int last_key[5] = {-1, -1, -1, -1, -1};
     for (Py_ssize_t k = 0; k < ctx.hits.n; k++) {
         Hit *h = &((Hit *)ctx.hits.items)[k];
         PyObject *item = NULL;
-        if (h->tid >= 0 && memcmp(last_key, h->ymdhm, sizeof last_key) != 0) {
-            Py_XDECREF(base_ref);
-            base_ref = PyObject_CallFunction(minute_base, "iiiii", h->ymdhm[0], h->ymdhm[1], h->ymdhm[2], h->ymdhm[3],
-                                             h->ymdhm[4]);
-            if (base_ref == NULL)
-                goto done;
-            if (base_ref != Py_None && !PyLong_Check(base_ref)) {
-                PyErr_SetString(PyExc_TypeError, "minute_base must return an int or None");
-                goto done;
-            }
-            memcpy(last_key, h->ymdhm, sizeof last_key);
-        }
-        PyObject *vals[5 + MAX_FIELDS];
-        int nv = 0;
-        if (h->tid >= 0 && base_ref != Py_None) {
-            long long base = PyLong_AsLongLong(base_ref);
-            if (base == -1 && PyErr_Occurred())
-                goto done;
-            /* what datetime.timestamp() computes: whole seconds, then the microseconds / 1e6 */
-            double ts = (double)(base + h->sec) + (double)(h->msec * 1000) / 1e6;
-            vals[0] = PyLong_FromLong(h->tid);
-            vals[1] = PyLong_FromSsize_t(h->lineno);
-            vals[2] = h->rank < 0 ? Py_NewRef(Py_None) : PyLong_FromLong(h->rank);
-            vals[3] = PyFloat_FromDouble(ts);
-            vals[4] = PyBytes_FromStringAndSize((const char *)p + h->start, h->end - h->start);
-            if (!vals[0] || !vals[1] || !vals[2] || !vals[3] || !vals[4]) {
-                for (int v = 0; v < 5; v++)
-                    Py_XDECREF(vals[v]);
-                goto done;
-            }
-            nv = 5;
-            for (int f = 0; nv == 5 + f && f < h->nfields; f++)
-                if ((vals[nv] = field_value(p, h, f)) != NULL)
-                    nv++;
-            int built = nv == 5 + h->nfields;
-            if (built)
-                item = rtype[h->tid]->tp_alloc(rtype[h->tid], nv);
-            if (item != NULL) {
-                for (int v = 0; v < nv; v++)
-                    PyTuple_SET_ITEM(item, v, vals[v]);
-                /* Its items are ints, floats, str, bytes or None: it can be in no cycle. The collector
-                 * untracks such a plain tuple itself, never a named tuple, and would walk every record
-                 * kept at each collection. */
-                PyObject_GC_UnTrack(item);
-            } else {
-                for (int v = 0; v < nv; v++)
-                    Py_DECREF(vals[v]);
-                /* a token Python refuses as a number: the line is a candidate */
-                if (built || !PyErr_ExceptionMatches(PyExc_ValueError))
+        int refused = 1;
+        if (h->batch >= 0) {
+            Batch *bt = &((Batch *)batches.items)[h->batch];
+            const BatchSpec *sp = bt->spec;
+            Py_ssize_t j = bt->j++;
+            if (j == 0) {
+                bt->first_line = h->lineno, bt->lo = bt->hi = h->ts;
+                if ((bt->kept = PyList_New(0)) == NULL)
                     goto done;
-                PyErr_Clear();
+                if (sp->value_field >= 0) {
+                    bt->ts = malloc((size_t)bt->count * sizeof(double));
+                    bt->values = malloc((size_t)bt->count * sizeof(double));
+                    if (bt->ts == NULL || bt->values == NULL) {
+                        PyErr_NoMemory();
+                        goto done;
+                    }
+                }
             }
+            bt->last_line = h->lineno;
+            if (h->ts < bt->lo)
+                bt->lo = h->ts;
+            if (h->ts > bt->hi)
+                bt->hi = h->ts;
+            if (sp->value_field >= 0) {
+                bt->ts[j] = h->ts;
+                bt->values[j] = h->num[sp->value_field].d;
+            }
+            if (sp->step_field >= 0 && !is_none(p, h, sp->step_field)) {
+                long long step = h->num[sp->step_field].i;
+                if (!bt->has_latest || h->ts > bt->latest_ts || (h->ts == bt->latest_ts && step > bt->latest_step))
+                    bt->latest_ts = h->ts, bt->latest_step = step, bt->has_latest = 1;
+            }
+            if (j < sp->keep || j >= bt->count - sp->keep) {
+                PyObject *rec = make_record(p, h, rtype[h->tid], &refused);
+                if (rec == NULL) {
+                    if (refused)  /* the checks above leave no field to refuse */
+                        PyErr_SetString(PyExc_SystemError, "a batched record refused a field");
+                    goto done;
+                }
+                int bad = PyList_Append(bt->kept, rec) < 0;
+                Py_DECREF(rec);
+                if (bad)
+                    goto done;
+            }
+            if (j == 0) {  /* its place: the batch is put there once its last record is read */
+                bt->slot = PyList_GET_SIZE(items);
+                if (PyList_Append(items, Py_None) < 0)
+                    goto done;
+            }
+            if (k == bt->last) {
+                item = make_batch(bt, offset0, data.len, lineno0);
+                if (item == NULL)
+                    goto done;
+                PyList_SetItem(items, bt->slot, item);  /* steals the reference */
+            }
+            continue;
+        } else if (h->tid >= 0) {
+            item = make_record(p, h, rtype[h->tid], &refused);
+            if (item == NULL && !refused)
+                goto done;
         }
         if (item == NULL) {
             PyObject *text = PyUnicode_DecodeUTF8((const char *)p + h->start, h->end - h->start, "replace");
@@ -1539,10 +1795,18 @@ scan_chunk(PyObject *self, PyObject *args)
     result = Py_BuildValue("(On)", items, nlines);
 
 done:
+    for (Py_ssize_t b = 0; b < batches.n; b++) {
+        Batch *bt = &((Batch *)batches.items)[b];
+        free(bt->ts);
+        free(bt->values);
+        Py_XDECREF(bt->kept);
+    }
+    free(batches.items);
     free(ctx.hits.items);
     Py_XDECREF(base_ref);
     Py_XDECREF(items);
     PyBuffer_Release(&data);
+    PyBuffer_Release(&beside);
     release_automaton(&aa);
     return result;
 }
@@ -1554,7 +1818,7 @@ static PyMethodDef scan_methods[] = {
     {"chunk", scan_chunk, METH_VARARGS,
      "chunk(data, classes, table, accept, nclasses, pairs, teddy, root2, ends, groups, chains, templates, lineno, offset, "
      "max_line, "
-     "minute_base, simd) -> (items, lines)"},
+     "minute_base, simd, batches, beside) -> (items, lines)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1578,7 +1842,7 @@ PyInit__scan(void)
     long simd = 0;
 #endif
     /* ABI: the calling convention of lines() and chunk() (diagnostics/parsing/_scan.py checks it) */
-    if (m != NULL && (PyModule_AddIntConstant(m, "SIMD", simd) < 0 || PyModule_AddIntConstant(m, "ABI", 10) < 0)) {
+    if (m != NULL && (PyModule_AddIntConstant(m, "SIMD", simd) < 0 || PyModule_AddIntConstant(m, "ABI", 11) < 0)) {
         Py_DECREF(m);
         return NULL;
     }

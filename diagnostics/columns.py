@@ -19,18 +19,55 @@ from typing import Any
 from diagnostics.detectors import EventStore, FileFacts
 from diagnostics.events import Event, Source, SyncPhase
 from diagnostics.metrics import Metrics
-from diagnostics.parsing.records import RECORD_TYPES, RECORDS, Bulk, event_fields
+from diagnostics.parsing.records import BATCHES, FAMILY, MOVES_STEP, RECORD_TYPES, RECORDS, Bulk, event_fields
 
-# Both shapes of a line feed the same store and series, in line order.
-_FAMILY: dict[int, Bulk] = {**{int(k): k for k in Bulk}, Bulk.STAT_OLD: Bulk.STAT, Bulk.RECV_DONE_OLD: Bulk.RECV_DONE}
-_IN_PLACE = frozenset({Bulk.STEP, Bulk.TRAIN_REPORT})  # records taken in place, like events: they move the step
+_FAMILY: dict[int, Bulk] = {int(k): f for k, f in FAMILY.items()}
 _RECORDS = RECORD_TYPES
-# The family of a record by its class, for the records not taken in place: one lookup a record in
-# ``take``'s loops, where an event or a record taken in place finds none.
-_CLASS_FAMILY: dict[type, Bulk] = {cls: _FAMILY[int(kind)] for kind, cls in RECORDS.items() if kind not in _IN_PLACE}
+_BATCH_CLASSES = frozenset(BATCHES.values())
+# The family of a record or batch by its class, for the records not taken in place: one lookup a record
+# in ``take``'s loops, where an event or a record taken in place finds none.
+_CLASS_FAMILY: dict[type, Bulk] = {
+    **{cls: FAMILY[kind] for kind, cls in RECORDS.items() if kind not in MOVES_STEP},
+    **{cls: family for family, cls in BATCHES.items()},
+}
 # Each shape has a class of its own, so a run's set of classes says its kinds without a loop in Python.
 _NOT_IN_PLACE = frozenset(_CLASS_FAMILY)
 _TS = attrgetter("ts")
+
+
+def _segments(items: list[Any]) -> list[Any]:
+    """A family's items in order: each batch alone, the records between them as lists."""
+    out: list[Any] = []
+    records: list[Any] = []
+    for item in items:
+        if type(item) in _BATCH_CLASSES:
+            if records:
+                out.append(records)
+                records = []
+            out.append(item)
+        else:
+            records.append(item)
+    if records:
+        out.append(records)
+    return out
+
+
+def _parts(items: list[Any], steps: list[Any] | None, now: Any) -> list[tuple[Any, Any]]:
+    """``_segments`` of a family's items, each with its steps (``RunTaker.take``'s ``at``): a batch's
+    one step (``now``, the metrics' step, without ``steps``), a list of records' steps, or None for all
+    at the metrics' step."""
+    if steps is None:
+        return [(seg, now if type(seg) in _BATCH_CLASSES else None) for seg in _segments(items)]
+    out: list[tuple[Any, Any]] = []
+    i = 0
+    for seg in _segments(items):
+        if type(seg) in _BATCH_CLASSES:
+            out.append((seg, steps[i]))
+            i += 1
+        else:
+            out.append((seg, steps[i:i + len(seg)]))
+            i += len(seg)
+    return out
 
 
 class RunTaker:
@@ -58,6 +95,8 @@ class RunTaker:
         records = _RECORDS
         classes = set(map(type, run))
         records_only = classes <= _NOT_IN_PLACE
+        # A batch's records share one step: no line between them moves it (``_bulk``, ``chunk``'s stretches).
+        batched = not classes.isdisjoint(_BATCH_CLASSES)
         if records_only:
             # Records only, none that moves the step (replica logs): one step for all, families at once.
             n = len(run)
@@ -109,20 +148,32 @@ class RunTaker:
         metrics.window_segment(pending, staleness)
         if not n:
             return
+        low = high = None
+        last_rec: Any = None
+        seg: Any  # a batch, or a list of records (``_segments``)
+        seg_at: Any
+        for family, (recs, _) in families.items():
+            for seg in _segments(recs) if batched and family in BATCHES else (recs,):
+                if type(seg) in _BATCH_CLASSES:
+                    lo, hi, end = seg.lo, seg.hi, seg.kept[-1]
+                    n += seg.n - 1
+                else:
+                    times = list(map(_TS, seg))
+                    lo, hi, end = min(times), max(times), seg[-1]
+                low = lo if low is None or lo < low else low
+                high = hi if high is None or hi > high else high
+                if last_rec is None or end.line > last_rec.line:
+                    last_rec = end
+        assert low is not None and high is not None
         store.event_count += n
         facts.events += n
-        last = run[-1]
-        if type(last) in records:
-            facts.last_item = store.pending(head, last)
-        low = high = None
-        for recs, _ in families.values():
-            times = list(map(_TS, recs))
-            lo, hi = min(times), max(times)
-            low = lo if low is None or lo < low else low
-            high = hi if high is None or hi > high else high
-            if recs[-1].line > facts.last_line:
-                facts.last_line = recs[-1].line
-        assert low is not None and high is not None
+        if last_rec.line > facts.last_line:
+            facts.last_line = last_rec.line
+        # The run's last line, where it ends with records: those after its last event are in line order
+        # but for batches, each where its first record was, so the latest of the families' last records.
+        last = type(run[-1])
+        if last in records or last in _BATCH_CLASSES:
+            facts.last_item = store.pending(head, last_rec)
         if facts.first_ts is None or low < facts.first_ts:
             facts.first_ts = low
         if facts.last_ts is None or high > facts.last_ts:
@@ -139,8 +190,13 @@ class RunTaker:
                 self._mark("stat", recs)
                 metrics.stats(recs, at)
             elif family == Bulk.RECV_DONE:
-                store.sync_records(SyncPhase.RECV_DONE, facts, head, recs)
-                metrics.recvs(recs, at)
+                for seg, seg_at in _parts(recs, at, metrics.step) if batched else ((recs, at),):
+                    if type(seg) in _BATCH_CLASSES:
+                        store.sync_records(SyncPhase.RECV_DONE, facts, head, seg.kept, seg.n)
+                        metrics.recv_batch(seg, seg_at)
+                    else:
+                        store.sync_records(SyncPhase.RECV_DONE, facts, head, seg)
+                        metrics.recvs(seg, seg_at)
             elif family == Bulk.PREFETCH:  # kept per event name, 8 each (``EventStore._prefetch``)
                 name = recs[0].event
                 if all(r.event == name for r in recs):
@@ -153,7 +209,11 @@ class RunTaker:
                         store.retain_pending(store.prefetch, name, head, named, 8)
                 self._mark("prefetch", recs)
             elif family == Bulk.SEND_DONE:
-                store.sync_records(SyncPhase.POLICY_SEND_DONE, facts, head, recs)
+                for seg, _ in _parts(recs, None, None) if batched else ((recs, None),):
+                    if type(seg) in _BATCH_CLASSES:
+                        store.sync_records(SyncPhase.POLICY_SEND_DONE, facts, head, seg.kept, seg.n)
+                    else:
+                        store.sync_records(SyncPhase.POLICY_SEND_DONE, facts, head, seg)
             elif family == Bulk.PROMPT_REJECTED:
                 store.prompt_rejected.extend_pending(head, recs)
                 self._mark("prompt_rejected", recs)

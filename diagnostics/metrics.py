@@ -369,6 +369,13 @@ class Metrics:
             if self.last_recv is None or latest > self.last_recv:
                 self.last_recv = latest
 
+    def recv_batch(self, batch: Any, step: float | None) -> None:
+        """A batch of receive records (``diagnostics.parsing.records.BATCHES``), all at ``step``."""
+        self._series("weight_recv_s").extend(array("d", batch.values), array("d", batch.ts), step)
+        latest = batch.latest
+        if latest is not None and (self.last_recv is None or latest > self.last_recv):
+            self.last_recv = latest
+
     def add(self, event: Event, ts: float | _Unset | None = _UNSET, /) -> None:
         """Take one event. ``ts``: ``epoch(event.ts)`` when the caller has it already (``Collector``)."""
         handler = _HANDLERS.get(type(event), _UNKNOWN)

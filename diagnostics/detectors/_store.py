@@ -58,16 +58,24 @@ class Retained(Generic[T]):
         else:
             self._last.append(item)
 
-    def extend_pending(self, head: tuple[Any, Any], records: list[Any]) -> None:
-        """``add`` of the ``Pending`` ``(*head, record)`` of each record (only those kept are made)."""
-        n = len(records)
+    def extend_pending(self, head: tuple[Any, Any], records: list[Any], n: int | None = None) -> None:
+        """``add`` of the ``Pending`` ``(*head, record)`` of each of ``n`` records (only those kept are
+        made). ``records``: all of them, or (``n`` more) the first half and the last half of them, as
+        many as this keeps at least (a batch's ``kept``, ``diagnostics.columns``)."""
+        held = len(records)
+        if n is None:
+            n = held
+        elif n > held and held // 2 < self.k:
+            raise ValueError(f"{held // 2} records of each end of {n} for a stream that keeps {self.k}")
         self.count += n
         room = self.k - len(self._first)
         source, mtime = head
         if room > 0:
             self._first.extend([Pending(source, mtime, r) for r in records[:room]])  # type: ignore[misc]
         if n > room:
-            self._last.extend([Pending(source, mtime, r) for r in records[max(room, n - self.k) :]])  # type: ignore[misc]
+            # the last k of the n, where the records held are (the n - held not held lie before them)
+            start = max(room, n - self.k) - (n - held)
+            self._last.extend([Pending(source, mtime, r) for r in records[start:]])  # type: ignore[misc]
 
     @staticmethod
     def _at(held: list[T] | deque[T], i: int) -> T:
@@ -224,21 +232,23 @@ class EventStore:
         bucket.add(item)
 
     def retain_pending(self, table: dict[str, Retained[T]], key: str, head: tuple[Any, Any], records: list[Any],
-                       k: int | None = None) -> None:
+                       k: int | None = None, n: int | None = None) -> None:
         bucket = table.get(key)
         if bucket is None:
             bucket = table[key] = Retained(k or self.k)
-        bucket.extend_pending(head, records)
+        bucket.extend_pending(head, records, n)
 
     @staticmethod
     def pending(head: tuple[Any, Any], record: Any) -> Pending:
         """The ``Pending`` of ``record``, read where ``head`` (source, mtime) says."""
         return Pending(head[0], head[1], record)
 
-    def sync_records(self, phase: SyncPhase, facts: FileFacts, head: tuple[Any, Any], records: list[Any]) -> None:
-        """What ``_weight_sync`` does for each of ``records`` (bulk records of one phase, in line order)."""
+    def sync_records(self, phase: SyncPhase, facts: FileFacts, head: tuple[Any, Any], records: list[Any],
+                     n: int | None = None) -> None:
+        """What ``_weight_sync`` does for each of ``n`` records (bulk records of one phase, in line order):
+        ``records``, or their two ends (``Retained.extend_pending``)."""
         key, mark = _SYNC_NAMES[phase]
-        self.retain_pending(self.weight_sync, key, head, records)
+        self.retain_pending(self.weight_sync, key, head, records, None, n)
         facts.mark(mark, records[0].line, records[0].ts)
         if len(records) > 1:
             facts.mark(mark, records[-1].line, records[-1].ts)

@@ -35,7 +35,16 @@ from diagnostics.parsing._markers import confirm_for, markers_for
 from diagnostics.parsing._parser import GATED_ROLES
 from diagnostics.parsing._scan import _automaton
 from diagnostics.parsing._scan import _native_chunk as _chunk
-from diagnostics.parsing._templates import Bulk, c_template, fields_of, record_class
+from diagnostics.parsing._templates import (
+    BATCHED,
+    BATCHES,
+    FAMILY,
+    MOVES_STEP,
+    Bulk,
+    c_template,
+    fields_of,
+    record_class,
+)
 
 CHUNK_BYTES = 4 << 20
 AHEAD_CHUNKS = 8
@@ -57,6 +66,31 @@ _TEMPLATE_TUPLE = tuple((c_template(TEMPLATES[b]), RECORDS[b]) for b in Bulk)
 
 Record = Any
 """A bulk line read in C: an instance of ``RECORDS[kind]`` (``kind, line, rank, ts, raw, *fields``)."""
+
+BATCH_KEEP = 16
+"""The records a batch keeps at each end: the store keeps 16 of each end of a weight-sync stream
+(``EventStore``'s ``k``), the only ones a detector can quote."""
+BATCH_LEAST = 2 * BATCH_KEEP + 1
+"""The fewest records of a family in a stretch that are read as a batch: below it a batch keeps every
+record, and costs more than they do (the tests lower it to 1, to read every stretch in batches)."""
+BatchSpecs = tuple[tuple[tuple[type, bytes, int, int, int, int], ...], bytes]
+
+
+def _batch_specs() -> BatchSpecs:
+    """``chunk``'s ``batches`` and ``beside``: each family's class, shapes, fields' places, ends kept and
+    fewest records; the shapes whose records may stand beside a batch (any but those that move the step)."""
+    specs = []
+    for family, (value, step) in BATCHED.items():
+        kinds = [k for k in Bulk if FAMILY[k] is family]
+        places = {(FIELDS[k].index(value) if value else -1, FIELDS[k].index(step) if step else -1) for k in kinds}
+        assert len(places) == 1, f"{family.name}: its shapes keep their fields in other places"
+        (value_at, step_at), = places
+        specs.append((BATCHES[family], bytes(kinds), value_at, step_at, BATCH_KEEP, BATCH_LEAST))
+    beside = bytes(k for k in Bulk if k not in MOVES_STEP and FAMILY[k] not in BATCHED)
+    return tuple(specs), beside
+
+
+_NO_BATCHES: BatchSpecs = ((), b"")
 
 
 SIMD = 0 if os.environ.get("A1X_NO_SIMD") else 2
@@ -89,6 +123,15 @@ def _templates_for(source: Source) -> tuple[tuple[bytes, type], ...]:
     return _TEMPLATE_TUPLE if source.role in GATED_ROLES else ()
 
 
+def _batches_for(source: Source) -> BatchSpecs:
+    return _batch_specs() if source.role in GATED_ROLES and BATCHING else _NO_BATCHES
+
+
+BATCHING = not os.environ.get("A1X_NO_BATCHES")
+"""Whether blocks of records only give their weight-sync records in batches (``A1X_NO_BATCHES=1``: one
+record a line, as the tests that hold a block's items to a whole file's turn it off)."""
+
+
 def block_buffer() -> mmap.mmap:
     """A block's buffer: it holds at least one line's searched part, and a page more. Anonymous memory,
     so it starts a page (a ``bytearray``'s bytes start 16 bytes past one: malloc's header)."""
@@ -104,6 +147,7 @@ def scan_file(path: Path, source: Source, buf: mmap.mmap | bytearray | None = No
     pages in again, 193 times in a cluster run (docs/parsing.md, "Any mix of lines")."""
     automaton = _automaton(markers_for(source), *(confirm_for(source) or ()))
     templates = _templates_for(source)
+    batches = _batches_for(source)
     max_line = MAX_LINE_BYTES
     size = max(CHUNK_BYTES, max_line)  # a block holds at least one line's searched part
     page = mmap.PAGESIZE
@@ -121,7 +165,8 @@ def scan_file(path: Path, source: Source, buf: mmap.mmap | bytearray | None = No
     def scan(end: int) -> tuple[list[Any], int]:
         """The items and the number of lines of the block's first ``end`` bytes."""
         assert _chunk is not None
-        return _chunk(whole[start:start + end], *automaton, templates, lineno, offset, max_line, minute_base, SIMD)
+        return _chunk(whole[start:start + end], *automaton, templates, lineno, offset, max_line, minute_base, SIMD,
+                      *batches)
 
     def keep(at: int, n: int) -> int:
         """Moves the block's ``n`` bytes from ``at`` to the new block's start (``offset``, already moved to
@@ -336,13 +381,38 @@ def run_blocks(
         reader.close()
 
 
+def unbatch(path: Path, source: Source, batch: Any) -> list[Any]:
+    """The records of ``batch``, one a line, read again from its block (its family's records from its
+    first line to its last, a stretch no other line cuts): for the rare batch some of whose lines a
+    group may have taken (``_prefilter._events``). ``[batch]`` where the block is no
+    longer what it was (the file shrank or was rewritten meanwhile), as it was read then."""
+    try:
+        with open(path, "rb", buffering=0) as f:
+            f.seek(batch.offset)
+            data = f.read(batch.nbytes)
+    except OSError:
+        return [batch]
+    if len(data) != batch.nbytes:
+        return [batch]
+    automaton = _automaton(markers_for(source), *(confirm_for(source) or ()))
+    assert _chunk is not None  # a batch came from it
+    items, _ = _chunk(data, *automaton, _templates_for(source), batch.lineno0, batch.offset, MAX_LINE_BYTES,
+                      minute_base, SIMD, *_NO_BATCHES)
+    kind, first, last = FAMILY[Bulk(batch.kind)], batch.line, batch.last_line
+    records = [r for r in items if len(r) > 3 and first <= r.line <= last and FAMILY[r.kind] is kind]
+    if len(records) != batch.n or records[0].line != first or records[-1].line != last:
+        return [batch]
+    return records
+
+
 def run_items(
     files: Iterable[tuple[Path, Source]],
     on_error: Callable[[str], None],
 ) -> Iterator[tuple[Source, float, Iterator[Any]]]:
     """``(source, mtime, items)`` per readable file, in order: the same events as ``read_run``, except
-    that a line of a bulk shape comes as its record (``Record``) instead of its event."""
+    that a line of a bulk shape comes as its record (``Record``) instead of its event, and a block's
+    weight-sync records may come as a batch (``BATCH_FIELDS``)."""
     from diagnostics.parsing._prefilter import _events
 
     for path, source, mtime, blocks in run_blocks(files, on_error):
-        yield source, mtime, _events(blocks, path, source, mtime)
+        yield source, mtime, _events(blocks, path, source, mtime, functools.partial(unbatch, path, source))

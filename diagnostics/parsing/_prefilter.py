@@ -37,6 +37,7 @@ from diagnostics.parsing._markers import markers_for
 from diagnostics.parsing._parser import GROUP_STARTS, Key, LineParser
 from diagnostics.parsing._rules import TEMPLATES
 from diagnostics.parsing._shapes import split_rank
+from diagnostics.parsing._templates import BATCHES
 
 _START_A, _START_B = GROUP_STARTS
 # grep is faster per byte than the parser (docs/parsing.md), so one grep running ahead keeps the parser fed; more
@@ -301,14 +302,22 @@ def _read_group(path: Path, source: Source, mtime: float, offset: int, start: Ke
 # takes the run's events in order, and each record with the step and window it came in).
 # The event classes of the bulk shapes: an event of one shares its stores, marks and series with records.
 _RECORD_CLASSES = tuple(dict.fromkeys(t.event for t in TEMPLATES.values() if t.event is not None))
+_BATCH_CLASSES = frozenset(BATCHES.values())
 
 
-def _events(blocks: Iterable[Sequence[Sequence[Any]]], path: Path, source: Source, mtime: float) -> Iterator[Any]:
+def _unbatched(batch: Any) -> list[Any]:
+    return [batch]
+
+
+def _events(blocks: Iterable[Sequence[Sequence[Any]]], path: Path, source: Source, mtime: float,
+            unbatch: Callable[[Any], list[Any]] = _unbatched) -> Iterator[Any]:
     """Events of the candidate rows ``(lineno, byte offset, text)`` of one file (grep's, as strings, or
     the native reader's), in order. The native reader's rows also hold bulk records
     (``_bulk.Record``, more than three items): those a group did not take are handed on in *runs*,
     lists of records and the events between them in line order (at most a block's), cut before
-    an event of a record's class (``_RECORD_CLASSES``)."""
+    an event of a record's class (``_RECORD_CLASSES``). A block of records only may hold batches
+    (``_bulk.BATCH_FIELDS``: one family's records, placed where the first was, its ``line``): one
+    whose lines a group may have taken is read again one record a line (``unbatch``)."""
     parser = LineParser(source, mtime=mtime, keep_unknown=False)
     # This parser never holds an open group: group starts go to ``_read_group``, and only lines that
     # start none reach it. So a line without ``\r`` can skip ``feed``'s group bookkeeping.
@@ -324,9 +333,14 @@ def _events(blocks: Iterable[Sequence[Sequence[Any]]], path: Path, source: Sourc
             run = []
             continue
         for row in block:
-            if len(row) > 3:  # a bulk record (``records``): one segment, never a group start
+            if len(row) > 3:  # a bulk record (``records``) or batch: one segment, never a group start
                 rec: Any = row
-                if rec.line > last_taken or (rec.line, 0) not in consumed.get(rec.rank, ()):
+                if rec.line > last_taken:
+                    run.append(row)
+                elif type(rec) in _BATCH_CLASSES:
+                    run.extend(r for r in unbatch(rec) if type(r) in _BATCH_CLASSES or r.line > last_taken
+                               or (r.line, 0) not in consumed.get(r.rank, ()))
+                elif (rec.line, 0) not in consumed.get(rec.rank, ()):
                     run.append(row)
                 continue
             number, offset, line = row

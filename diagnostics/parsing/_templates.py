@@ -43,6 +43,13 @@ class Bulk(enum.IntEnum):
     TRAIN_REPORT = 10
 
 
+FAMILY: dict[Bulk, Bulk] = {**{k: k for k in Bulk}, Bulk.STAT_OLD: Bulk.STAT, Bulk.RECV_DONE_OLD: Bulk.RECV_DONE}
+"""The family of each shape: both shapes of a line feed the same store and series, in line order."""
+MOVES_STEP = frozenset({Bulk.STEP, Bulk.TRAIN_REPORT})
+"""The shapes whose records move the metrics' step, as their events do: taken in place, between the
+others (``diagnostics.columns``), and never beside a batch (``_bulk``)."""
+
+
 # type -> (code of diagnostics/_scan.c, regex of the same characters, the characters of a number, Python value)
 _TYPES: dict[str, tuple[int, str, str, Callable[[str], Any]]] = {
     "int": (1, r"[0-9]{1,18}", "0123456789", int),
@@ -160,3 +167,20 @@ def event_kwargs(t: Template, fields: dict[str, Any]) -> dict[str, Any]:
 def record_class(t: Template) -> type:
     """The named tuple a record of ``t`` is (``RECORD_HEAD`` then ``fields_of(t)``)."""
     return namedtuple(f"{t.kind.name.title().replace('_', '')}Record", (*RECORD_HEAD, *fields_of(t)))
+
+
+BATCH_FIELDS = ("kind", "line", "n", "last_line", "lo", "hi", "ts", "values", "latest", "kept", "offset", "nbytes",
+                "lineno0")
+"""A batch: one family's records of a block in columns (``diagnostics/_scan.c``, ``chunk``'s ``batches``):
+``kind`` its family, ``line`` its first record's line, ``n`` records up to ``last_line``, times from
+``lo`` to ``hi``, ``ts`` and ``values`` (its value field) of each as native doubles in bytes,
+``latest`` the greatest (time, step) of those with a step, ``kept`` its first and last records
+(``_bulk.BATCH_KEEP`` of each end; all of them up to twice that), and the block it was read from
+(``offset``, ``nbytes``, ``lineno0``: ``_bulk.unbatch``)."""
+BATCHED: dict[Bulk, tuple[str | None, str | None]] = {Bulk.SEND_DONE: (None, None),
+                                                        Bulk.RECV_DONE: ("seconds", "step")}
+"""The families read in batches, with their value field and step field: a weight send or receive per
+step per replica, most of a dense run's records (docs/parsing.md, "Weight-sync records in columns")."""
+BATCHES: dict[Bulk, type] = {family: namedtuple(f"{family.name.title().replace('_', '')}Batch", BATCH_FIELDS)
+                             for family in BATCHED}
+"""The batch class (a named tuple of ``BATCH_FIELDS``) of each family read in batches."""

@@ -29,7 +29,9 @@ from diagnostics.parsing import _bulk, _prefilter, discover, read_run
 from diagnostics.parsing._layout import RunLayout
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "parsing"))
+from parsing_helpers import cosmos
 from test_bulk import _random_file
+from test_failure_lines import tb
 
 pytestmark = pytest.mark.skipif(not _bulk.available(), reason="C extension not built")
 
@@ -94,17 +96,27 @@ def _same(layout: RunLayout) -> None:
                                                                        want.evaluate(now=1.75e9)]
 
 
+# Weight-sync records come in batches where a stretch of records holds ``BATCH_LEAST`` of a family (33):
+# at 1, every stretch is read in batches, in blocks too small for 33.
+LEAST = pytest.mark.parametrize("least", [_bulk.BATCH_LEAST, 1], ids=["batches-of-33", "every-stretch-batched"])
+
+
 @pytest.mark.skipif(not _prefilter.available(), reason="GNU grep not installed")
 @pytest.mark.parametrize("run", RUNS, ids=lambda p: f"{p.parent.name}-{p.name}")
-def test_recorded_runs_leave_the_same_state(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@LEAST
+def test_recorded_runs_leave_the_same_state(run: Path, least: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_bulk, "CHUNK_BYTES", 4096)  # many blocks even in a small file
+    monkeypatch.setattr(_bulk, "BATCH_LEAST", least)
     _same(discover(run))
 
 
 @pytest.mark.skipif(not _prefilter.available(), reason="GNU grep not installed")
 @pytest.mark.parametrize("seed", range(6))
-def test_random_runs_leave_the_same_state(tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+@LEAST
+def test_random_runs_leave_the_same_state(tmp_path: Path, seed: int, least: int,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_bulk, "CHUNK_BYTES", 1024)
+    monkeypatch.setattr(_bulk, "BATCH_LEAST", least)
     rng = random.Random(seed)
     logs = tmp_path / "logs_20250609-120000"
     logs.mkdir()
@@ -142,6 +154,100 @@ def test_the_latest_weight_receive_of_a_block_out_of_order_is_the_events(tmp_pat
     _same(layout)
     last = _natively(layout).metrics.last_recv
     assert last is not None and last[1] == 5  # 12:00:03 is the latest time, and 5 its highest step
+
+
+def _batches_read(layout: RunLayout) -> list[Any]:
+    """The batches the native reader hands on for ``layout``'s files."""
+    return [item for _, _, items in _bulk.run_items(layout.files, print) for run in items if type(run) is list
+            for item in run if type(item) in set(_bulk.BATCHES.values())]
+
+
+def _replica_log(rng: random.Random, lines: int, rank: int | None = None) -> list[str]:
+    """A rollout replica's receives in both shapes, now and then a prompt rejected or a line that gives no
+    record (a candidate: it ends a stretch), out of time order here and there, one at step None."""
+    out = []
+    prefix = "" if rank is None else f"[rank{rank}]:"
+    for i in range(lines):
+        r = rng.random()
+        if r < 0.03:
+            out.append(cosmos("Number of rollout replicas: 2 with 1 gpus each", ts="2025-06-09 12:00:00,000"))
+            continue
+        if r < 0.08:
+            out.append(prefix + cosmos("[Rollout rank=0] prompt rejected: prompt.weight_version=3, current weight "
+                                       "version=9, allowed outdated=4, ceiling=7", ts="2025-06-09 12:00:01,000"))
+            continue
+        step = "None" if i == lines // 2 else i // 3 + rng.choice([0, 0, 0, -2])
+        out.append(prefix + _receive(rng.randint(0, 59), step, tail=rng.random() < 0.5))
+    return out
+
+
+@pytest.mark.skipif(not _prefilter.available(), reason="GNU grep not installed")
+@pytest.mark.parametrize("block", [16384, 1 << 20])
+def test_a_long_replica_log_in_batches_leaves_the_same_state(tmp_path: Path, block: int,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stretches of hundreds of receives and sends: read in batches that keep each end's 16 records and
+    only count the rest, the store, series and latest receive are what their events give."""
+    monkeypatch.setattr(_bulk, "CHUNK_BYTES", block)
+    rng = random.Random(block)
+    logs = tmp_path / "logs_20250609-120000"
+    logs.mkdir()
+    for i in range(2):
+        (logs / f"rollout_{i}.log").write_text("\n".join(_replica_log(rng, 900)) + "\n", encoding="utf-8")
+    send = ("[rank0]:[cosmos] 2025-06-09 12:00:{:02d},500 - cosmos - DEBUG - [Policy] All 27 at step {} send "
+            "operations of finished in 0.004 seconds with 0.470947265625 MB sent. While 0 non-trainable splitted "
+            "params skipped and 27 splitted params transferred.")  # as 747d1bd prints it (the recorded fixtures)
+    (logs / "policy_0.log").write_text("\n".join(send.format(rng.randint(0, 59), k) for k in range(400)) + "\n",
+                                       encoding="utf-8")
+    layout = discover(logs)
+    batches = _batches_read(layout)
+    assert sum(b.n for b in batches) > 1500 and max(b.n for b in batches) > 2 * _bulk.BATCH_KEEP
+    assert {type(b).__name__ for b in batches} == {"RecvDoneBatch", "SendDoneBatch"}
+    _same(layout)
+
+
+@pytest.mark.skipif(not _prefilter.available(), reason="GNU grep not installed")
+@pytest.mark.parametrize("tb_rank", [0, None], ids=["another-rank", "no-rank"])
+def test_a_traceback_across_a_batch_leaves_the_same_state(tmp_path: Path, tb_rank: int | None,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A traceback whose lines lie among a stretch of receives (another rank's, as torchrun interleaves
+    them, or its own): the batch is read again one record a line, and every record no group took is
+    taken, as the events give them."""
+    calls: list[bool] = []
+    unbatch = _bulk.unbatch
+
+    def spy(path: Path, source: Any, batch: Any) -> list[Any]:
+        got = unbatch(path, source, batch)
+        calls.append(got != [batch])
+        return got
+
+    monkeypatch.setattr(_bulk, "unbatch", spy)
+    monkeypatch.setattr(_bulk, "BATCH_LEAST", 1)  # the traceback's lines that hold a marker end stretches
+    rng = random.Random(3)
+    logs = tmp_path / "logs_20250609-120000"
+    logs.mkdir()
+    body = tb("torch.OutOfMemoryError: CUDA out of memory.", tb_rank)
+    lines = _replica_log(rng, 60, rank=1)
+    between = _replica_log(random.Random(4), 3 * len(body), rank=1)
+    lines += [line for k, tb_line in enumerate(body) for line in (tb_line, *between[3 * k:3 * k + 3])]
+    lines += _replica_log(rng, 60, rank=1)
+    (logs / "rollout_0.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    layout = discover(logs)
+    _same(layout)
+    assert calls and all(calls)
+
+
+def test_a_batch_whose_file_shrank_is_handed_on_as_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read again after its file shrank, a batch stays what was read (not a partial set of records)."""
+    logs = tmp_path / "logs_20250609-120000"
+    logs.mkdir()
+    path = logs / "rollout_0.log"
+    path.write_text("\n".join(_receive(k % 60, k, tail=True) for k in range(100)) + "\n", encoding="utf-8")
+    layout = discover(logs)
+    (batch,) = _batches_read(layout)
+    source = layout.files[0][1]
+    assert [r.line for r in _bulk.unbatch(path, source, batch)] == list(range(1, 101))
+    path.write_bytes(path.read_bytes()[:5000])
+    assert _bulk.unbatch(path, source, batch) == [batch]
 
 
 @pytest.mark.parametrize("run", RUNS[-2:], ids=lambda p: p.name)

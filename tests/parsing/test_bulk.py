@@ -48,7 +48,7 @@ AUTOMATON = _automaton(GATED_MARKERS)
 def _scan(text: str | bytes, lineno: int = 1, offset: int = 0) -> list[Any]:
     data = text.encode() if isinstance(text, str) else text
     items, _ = _bulk._chunk(data, *AUTOMATON, _bulk._TEMPLATE_TUPLE, lineno, offset, _lines.MAX_LINE_BYTES,
-                            _bulk.minute_base, _bulk.SIMD)
+                            _bulk.minute_base, _bulk.SIMD, *_bulk._NO_BATCHES)
     return items
 
 
@@ -365,6 +365,7 @@ def test_file_reader_gives_read_runs_events_at_any_block_size(tmp_path: Path, bl
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_bulk, "CHUNK_BYTES", block)
     monkeypatch.setattr(_bulk, "SIMD", simd)
+    monkeypatch.setattr(_bulk, "BATCHING", False)  # every record read, to be held to its event
     for module in (_bulk, _lines, _prefilter):
         monkeypatch.setattr(module, "MAX_LINE_BYTES", 512)  # lines over 512 bytes: cut, as everywhere
     monkeypatch.setattr(_lines, "CHUNK_BYTES", 200)  # the pure reader cuts lines longer than its reads
@@ -396,6 +397,7 @@ def test_each_read_lands_where_its_source_lies_in_its_page_and_the_items_are_one
     import io
     import mmap
 
+    monkeypatch.setattr(_bulk, "BATCHING", False)  # one record a line, as one scan of the whole file gives
     monkeypatch.setattr(_bulk, "CHUNK_BYTES", block)
     monkeypatch.setattr(_bulk, "MAX_LINE_BYTES", 512)
     places: list[tuple[int, int]] = []
@@ -418,7 +420,7 @@ def test_each_read_lands_where_its_source_lies_in_its_page_and_the_items_are_one
         got = [tuple(item) for items in _bulk.scan_file(path, src, buf if i % 2 else None) for item in items]
         automaton = _automaton(_bulk.markers_for(src), *(_bulk.confirm_for(src) or ()))
         whole, _ = _bulk._chunk(path.read_bytes(), *automaton, _bulk._templates_for(src), 1, 0, 512,
-                                _bulk.minute_base, _bulk.SIMD)
+                                _bulk.minute_base, _bulk.SIMD, *_bulk._NO_BATCHES)
         assert got == [tuple(item) for item in whole], path.name
     assert len(places) > 2 * len(texts) and all(dest == source for dest, source in places), places[:5]
 

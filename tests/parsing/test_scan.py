@@ -37,7 +37,7 @@ def _implementations(markers: tuple[str, ...]) -> dict[str, object]:
 
         def by_chunk(block: list[str], simd: int) -> list[int]:
             data = "\n".join(block).encode("utf-8", "surrogatepass")
-            items, _ = chunk(data, *automaton, (), 1, 0, 1 << 30, lambda *t: None, simd)
+            items, _ = chunk(data, *automaton, (), 1, 0, 1 << 30, lambda *t: None, simd, (), b"")
             return [item[0] - 1 for item in items]
 
         out["native"] = MarkerScanner(markers).lines
@@ -109,7 +109,7 @@ def test_a_gate_marker_takes_a_line_only_with_every_string_of_one_of_its_rules()
         assert native_lines(text, *automaton[:9], b"") == expected, block
         for simd in (2, 1, 0):  # the prefilter 32 and 16 positions at a time (where the CPU has it), none
             data = text.encode("utf-8", "surrogatepass")
-            items, _ = chunk(data, *automaton, (), 1, 0, 1 << 30, lambda *t: None, simd)
+            items, _ = chunk(data, *automaton, (), 1, 0, 1 << 30, lambda *t: None, simd, (), b"")
             assert [item[0] - 1 for item in items] == expected, block
     assert not any(a in b for a in confirm[0] for b in markers if a != b)  # what _confirmed assumes
     noise = "[rank3]:[cosmos] 2025-06-09 12:00:00,000 - cosmos - INFO - [Policy] Optimizer step 12 done: loss 0.1"
@@ -332,7 +332,7 @@ def test_a_gate_key_is_found_at_every_place_in_lines_of_every_length() -> None:
         assert native_lines(text, *automaton) == expected, length
         assert native_lines(text, *no_table) == expected, length
         for simd in (2, 1, 0):
-            items, _ = chunk(text.encode(), *automaton, (), 1, 0, 1 << 30, lambda *t: None, simd)
+            items, _ = chunk(text.encode(), *automaton, (), 1, 0, 1 << 30, lambda *t: None, simd, (), b"")
             assert [item[0] - 1 for item in items] == expected, (length, simd)
     # A table that does not say what its keys give is refused, not followed.
     groups_bytes = automaton[8]
