@@ -7,9 +7,11 @@ finds the lines holding a marker (the Aho-Corasick automaton of ``_scan``) and r
 numbers into plain tuples (*records*); every other marked line comes back as text for the Python
 parser, exactly as grep's output would. The ``Collector`` takes a record without building its event
 (``diagnostics.detectors._store.Pending`` builds it, through the Python parser, only if a detector
-quotes it). A template only decides how fast a line is read: a line that does not match one exactly,
-to the last byte, goes the Python way (``tests/parsing/test_bulk.py`` holds the record of every
-template to the event the parser builds from the same line).
+quotes it); a stretch of 33 or more weight sends or receives comes as one batch of their columns
+(``BATCH_FIELDS``), with the records of each end. A template only decides how fast a line is read:
+a line that does not match one exactly, to the last byte, goes the Python way
+(``tests/parsing/test_bulk.py`` holds the record of every template to the event the parser builds
+from the same line).
 
 Files are read in ``CHUNK_BYTES`` blocks by a few threads ahead of the parser (the C scan runs
 without the GIL), at most ``AHEAD_CHUNKS`` blocks' results waiting per file; ``prefetch`` starts them

@@ -180,7 +180,7 @@ BATCH_FIELDS = ("kind", "line", "n", "last_line", "lo", "hi", "ts", "values", "l
 BATCHED: dict[Bulk, tuple[str | None, str | None]] = {Bulk.SEND_DONE: (None, None),
                                                         Bulk.RECV_DONE: ("seconds", "step")}
 """The families read in batches, with their value field and step field: a weight send or receive per
-step per replica, most of a dense run's records (docs/parsing.md, "Weight-sync records in columns")."""
+step per replica, most of a dense run's records (docs/parsing.md, "Tenth pass")."""
 BATCHES: dict[Bulk, type] = {family: namedtuple(f"{family.name.title().replace('_', '')}Batch", BATCH_FIELDS)
                              for family in BATCHED}
 """The batch class (a named tuple of ``BATCH_FIELDS``) of each family read in batches."""

@@ -139,11 +139,14 @@ def _receive(second: int, step: object, tail: bool) -> str:
 @pytest.mark.skipif(not _prefilter.available(), reason="GNU grep not installed")
 @pytest.mark.parametrize("shapes", ["new", "old", "both"])
 @pytest.mark.parametrize("unstamped", [False, True], ids=["all-at-a-step", "one-at-step-None"])
+@LEAST
 def test_the_latest_weight_receive_of_a_block_out_of_order_is_the_events(tmp_path: Path, shapes: str,
-                                                                          unstamped: bool) -> None:
+                                                                          unstamped: bool, least: int,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """A replica's receives in one block, out of time order, and one at step None or not: what the
     weight-sync detectors read as the last receive, (time, step), is the latest of them, as the events
-    give it."""
+    give it (taken one record a line, and as a batch)."""
+    monkeypatch.setattr(_bulk, "BATCH_LEAST", least)
     logs = tmp_path / "logs_20250609-120000"
     logs.mkdir()
     order = [(1, 3), (3, 5), (2, 7), *([(4, "None")] if unstamped else []), (3, 2)]
