@@ -6,8 +6,9 @@ of records and, between them, the events of other classes. ``RunTaker.take`` doe
 ``Collector``'s store and metrics what ``Collector.add`` would do with each record's event, without
 building it: events and the records that move the step (``Step``) in order, each record with the
 step and window it came in; then each family's store, marks and series in columns. A record kept
-for evidence is a ``Pending``, built if a detector reads it. ``tests/check/test_native_reader.py``
-holds the two ways to the same state.
+for evidence is a ``Pending``, built if a detector reads it. A batch (``records.BATCHES``: a stretch
+of weight sends or receives in columns, with the records of each end) stands for its records, all
+at the step it came in. ``tests/check/test_native_reader.py`` holds the two ways to the same state.
 """
 
 from __future__ import annotations

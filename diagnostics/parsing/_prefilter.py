@@ -315,9 +315,9 @@ def _events(blocks: Iterable[Sequence[Sequence[Any]]], path: Path, source: Sourc
     the native reader's), in order. The native reader's rows also hold bulk records
     (``_bulk.Record``, more than three items): those a group did not take are handed on in *runs*,
     lists of records and the events between them in line order (at most a block's), cut before
-    an event of a record's class (``_RECORD_CLASSES``). A block of records only may hold batches
-    (``_bulk.BATCH_FIELDS``: one family's records, placed where the first was, its ``line``): one
-    whose lines a group may have taken is read again one record a line (``unbatch``)."""
+    an event of a record's class (``_RECORD_CLASSES``). A block may hold batches (``_bulk.BATCH_FIELDS``:
+    a stretch of one family's records no other line cuts, placed where the first was, its ``line``):
+    one whose lines a group may have reached is read again one record a line (``unbatch``)."""
     parser = LineParser(source, mtime=mtime, keep_unknown=False)
     # This parser never holds an open group: group starts go to ``_read_group``, and only lines that
     # start none reach it. So a line without ``\r`` can skip ``feed``'s group bookkeeping.
