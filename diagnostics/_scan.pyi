@@ -24,7 +24,7 @@ def chunk(
     max_line: int,
     minute_base: Callable[[int, int, int, int, int], int | None],
     simd: int,
-    batches: tuple[tuple[type[tuple[Any, ...]], bytes, int, int, int], ...],
+    batches: tuple[tuple[type[tuple[Any, ...]], bytes, int, int, int, int], ...],
     beside: bytes,
     /,
 ) -> tuple[list[tuple[Any, ...]], int]: ...
