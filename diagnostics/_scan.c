@@ -1272,6 +1272,13 @@ match_templates(const unsigned char *p, Py_ssize_t ls, Py_ssize_t le, const unsi
  * and restored the x87 control word on each call, 8 % of a dense scan's cycles on the dev VM
  * (docs/parsing.md, "Numbers through the C library"). A locale whose decimal point is not '.'
  * refuses every fraction: those lines go to Python, same events. */
+/* Whether field f of a hit is the token None (an "int?" field). */
+static int
+is_none(const unsigned char *p, const Hit *h, int f)
+{
+    return h->codes[f] == 4 && h->fend[f] - h->fstart[f] == 4 && memcmp(p + h->fstart[f], "None", 4) == 0;
+}
+
 static void
 read_numbers(const unsigned char *p, Hit *h)
 {
@@ -1282,7 +1289,7 @@ read_numbers(const unsigned char *p, Hit *h)
             continue;
         const char *s = (const char *)p + h->fstart[f];
         Py_ssize_t n = h->fend[f] - h->fstart[f];
-        if (code == 4 && n == 4 && memcmp(s, "None", 4) == 0)
+        if (is_none(p, h, f))
             continue;
         char tmp[80];  /* tokens are at most 64 bytes (floats) or 19 (ints) */
         if (n >= (Py_ssize_t)sizeof tmp) {
@@ -1315,7 +1322,7 @@ field_value(const unsigned char *p, const Hit *h, int f)
         return PyUnicode_DecodeASCII(s, n, "strict");
     if (code == 10)  /* not UTF-8: a UnicodeDecodeError, a ValueError: the line is then a candidate */
         return PyUnicode_DecodeUTF8(s, n, "strict");
-    if (code == 4 && n == 4 && memcmp(s, "None", 4) == 0)
+    if (is_none(p, h, f))
         Py_RETURN_NONE;
     if (h->bad) {  /* a token read_numbers refused */
         PyErr_SetString(PyExc_ValueError, "not a number");
@@ -1377,13 +1384,6 @@ hit_chunk(void *ctx, Py_ssize_t ls, Py_ssize_t le, Py_ssize_t line)
     h->end = le - ls > c->max_line ? ls + c->max_line : le;
     h->lineno = c->lineno0 + line;
     return 0;
-}
-
-/* Whether field f of a hit is the token None (an "int?" field). */
-static int
-is_none(const unsigned char *p, const Hit *h, int f)
-{
-    return h->codes[f] == 4 && h->fend[f] - h->fstart[f] == 4 && memcmp(p + h->fstart[f], "None", 4) == 0;
 }
 
 /* The record of a matched hit whose time is known: an instance of cls (kind, lineno, rank, ts, bytes,

@@ -20,11 +20,18 @@ from typing import Any
 from diagnostics.detectors import EventStore, FileFacts
 from diagnostics.events import Event, Source, SyncPhase
 from diagnostics.metrics import Metrics
-from diagnostics.parsing.records import BATCHES, FAMILY, MOVES_STEP, RECORD_TYPES, RECORDS, Bulk, event_fields
+from diagnostics.parsing.records import (
+    BATCH_TYPES,
+    BATCHES,
+    FAMILY,
+    MOVES_STEP,
+    RECORD_TYPES,
+    RECORDS,
+    Bulk,
+    event_fields,
+)
 
-_FAMILY: dict[int, Bulk] = {int(k): f for k, f in FAMILY.items()}
 _RECORDS = RECORD_TYPES
-_BATCH_CLASSES = frozenset(BATCHES.values())
 # The family of a record or batch by its class, for the records not taken in place: one lookup a record
 # in ``take``'s loops, where an event or a record taken in place finds none.
 _CLASS_FAMILY: dict[type, Bulk] = {
@@ -41,7 +48,7 @@ def _segments(items: list[Any]) -> list[Any]:
     out: list[Any] = []
     records: list[Any] = []
     for item in items:
-        if type(item) in _BATCH_CLASSES:
+        if type(item) in BATCH_TYPES:
             if records:
                 out.append(records)
                 records = []
@@ -58,11 +65,11 @@ def _parts(items: list[Any], steps: list[Any] | None, now: Any) -> list[tuple[An
     one step (``now``, the metrics' step, without ``steps``), a list of records' steps, or None for all
     at the metrics' step."""
     if steps is None:
-        return [(seg, now if type(seg) in _BATCH_CLASSES else None) for seg in _segments(items)]
+        return [(seg, now if type(seg) in BATCH_TYPES else None) for seg in _segments(items)]
     out: list[tuple[Any, Any]] = []
     i = 0
     for seg in _segments(items):
-        if type(seg) in _BATCH_CLASSES:
+        if type(seg) in BATCH_TYPES:
             out.append((seg, steps[i]))
             i += 1
         else:
@@ -97,7 +104,7 @@ class RunTaker:
         classes = set(map(type, run))
         records_only = classes <= _NOT_IN_PLACE
         # A batch's records share one step: no line between them moves it (``_bulk``, ``chunk``'s stretches).
-        batched = not classes.isdisjoint(_BATCH_CLASSES)
+        batched = not classes.isdisjoint(BATCH_TYPES)
         if records_only:
             # Records only, none that moves the step (replica logs): one step for all, families at once.
             n = len(run)
@@ -135,7 +142,7 @@ class RunTaker:
                 elif metrics.step_record(item, store.pending(head, item)):
                     new_steps.append(item)
                 step = metrics.step
-                family = _FAMILY[item.kind]
+                family = FAMILY[item.kind]  # a Bulk is an int: its kind finds it
             n += 1
             slot = families.get(family)
             if slot is None:
@@ -155,7 +162,7 @@ class RunTaker:
         seg_at: Any
         for family, (recs, _) in families.items():
             for seg in _segments(recs) if batched and family in BATCHES else (recs,):
-                if type(seg) in _BATCH_CLASSES:
+                if type(seg) in BATCH_TYPES:
                     lo, hi, end = seg.lo, seg.hi, seg.kept[-1]
                     n += seg.n - 1
                 else:
@@ -173,7 +180,7 @@ class RunTaker:
         # The run's last line, where it ends with records: those after its last event are in line order
         # but for batches, each where its first record was, so the latest of the families' last records.
         last = type(run[-1])
-        if last in records or last in _BATCH_CLASSES:
+        if last in records or last in BATCH_TYPES:
             facts.last_item = store.pending(head, last_rec)
         if facts.first_ts is None or low < facts.first_ts:
             facts.first_ts = low
@@ -192,7 +199,7 @@ class RunTaker:
                 metrics.stats(recs, at)
             elif family == Bulk.RECV_DONE:
                 for seg, seg_at in _parts(recs, at, metrics.step) if batched else ((recs, at),):
-                    if type(seg) in _BATCH_CLASSES:
+                    if type(seg) in BATCH_TYPES:
                         store.sync_records(SyncPhase.RECV_DONE, facts, head, seg.kept, seg.n)
                         metrics.recv_batch(seg, seg_at)
                     else:
@@ -210,8 +217,8 @@ class RunTaker:
                         store.retain_pending(store.prefetch, name, head, named, 8)
                 self._mark("prefetch", recs)
             elif family == Bulk.SEND_DONE:
-                for seg, _ in _parts(recs, None, None) if batched else ((recs, None),):
-                    if type(seg) in _BATCH_CLASSES:
+                for seg in _segments(recs) if batched else (recs,):
+                    if type(seg) in BATCH_TYPES:
                         store.sync_records(SyncPhase.POLICY_SEND_DONE, facts, head, seg.kept, seg.n)
                     else:
                         store.sync_records(SyncPhase.POLICY_SEND_DONE, facts, head, seg)

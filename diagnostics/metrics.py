@@ -365,15 +365,17 @@ class Metrics:
         if unstamped < len(steps_of):
             # the latest (ts, step) of those with a step; all of them (one shape): in C, without a loop here
             stamped = zip(times, steps_of, strict=True)
-            latest = max(stamped) if not unstamped else max((t, s) for t, s in stamped if s is not None)
-            if self.last_recv is None or latest > self.last_recv:
-                self.last_recv = latest
+            self._received(max(stamped) if not unstamped else max((t, s) for t, s in stamped if s is not None))
 
     def recv_batch(self, batch: Any, step: float | None) -> None:
         """A batch of receive records (``diagnostics.parsing.records.BATCHES``), all at ``step``."""
         self._series("weight_recv_s").extend(array("d", batch.values), array("d", batch.ts), step)
-        latest = batch.latest
-        if latest is not None and (self.last_recv is None or latest > self.last_recv):
+        if batch.latest is not None:
+            self._received(batch.latest)
+
+    def _received(self, latest: tuple[float, int]) -> None:
+        """A receive at (ts, step): the latest one so far is ``last_recv``."""
+        if self.last_recv is None or latest > self.last_recv:
             self.last_recv = latest
 
     def add(self, event: Event, ts: float | _Unset | None = _UNSET, /) -> None:
@@ -414,8 +416,8 @@ class Metrics:
     def recv_done(self, seconds: float | None, step: int | None, ts: float | None) -> None:
         """A weight receive that finished (``_weight_sync``; also the native reader's records)."""
         self._put("weight_recv_s", seconds, ts)
-        if step is not None and ts is not None and (self.last_recv is None or (ts, step) > self.last_recv):
-            self.last_recv = (ts, step)
+        if step is not None and ts is not None:
+            self._received((ts, step))
 
     def _dynamic_sampling(self, event: DynamicSampling, ts: float | None) -> None:
         self.dynamic_counts(event.counts)

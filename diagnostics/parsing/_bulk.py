@@ -35,7 +35,7 @@ from diagnostics.parsing import _rules
 from diagnostics.parsing._lines import MAX_LINE_BYTES
 from diagnostics.parsing._markers import confirm_for, markers_for
 from diagnostics.parsing._parser import GATED_ROLES
-from diagnostics.parsing._scan import _automaton
+from diagnostics.parsing._scan import Automaton, _automaton
 from diagnostics.parsing._scan import _native_chunk as _chunk
 from diagnostics.parsing._templates import (
     BATCHED,
@@ -78,7 +78,8 @@ record, and costs more than they do (the tests lower it to 1, to read every stre
 BatchSpecs = tuple[tuple[tuple[type, bytes, int, int, int, int], ...], bytes]
 
 
-def _batch_specs() -> BatchSpecs:
+@functools.lru_cache(maxsize=4)
+def _batch_specs(keep: int, least: int) -> BatchSpecs:
     """``chunk``'s ``batches`` and ``beside``: each family's class, shapes, fields' places, ends kept and
     fewest records; the shapes whose records may stand beside a batch (any but those that move the step)."""
     specs = []
@@ -87,7 +88,7 @@ def _batch_specs() -> BatchSpecs:
         places = {(FIELDS[k].index(value) if value else -1, FIELDS[k].index(step) if step else -1) for k in kinds}
         assert len(places) == 1, f"{family.name}: its shapes keep their fields in other places"
         (value_at, step_at), = places
-        specs.append((BATCHES[family], bytes(kinds), value_at, step_at, BATCH_KEEP, BATCH_LEAST))
+        specs.append((BATCHES[family], bytes(kinds), value_at, step_at, keep, least))
     beside = bytes(k for k in Bulk if k not in MOVES_STEP and FAMILY[k] not in BATCHED)
     return tuple(specs), beside
 
@@ -125,13 +126,17 @@ def _templates_for(source: Source) -> tuple[tuple[bytes, type], ...]:
     return _TEMPLATE_TUPLE if source.role in GATED_ROLES else ()
 
 
-def _batches_for(source: Source) -> BatchSpecs:
-    return _batch_specs() if source.role in GATED_ROLES and BATCHING else _NO_BATCHES
-
-
 BATCHING = not os.environ.get("A1X_NO_BATCHES")
-"""Whether blocks of records only give their weight-sync records in batches (``A1X_NO_BATCHES=1``: one
+"""Whether stretches of records give their weight-sync records in batches (``A1X_NO_BATCHES=1``: one
 record a line, as the tests that hold a block's items to a whole file's turn it off)."""
+
+
+def _batches_for(source: Source) -> BatchSpecs:
+    return _batch_specs(BATCH_KEEP, BATCH_LEAST) if source.role in GATED_ROLES and BATCHING else _NO_BATCHES
+
+
+def _automaton_for(source: Source) -> Automaton:
+    return _automaton(markers_for(source), *(confirm_for(source) or ()))
 
 
 def block_buffer() -> mmap.mmap:
@@ -147,7 +152,7 @@ def scan_file(path: Path, source: Source, buf: mmap.mmap | bytearray | None = No
     ``buf``: a ``block_buffer()`` to read into, which a worker keeps for all its files (nothing read
     refers to it once the file is done): a new one a file zeroed 4 MiB with the GIL held and faulted its
     pages in again, 193 times in a cluster run (docs/parsing.md, "Any mix of lines")."""
-    automaton = _automaton(markers_for(source), *(confirm_for(source) or ()))
+    automaton = _automaton_for(source)
     templates = _templates_for(source)
     batches = _batches_for(source)
     max_line = MAX_LINE_BYTES
@@ -396,7 +401,7 @@ def unbatch(path: Path, source: Source, batch: Any) -> list[Any]:
         return [batch]
     if len(data) != batch.nbytes:
         return [batch]
-    automaton = _automaton(markers_for(source), *(confirm_for(source) or ()))
+    automaton = _automaton_for(source)
     assert _chunk is not None  # a batch came from it
     items, _ = _chunk(data, *automaton, _templates_for(source), batch.lineno0, batch.offset, MAX_LINE_BYTES,
                       minute_base, SIMD, *_NO_BATCHES)
@@ -412,7 +417,7 @@ def run_items(
     on_error: Callable[[str], None],
 ) -> Iterator[tuple[Source, float, Iterator[Any]]]:
     """``(source, mtime, items)`` per readable file, in order: the same events as ``read_run``, except
-    that a line of a bulk shape comes as its record (``Record``) instead of its event, and a block's
+    that a line of a bulk shape comes as its record (``Record``) instead of its event, and a stretch's
     weight-sync records may come as a batch (``BATCH_FIELDS``)."""
     from diagnostics.parsing._prefilter import _events
 

@@ -37,7 +37,7 @@ from diagnostics.parsing._markers import markers_for
 from diagnostics.parsing._parser import GROUP_STARTS, Key, LineParser
 from diagnostics.parsing._rules import TEMPLATES
 from diagnostics.parsing._shapes import split_rank
-from diagnostics.parsing._templates import BATCHES
+from diagnostics.parsing._templates import BATCH_TYPES
 
 _START_A, _START_B = GROUP_STARTS
 # grep is faster per byte than the parser (docs/parsing.md), so one grep running ahead keeps the parser fed; more
@@ -302,7 +302,6 @@ def _read_group(path: Path, source: Source, mtime: float, offset: int, start: Ke
 # takes the run's events in order, and each record with the step and window it came in).
 # The event classes of the bulk shapes: an event of one shares its stores, marks and series with records.
 _RECORD_CLASSES = tuple(dict.fromkeys(t.event for t in TEMPLATES.values() if t.event is not None))
-_BATCH_CLASSES = frozenset(BATCHES.values())
 
 
 def _unbatched(batch: Any) -> list[Any]:
@@ -337,8 +336,8 @@ def _events(blocks: Iterable[Sequence[Sequence[Any]]], path: Path, source: Sourc
                 rec: Any = row
                 if rec.line > last_taken:
                     run.append(row)
-                elif type(rec) in _BATCH_CLASSES:
-                    run.extend(r for r in unbatch(rec) if type(r) in _BATCH_CLASSES or r.line > last_taken
+                elif type(rec) in BATCH_TYPES:
+                    run.extend(r for r in unbatch(rec) if type(r) in BATCH_TYPES or r.line > last_taken
                                or (r.line, 0) not in consumed.get(r.rank, ()))
                 elif (rec.line, 0) not in consumed.get(rec.rank, ()):
                     run.append(row)

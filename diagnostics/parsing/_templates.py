@@ -171,7 +171,7 @@ def record_class(t: Template) -> type:
 
 BATCH_FIELDS = ("kind", "line", "n", "last_line", "lo", "hi", "ts", "values", "latest", "kept", "offset", "nbytes",
                 "lineno0")
-"""A batch: one family's records of a block in columns (``diagnostics/_scan.c``, ``chunk``'s ``batches``):
+"""A batch: one family's records of a stretch of a block in columns (``diagnostics/_scan.c``, ``chunk``'s ``batches``):
 ``kind`` its family, ``line`` its first record's line, ``n`` records up to ``last_line``, times from
 ``lo`` to ``hi``, ``ts`` and ``values`` (its value field) of each as native doubles in bytes,
 ``latest`` the greatest (time, step) of those with a step, ``kept`` its first and last records
@@ -184,3 +184,4 @@ step per replica, most of a dense run's records (docs/parsing.md, "Tenth pass").
 BATCHES: dict[Bulk, type] = {family: namedtuple(f"{family.name.title().replace('_', '')}Batch", BATCH_FIELDS)
                              for family in BATCHED}
 """The batch class (a named tuple of ``BATCH_FIELDS``) of each family read in batches."""
+BATCH_TYPES: frozenset[type] = frozenset(BATCHES.values())

@@ -5,11 +5,11 @@ those of its shape's definition in ``_rules``, ``_templates``); the Collector ta
 columns (``diagnostics.engine``) instead of building an event for each. A record kept for evidence
 is a ``Pending`` until a detector reads it: its event is then built from its line by the parser.
 
-A block of records only gives its weight-sync records as a *batch* a family (``BATCHES``, of
-``BATCH_FIELDS``): their count, times and values in columns, and the records of each end, the only
-ones the store keeps. The native reader itself: ``native_available()`` (the C extension is built and not turned off),
-``prefetch(files)`` (start its threads early), ``run_items(files, on_error)`` (per file, events and
-runs of records in line order).
+A stretch of records (no other line between them) gives its weight-sync records as a *batch* a
+family (``BATCHES``, of ``BATCH_FIELDS``): their count, times and values in columns, and the records
+of each end, the only ones the store keeps. The native reader itself: ``native_available()`` (the C
+extension is built and not turned off), ``prefetch(files)`` (start its threads early),
+``run_items(files, on_error)`` (per file, events and runs of records in line order).
 """
 
 from __future__ import annotations
@@ -20,7 +20,16 @@ from diagnostics.events import Event, Source
 from diagnostics.parsing._bulk import FIELDS, RECORDS, TEMPLATES, prefetch, run_items
 from diagnostics.parsing._bulk import available as native_available
 from diagnostics.parsing._parser import LineParser
-from diagnostics.parsing._templates import BATCH_FIELDS, BATCHES, FAMILY, MOVES_STEP, RECORD_HEAD, Bulk, event_kwargs
+from diagnostics.parsing._templates import (
+    BATCH_FIELDS,
+    BATCH_TYPES,
+    BATCHES,
+    FAMILY,
+    MOVES_STEP,
+    RECORD_HEAD,
+    Bulk,
+    event_kwargs,
+)
 
 RECORD_TYPES: frozenset[type] = frozenset(RECORDS.values())
 
@@ -60,5 +69,6 @@ def built(item: Any) -> Any:
     return item.event() if type(item) is Pending else item
 
 
-__all__ = ["BATCHES", "BATCH_FIELDS", "FAMILY", "FIELDS", "MOVES_STEP", "RECORDS", "RECORD_HEAD", "RECORD_TYPES",
-           "Bulk", "Pending", "built", "event_fields", "is_record", "native_available", "prefetch", "run_items"]
+__all__ = ["BATCHES", "BATCH_FIELDS", "BATCH_TYPES", "FAMILY", "FIELDS", "MOVES_STEP", "RECORDS", "RECORD_HEAD",
+           "RECORD_TYPES", "Bulk", "Pending", "built", "event_fields", "is_record", "native_available", "prefetch",
+           "run_items"]

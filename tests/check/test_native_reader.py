@@ -27,6 +27,7 @@ from diagnostics.engine import Collector, _read_into, check
 from diagnostics.metrics import Metrics, Series, StepWindow, Streak, StreakTracker
 from diagnostics.parsing import _bulk, _prefilter, discover, read_run
 from diagnostics.parsing._layout import RunLayout
+from diagnostics.parsing.records import BATCH_TYPES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "parsing"))
 from parsing_helpers import cosmos
@@ -162,7 +163,7 @@ def test_the_latest_weight_receive_of_a_block_out_of_order_is_the_events(tmp_pat
 def _batches_read(layout: RunLayout) -> list[Any]:
     """The batches the native reader hands on for ``layout``'s files."""
     return [item for _, _, items in _bulk.run_items(layout.files, print) for run in items if type(run) is list
-            for item in run if type(item) in set(_bulk.BATCHES.values())]
+            for item in run if type(item) in BATCH_TYPES]
 
 
 def _replica_log(rng: random.Random, lines: int, rank: int | None = None) -> list[str]:
