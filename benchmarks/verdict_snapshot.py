@@ -4,8 +4,9 @@
 ``<generation>/<name>`` folder and each recorded driver log), every ``diagnostics/examples/<name>``
 and each workload folder given (``benchmarks/check_scale.py DIR --mix M --generate-only``), the
 ``--check`` report (findings with their evidence, outcome, checks, metrics, files, notes; not
-``generated_at``) as each reader gives it: the native reader, the grep prefilter and pure Python
-(workloads: native and grep only, pure Python takes minutes a gigabyte). ``compare A.json B.json``
+``generated_at``) as each reader gives it: the native reader, the grep prefilter, pure Python and the
+native reader in ``--check``'s child process (workloads: all but pure Python, which takes minutes a
+gigabyte). ``compare A.json B.json``
 prints every difference and exits 1 if there is one. Issue 14: verdicts do not move.
 """
 
@@ -19,14 +20,24 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-PATHS = {"native": {}, "grep": {"A1X_NO_NATIVE": "1"}, "pure": {"A1X_NO_NATIVE": "1", "A1X_NO_GREP": "1"}}
+PATHS = {"native": {}, "grep": {"A1X_NO_NATIVE": "1"}, "pure": {"A1X_NO_NATIVE": "1", "A1X_NO_GREP": "1"},
+         "child": {"A1X_SNAPSHOT_CHILD": "1"}}
+"""The readers: ``child`` is the native reader in ``a1x-tui --check``'s child process
+(``diagnostics.reader_process``); a report it did not read says why in ``child_declined``."""
 
 _ONE = """
-import json, sys
+import json, os, sys
+from diagnostics import reader_process
 from diagnostics.engine import check
 out = {}
 for target in sys.argv[1:]:
-    report = check(target).model_dump(mode="json")
+    child = reader_process.start(target, None, None) if os.environ.get("A1X_SNAPSHOT_CHILD") else None
+    report = check(target, reader=child.read_into if child else None).model_dump(mode="json")
+    if os.environ.get("A1X_SNAPSHOT_CHILD"):
+        if child is not None:
+            child.close()
+        if child is None or child.why is not None:
+            report["child_declined"] = child.why if child is not None else "not started"
     report.pop("generated_at", None)
     out[target] = report
 print(json.dumps(out, sort_keys=True))
@@ -57,7 +68,8 @@ def record(out: Path, workloads: list[str]) -> None:
             snapshot[name].update({f"workload:{Path(w).name}": r for w, r in _reports(workloads, env).items()})
     out.write_text(json.dumps(snapshot, indent=1, sort_keys=True) + "\n")
     n = sum(len(v) for v in snapshot.values())
-    print(f"{out}: {n} reports ({len(targets())} runs x {len(PATHS)} readers, {len(workloads)} workloads x 2)")
+    print(f"{out}: {n} reports ({len(targets())} runs x {len(PATHS)} readers, "
+          f"{len(workloads)} workloads x {len(PATHS) - 1})")
 
 
 def _diff(a: Any, b: Any, where: str, out: list[str]) -> None:

@@ -10,31 +10,26 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from diagnostics.collect import Collection, read_into
 from diagnostics.deadline import CheckTimeout as CheckTimeout  # raised by the readers, caught here
 from diagnostics.detectors import (
     ConfigLike,
     DetectorContext,
     DumpConfig,
-    EventStore,
-    FileFacts,
     RunConfig,
     run_detectors,
 )
-from diagnostics.events import Event, Source
 from diagnostics.findings import CheckResult, Finding, Report, RunOutcome
-from diagnostics.metrics import SERIES_CAPACITY, Metrics
+from diagnostics.metrics import SERIES_CAPACITY
 from diagnostics.report import build_report, merge_findings, unknown_report
 
 if TYPE_CHECKING:
     from diagnostics.parsing import RunLayout
-
-DEADLINE_EVERY = 2048  # events between two looks at the clock
-
 
 @dataclass(frozen=True, slots=True)
 class Assessment:
@@ -44,44 +39,15 @@ class Assessment:
     outcome: RunOutcome
 
 
-class Collector:
-    """Everything the detectors need from a stream of events, in bounded memory."""
+class Collector(Collection):
+    """Everything the detectors need from a stream of events, in bounded memory (``Collection``), and
+    the detectors run on it (``assess``)."""
 
     def __init__(self, *, keep: int = 16, series_capacity: int = SERIES_CAPACITY) -> None:
-        self.store = EventStore(keep)
-        self.metrics = Metrics(series_capacity)
+        super().__init__(keep=keep, series_capacity=series_capacity)
         self.checks: list[CheckResult] = []
         # A closed-loop run's reader (``diagnostics.alpagym.reader.ClosedLoopRun``): set for AlpaGym runs.
         self.closed_loop: Any = None
-
-    def add(self, event: Event) -> None:
-        self.metrics.add(event, self.store.add(event))  # the store's epoch(event.ts), not computed twice
-
-    def extend(self, events: Iterable[Event]) -> None:
-        for event in events:
-            self.add(event)
-
-    def run_taker(self, source: Source, mtime: float | None) -> Callable[[list[tuple[Any, ...]]], None]:
-        """What ``add`` does with each event, for runs of consecutive bulk records of one file
-        (``parsing._bulk``): the same store and metrics, without building the events (a ``Pending``
-        stands for each one kept for evidence, built if a detector reads it). Within a run only the
-        order of records of one family matters (each feeds its own series, marks and store), so a
-        run is taken a family at a time, in columns. ``tests/check/test_native_reader.py`` holds
-        the two ways to the same state."""
-        from diagnostics.columns import RunTaker
-
-        return RunTaker(self.store, self.metrics, self.note_file(source), self.add, source, mtime).take
-
-    def note_file(self, source: Source, *, size: int | None = None, mtime: float | None = None) -> FileFacts:
-        """Make a file known (even one without any event) and record its size and mtime."""
-        facts = self.store.files.get(source.path)
-        if facts is None:
-            facts = self.store.files[source.path] = FileFacts(source)
-        if size is not None:
-            facts.size = size
-        if mtime is not None:
-            facts.mtime = mtime
-        return facts
 
     def run_config(self, config: ConfigLike | None = None) -> RunConfig:
         """The config detectors see: the logged effective config first, then ``config``."""
@@ -116,37 +82,20 @@ class Collector:
 
 
 def _read_into(collector: Collector, layout: RunLayout, deadline: float | None) -> None:
-    """Every event of ``layout`` into ``collector``: through the native reader where it is built
-    (bulk lines as records), else ``read_run``. Raises ``CheckTimeout`` past ``deadline``."""
-    from diagnostics.parsing import read_run, records
-
-    if layout.closed_loop is not None:  # the role logs only: the closed-loop reader takes the rest
+    """Every event of ``layout`` into ``collector`` (``collect.read_into``; an AlpaGym run's role logs
+    only: the closed-loop reader takes the rest). Raises ``CheckTimeout`` past ``deadline``."""
+    if layout.closed_loop is not None:
         from dataclasses import replace
 
         from diagnostics.alpagym.reader import generic_files
 
         layout = replace(layout, files=generic_files(layout.files))
-    if records.native_available():
-        add = collector.add
-        n = DEADLINE_EVERY  # look at the clock after the first item, then every DEADLINE_EVERY events
-        for source, mtime, items in records.run_items(layout.files, layout.unreadable.append):
-            take = collector.run_taker(source, mtime)
-            for item in items:
-                if item.__class__ is list:
-                    take(item)
-                    n += len(item)
-                else:
-                    add(item)
-                    n += 1
-                if deadline is not None and n >= DEADLINE_EVERY:
-                    n = 0
-                    if time.monotonic() > deadline:
-                        raise CheckTimeout
-        return
-    for i, event in enumerate(read_run(layout)):
-        collector.add(event)
-        if deadline is not None and i % DEADLINE_EVERY == 0 and time.monotonic() > deadline:
-            raise CheckTimeout
+    read_into(collector, layout, deadline)
+
+
+Reader = Callable[["Collector", "RunLayout", "float | None"], bool]
+"""Reads a run into a Collector another way (``reader_process.ChildReader.read_into``): True when it
+did, False to leave it to ``check``'s own reading. May raise ``CheckTimeout``."""
 
 
 def _load_toml(config_path: Path, notes: list[str]) -> Any:
@@ -246,8 +195,12 @@ def check(
     *,
     timeout: float | None = None,
     progress: Callable[[str], None] | None = None,
+    reader: Reader | None = None,
 ) -> Report:
-    """Diagnose the run at ``path``; never raises for bad input (the report says UNKNOWN and why)."""
+    """Diagnose the run at ``path``; never raises for bad input (the report says UNKNOWN and why).
+
+    ``reader``: reads the run into the Collector instead of this process (``a1x-tui --check``'s child
+    process, ``diagnostics.reader_process``), where it can; the report is the same either way."""
     from diagnostics.parsing import LayoutError, discover
 
     target = str(path)
@@ -270,18 +223,14 @@ def check(
         notes.extend(collector.closed_loop.notes)
         if loaded is None:
             loaded = _closed_loop_toml(layout.closed_loop, notes)
-    for file_path, source in layout.files:
-        try:
-            st = file_path.stat()
-        except OSError:
-            continue
-        collector.note_file(source, size=st.st_size, mtime=st.st_mtime)
+    collector.note_files(layout)
 
     if progress is not None:
         size = sum(f.size or 0 for f in collector.store.files.values())
         progress(f"reading {len(layout.files)} file(s), {size / 1e6:.1f} MB")
     try:
-        _read_into(collector, layout, deadline)
+        if reader is None or collector.closed_loop is not None or not reader(collector, layout, deadline):
+            _read_into(collector, layout, deadline)
         if collector.closed_loop is not None:
             from diagnostics.alpagym.reader import read_into
 

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import json
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -77,29 +75,21 @@ def _emit(text: str) -> None:
     sys.stdout.flush()
 
 
-def _start_reading(path: str, run: str | None) -> None:
-    """Let the native reader's threads scan the run while the detectors and report models import."""
+def _start_reading(path: str, run: str | None, timeout: float | None) -> Any:
+    """Read the run while the detectors and report models import: in a child process where one can be
+    forked (``diagnostics.reader_process``: the reader returned, for ``check``), else with the native
+    reader's threads in this one (None)."""
+    from diagnostics import reader_process
+
+    child = reader_process.start(path, run, timeout)
+    if child is not None:
+        return child
     from diagnostics.parsing import LayoutError, discover, records
 
     if records.native_available():
         with contextlib.suppress(LayoutError, OSError):  # check() says what is wrong with the path
             records.prefetch(discover(Path(path), run).files)
-
-
-@contextlib.contextmanager
-def _collector_aside() -> Iterator[None]:
-    """While a run is read: what exists now (the imports' modules, classes, schemas) is left out of the
-    cycle collector's walks, and it collects every 20,000 allocations, not 700, as records stream in
-    (docs/parsing.md, "Fifth pass": 5-8 % of the wall on the dev VM). Undone after, for a caller that
-    goes on in the same process (the tests call the CLI in theirs)."""
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(20_000, 20, 20)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -119,20 +109,23 @@ def run(args: argparse.Namespace) -> int:
         except KeyError:
             print(f"a1x-tui --check: no example {args.example!r} (available: {', '.join(names)})", file=sys.stderr)
             return 3
-    if path is not None:
-        _start_reading(path, args.run)
-    from diagnostics.engine import check
-    from diagnostics.report import render, unknown_report
+    child = _start_reading(path, args.run, args.timeout) if path is not None else None
+    try:
+        from diagnostics.collect import collector_aside
+        from diagnostics.engine import check
+        from diagnostics.report import render, unknown_report
 
-    if path is None:
-        report = unknown_report("", "no PATH given (a1x-tui --check PATH, or --example NAME)")
-        print("a1x-tui --check: no PATH given", file=sys.stderr)
-    else:
-        progress = (lambda msg: print(f"a1x-tui --check: {msg}", file=sys.stderr)) if sys.stderr.isatty() else None
-        with _collector_aside():
-            report = check(
-                path, config_path=args.config, run=args.run, now=time.time(), timeout=args.timeout, progress=progress
-            )
+        if path is None:
+            report = unknown_report("", "no PATH given (a1x-tui --check PATH, or --example NAME)")
+            print("a1x-tui --check: no PATH given", file=sys.stderr)
+        else:
+            progress = (lambda msg: print(f"a1x-tui --check: {msg}", file=sys.stderr)) if sys.stderr.isatty() else None
+            with collector_aside():
+                report = check(path, config_path=args.config, run=args.run, now=time.time(), timeout=args.timeout,
+                               progress=progress, reader=child.read_into if child is not None else None)
+    finally:
+        if child is not None:
+            child.close()  # a report that did not need it (UNKNOWN), or an interrupt: the child is stopped
         for note in report.notes:
             print(f"a1x-tui --check: {note}", file=sys.stderr)
     _emit(render(report, args.format))

@@ -1,65 +1,51 @@
 """Detectors: pure functions of a ``DetectorContext`` that return findings with evidence.
 
 One module per pathology family; each registers its checks with ``@detector(<catalog id>)``.
-``run_detectors(ctx)`` runs them all and gives a ``CheckResult`` per id plus the findings.
+``run_detectors(ctx)`` (``diagnostics.detectors.run``) runs them all and gives a ``CheckResult`` per id
+plus the findings.
+
+Importing the package imports only the store a run is read into (``EventStore``, ``FileFacts``,
+``Retained``): ``--check`` reads a run in a child process that imports neither the detectors nor the
+report models (docs/architecture.md, "Reading in a child process"). Every other name below is
+imported at its first use, with the detectors' registrations.
 """
 
 from __future__ import annotations
 
-from diagnostics.detectors import (  # noqa: F401 - imported for their @detector registrations
-    buffer,
-    closed_loop,
-    collapse,
-    config_runtime,
-    failures,
-    lifecycle,
-    memory,
-    outcome,
-    placement,
-    prefetch,
-    recipe,
-    weight_sync,
-)
-from diagnostics.detectors._base import (
-    REGISTRY,
-    Conclusion,
-    DetectorContext,
-    Verdict,
-    detector,
-    make_finding,
-)
-from diagnostics.detectors._config import ConfigLike, DumpConfig, RunConfig, clip_text
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from diagnostics.detectors._store import EventStore, FileFacts, Retained
-from diagnostics.detectors.facts import RunFacts
-from diagnostics.detectors.outcome import decide_outcome
-from diagnostics.findings import CheckResult, CheckState, Finding, Outcome, RunOutcome
+
+if TYPE_CHECKING:
+    from diagnostics.detectors._base import Conclusion, DetectorContext, Verdict, detector, make_finding
+    from diagnostics.detectors._config import ConfigLike, DumpConfig, RunConfig, clip_text
+    from diagnostics.detectors.run import REGISTRY, run_detectors
+
+_AT_FIRST_USE = {
+    "REGISTRY": "run",
+    "run_detectors": "run",
+    "Conclusion": "_base",
+    "DetectorContext": "_base",
+    "Verdict": "_base",
+    "detector": "_base",
+    "make_finding": "_base",
+    "ConfigLike": "_config",
+    "DumpConfig": "_config",
+    "RunConfig": "_config",
+    "clip_text": "_config",
+}
 
 
-def run_detectors(ctx: DetectorContext) -> tuple[list[Finding], list[CheckResult], RunOutcome]:
-    """Every registered detector, in registry order, then the run's outcome and the concluding detectors
-    (``detectors.outcome``: what no other finding explains). A detector that crashes is reported, not raised."""
-    findings: list[Finding] = []
-    checks: list[CheckResult] = []
-    try:
-        facts = RunFacts.of(ctx)
-        run_outcome = decide_outcome(ctx, facts)
-    except Exception as exc:  # never OK because the outcome could not be read
-        facts = RunFacts([], [], None, [])
-        run_outcome = RunOutcome(state=Outcome.INCOMPLETE, summary=f"the outcome could not be read: "
-                                 f"{type(exc).__name__}: {exc}")
-    ordered = [d for d in REGISTRY.values() if not d.concluding] + [d for d in REGISTRY.values() if d.concluding]
-    for det in ordered:
-        check_id = det.id
-        try:
-            verdict = det.fn(Conclusion(ctx, list(findings), run_outcome, facts)) if det.concluding else det.fn(ctx)
-        except Exception as exc:  # a bug in one detector must not hide the others' findings
-            checks.append(
-                CheckResult(id=check_id, state=CheckState.BLIND, note=f"detector error: {type(exc).__name__}: {exc}")
-            )
-            continue
-        findings.extend(verdict.findings)
-        checks.append(CheckResult(id=check_id, state=verdict.resolved_state(), note=verdict.note))
-    return findings, checks, run_outcome
+def __getattr__(name: str) -> Any:
+    """A name of the detectors' side, imported now with every detector (their registrations first)."""
+    module = _AT_FIRST_USE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    importlib.import_module(f"{__name__}.run")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
 
 
 __all__ = [

@@ -164,9 +164,19 @@ def event_kwargs(t: Template, fields: dict[str, Any]) -> dict[str, Any]:
     return {**t.const, **(t.fold(fields) if t.fold is not None else fields)}
 
 
+def _named(name: str, fields: tuple[str, ...]) -> type:
+    """A named tuple class this module holds by its name, so that pickle finds it: ``a1x-tui --check``'s
+    child process hands its records back pickled (``diagnostics.reader_process``)."""
+    cls = globals().get(name)
+    if cls is None or cls._fields != fields:
+        cls = globals()[name] = namedtuple(name, fields, module=__name__)
+    return cls
+
+
 def record_class(t: Template) -> type:
-    """The named tuple a record of ``t`` is (``RECORD_HEAD`` then ``fields_of(t)``)."""
-    return namedtuple(f"{t.kind.name.title().replace('_', '')}Record", (*RECORD_HEAD, *fields_of(t)))
+    """The named tuple a record of ``t`` is (``RECORD_HEAD`` then ``fields_of(t)``): one class for a
+    shape, however often it is asked for."""
+    return _named(f"{t.kind.name.title().replace('_', '')}Record", (*RECORD_HEAD, *fields_of(t)))
 
 
 BATCH_FIELDS = ("kind", "line", "n", "last_line", "lo", "hi", "ts", "values", "latest", "kept", "offset", "nbytes",
@@ -181,7 +191,7 @@ BATCHED: dict[Bulk, tuple[str | None, str | None]] = {Bulk.SEND_DONE: (None, Non
                                                         Bulk.RECV_DONE: ("seconds", "step")}
 """The families read in batches, with their value field and step field: a weight send or receive per
 step per replica, most of a dense run's records (docs/parsing.md, "Tenth pass")."""
-BATCHES: dict[Bulk, type] = {family: namedtuple(f"{family.name.title().replace('_', '')}Batch", BATCH_FIELDS)
+BATCHES: dict[Bulk, type] = {family: _named(f"{family.name.title().replace('_', '')}Batch", BATCH_FIELDS)
                              for family in BATCHED}
 """The batch class (a named tuple of ``BATCH_FIELDS``) of each family read in batches."""
 BATCH_TYPES: frozenset[type] = frozenset(BATCHES.values())
