@@ -1,5 +1,3 @@
-import sys
+from a1x_tui.cli import entry
 
-from a1x_tui.cli import main
-
-sys.exit(main())
+entry()

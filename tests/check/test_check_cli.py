@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -219,3 +220,24 @@ def test_a_check_in_the_callers_process_leaves_its_garbage_collector_as_it_was(
         main(args)
         assert (gc.get_threshold(), gc.get_freeze_count()) == before, args
     assert "A1X-TUI OK" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_the_program_prints_the_whole_report_to_a_file_before_it_leaves(tmp_path: Path, fmt: str,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """``a1x-tui --check`` leaves without the interpreter's teardown (``cli.entry``, ``os._exit``): what
+    it wrote to a file (block-buffered, unlike a terminal) must all be there, with its exit code."""
+    from a1x_tui.cli import main
+
+    assert main(["--check", str(EXAMPLES / "sick"), "--format", fmt]) == 2
+    expected = capsys.readouterr().out
+    out = tmp_path / "report"
+    with out.open("w") as f:
+        code = subprocess.run([sys.executable, "-m", "a1x_tui", "--check", str(EXAMPLES / "sick"), "--format", fmt],
+                              stdout=f, stderr=subprocess.PIPE, cwd=REPO, timeout=60, check=False).returncode
+    assert code == 2
+
+    def unstamped(text: str) -> str:
+        return re.sub(r'"generated_at": ?"[^"]*"', "", text)
+
+    assert unstamped(out.read_text()) == unstamped(expected) and len(expected) > 2000
