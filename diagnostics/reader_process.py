@@ -5,8 +5,8 @@ detectors and of pydantic's report models (~0.15 s), the Collector taking 100-20
 scan threads building them. A forked child reads the run into a ``collect.Collection`` (which
 imports neither) while the parent imports those; the child hands the store and the metrics back
 pickled (~3 MB, ~10 ms both ways) and the parent runs the detectors on them: the same report as a
-read in one process (``tests/check/test_reader_process.py``), 14-18 % less wall on the dev VM
-(docs/parsing.md, "Eleventh pass").
+read in one process (``tests/check/test_reader_process.py``), 8-17 % less wall than one process on
+the dev VM and the GPU node (docs/parsing.md, "Eleventh pass").
 
 Only where it is safe and useful: Linux (``os.fork`` without ``exec`` on macOS is not), a process
 with one thread (the fork happens before anything starts one), the native reader built, and not
