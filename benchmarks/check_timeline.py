@@ -7,7 +7,8 @@ done (``engine._read_into`` begins), reading done, detectors done, exit; then th
 threads still alive at exit (the main one), and how long the main thread (the parser) waited on the
 reader's queues for the scan threads' blocks. The reading is timed in one process (``A1X_NO_FORK=1``:
 ``--check``'s child process would read where these marks do not reach). It wraps module attributes and
-``queue.Queue.get`` only; the run itself is ``python -m a1x_tui --check RUN_DIR --format json``. docs/parsing.md,
+``queue.Queue.get`` only; the run itself is ``a1x_tui.cli.main(['--check', RUN_DIR, '--format',
+'json'])``, then the usual exit (the program's ``entry`` would leave without this report). docs/parsing.md,
 "Second pass" and "Seventh pass".
 """
 
@@ -18,7 +19,6 @@ import importlib.abc
 import importlib.machinery
 import os
 import queue
-import runpy
 import sys
 import threading
 import time
@@ -133,8 +133,9 @@ def main() -> None:
     _patch_queue()
     sys.meta_path.insert(0, _EngineHook())
     atexit.register(_report)
-    sys.argv = ["a1x-tui", "--check", sys.argv[1], "--format", "json"]
-    runpy.run_module("a1x_tui", run_name="__main__")
+    from a1x_tui.cli import main as cli_main  # not the program's entry: it leaves without atexit hooks
+
+    sys.exit(cli_main(["--check", sys.argv[1], "--format", "json"]))
 
 
 if __name__ == "__main__":

@@ -72,10 +72,12 @@ class Collection:
             self.note_file(source, size=st.st_size, mtime=st.st_mtime)
 
 
-def read_into(collection: Collection, layout: RunLayout, deadline: float | None) -> None:
+def read_into(collection: Collection, layout: RunLayout, deadline: float | None,
+              watch: Callable[[], None] | None = None) -> None:
     """Every event of ``layout``'s files into ``collection``: through the native reader where it is
     built (bulk lines as records), else ``read_run``. Raises ``CheckTimeout`` past ``deadline``
-    (``time.monotonic()``)."""
+    (``time.monotonic()``). ``watch`` is called as often as the clock is looked at (``--check``'s
+    child process: whether its parent is still there)."""
     from diagnostics.parsing import read_run, records
 
     if records.native_available():
@@ -90,15 +92,20 @@ def read_into(collection: Collection, layout: RunLayout, deadline: float | None)
                 else:
                     add(item)
                     n += 1
-                if deadline is not None and n >= DEADLINE_EVERY:
+                if n >= DEADLINE_EVERY:
                     n = 0
-                    if time.monotonic() > deadline:
+                    if watch is not None:
+                        watch()
+                    if deadline is not None and time.monotonic() > deadline:
                         raise CheckTimeout
         return
     for i, event in enumerate(read_run(layout)):
         collection.add(event)
-        if deadline is not None and i % DEADLINE_EVERY == 0 and time.monotonic() > deadline:
-            raise CheckTimeout
+        if i % DEADLINE_EVERY == 0:
+            if watch is not None:
+                watch()
+            if deadline is not None and time.monotonic() > deadline:
+                raise CheckTimeout
 
 
 @contextlib.contextmanager

@@ -238,7 +238,8 @@ def check(
                       unreadable=layout.unreadable.append)
     except CheckTimeout:
         return unknown_report(
-            target, f"timed out after {timeout:g} s while reading the logs", run=layout.run_name, notes=notes
+            target, f"timed out after {timeout:g} s while reading the logs" if timeout is not None
+            else "timed out while reading the logs", run=layout.run_name, notes=notes
         )
     notes.extend(f"unreadable: {u}" for u in layout.unreadable)
     files = [src.path for _, src in layout.files]

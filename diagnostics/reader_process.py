@@ -12,13 +12,18 @@ Only where it is safe and useful: Linux (``os.fork`` without ``exec`` on macOS i
 with one thread (the fork happens before anything starts one), the native reader built, and not
 ``A1X_NO_FORK=1``. Whatever goes wrong in the child (an exception, a signal, a payload that does not
 load, another layout than the parent's) makes ``read_into`` answer False, and ``check`` reads the run
-itself: never a different report, at worst the time of one process. A run past ``--timeout`` is a
-``CheckTimeout`` either way, and the child is killed. This module imports nothing heavy: the parent
-forks right after the command line is read.
+itself: never a different report, at worst the child's time and then one process's. A run past
+``--timeout`` is a ``CheckTimeout`` either way, and the child is killed. The child holds none of the
+caller's standard streams (a harness waiting for the output's end waits for the parent only), and
+stops reading when its parent is gone. This module imports nothing heavy: the parent forks right
+after the command line is read.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
+import math
 import os
 import pickle
 import select
@@ -36,37 +41,63 @@ _READ, _DECLINED, _TIMED_OUT, _FAILED = "read", "declined", "timed out", "failed
 
 
 def enabled() -> bool:
-    """Whether ``start`` forks here: Linux, one thread, not turned off with ``A1X_NO_FORK=1``."""
+    """Whether ``start`` forks here: Linux, one thread, the native reader there (without it the child
+    would only decline), not turned off with ``A1X_NO_FORK=1``."""
     return (sys.platform.startswith("linux") and hasattr(os, "fork") and not os.environ.get("A1X_NO_FORK")
-            and threading.active_count() == 1)
+            and not os.environ.get("A1X_NO_NATIVE") and threading.active_count() == 1
+            and importlib.util.find_spec("diagnostics._scan") is not None)
 
 
 def start(path: str, run: str | None, timeout: float | None) -> ChildReader | None:
     """A child process reading the run at ``path`` now; None where it would not help (``enabled``)."""
     if not enabled():
         return None
-    deadline = None if timeout is None else time.monotonic() + timeout
+    deadline = None if timeout is None or not math.isfinite(timeout) else time.monotonic() + timeout
+    parent = os.getpid()
     r, w = os.pipe()
+    # Ctrl-C held off across the fork: a child interrupted before its try below would unwind into the
+    # caller's stack and print a second report.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         pid = os.fork()
     except OSError:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(r)
         os.close(w)
         return None
-    if pid == 0:  # pragma: no cover - the child; its work is _child's, tested in-process
+    if pid == 0:  # pragma: no cover - the child (tests/check/test_reader_process.py runs it)
         status = 1
         try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             os.close(r)
-            _child(w, path, run, deadline)
+            _detach()
+            _child(w, path, run, deadline, lambda: _parent_there(parent))
             status = 0
         finally:
             os._exit(status)  # never back into the caller's stack (its atexit hooks, its buffered stdout)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     os.close(w)
     return ChildReader(pid, r)
 
 
-def _child(fd: int, path: str, run: str | None, deadline: float | None) -> None:
-    """The child's work: the run read into a ``Collection``, its state written to ``fd`` pickled."""
+def _detach() -> None:
+    """The child's standard streams on /dev/null: a caller reading the command's output to its end
+    (``subprocess.run(capture_output=True)``) waits for the parent alone, even one it killed."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+
+
+def _parent_there(parent: int) -> None:
+    """Ends the child when its parent is gone (killed, say): nobody is left to read what it reads."""
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _child(fd: int, path: str, run: str | None, deadline: float | None, watch: Any = None) -> None:
+    """The child's work: the run read into a ``Collection``, its state written to ``fd`` pickled
+    (``watch``: ``collect.read_into``'s)."""
     payload: tuple[Any, ...]
     try:
         from pathlib import Path
@@ -87,7 +118,7 @@ def _child(fd: int, path: str, run: str | None, deadline: float | None) -> None:
             collection.note_files(layout)
             try:
                 with collector_aside():
-                    read_into(collection, layout, deadline)
+                    read_into(collection, layout, deadline, watch)
                 payload = (_READ, _files_of(layout), collection.store, collection.metrics, layout.unreadable)
             except CheckTimeout:
                 payload = (_TIMED_OUT,)
@@ -111,6 +142,7 @@ class ChildReader:
     def __init__(self, pid: int, fd: int) -> None:
         self.pid: int | None = pid
         self.fd: int | None = fd
+        self.taken = False  # whether a Collector took the child's read
         self.why: str | None = None  # why the parent read the run itself, when it did (for the tests)
 
     def read_into(self, collector: Collector, layout: RunLayout, deadline: float | None) -> bool:
@@ -132,7 +164,8 @@ class ChildReader:
             payload = (_FAILED, f"its answer does not load: {type(exc).__name__}: {exc}")
         if payload[0] == _TIMED_OUT:
             raise CheckTimeout
-        if payload[0] != _READ or status != 0:
+        # status None: reaped by the system (SIGCHLD ignored by whoever started us); the answer loaded whole
+        if payload[0] != _READ or status not in (0, None):
             self.why = payload[1] if payload[0] == _FAILED else f"{payload[0]} (exit status {status})"
             return False
         _, files, store, metrics, unreadable = payload
@@ -141,12 +174,15 @@ class ChildReader:
             return False
         collector.store, collector.metrics = store, metrics
         layout.unreadable.extend(unreadable)
+        self.taken = True
         return True
 
     def _receive(self, deadline: float | None) -> tuple[bytes | None, int | None]:
         """All the child wrote, and its exit status; (None, None) past ``deadline``."""
         assert self.fd is not None
         chunks: list[bytes] = []
+        if deadline is not None and not math.isfinite(deadline):
+            deadline = None  # --timeout inf or nan: no limit, as when one process reads
         while True:
             wait = None if deadline is None else max(0.0, deadline - time.monotonic())
             ready, _, _ = select.select([self.fd], [], [], wait)
@@ -159,9 +195,15 @@ class ChildReader:
         return b"".join(chunks), self._reap(block=True)
 
     def _reap(self, block: bool) -> int | None:
+        """The child's exit status once it has ended (None: still running, or reaped by the system where
+        SIGCHLD is ignored)."""
         if self.pid is None:
             return None
-        pid, status = os.waitpid(self.pid, 0 if block else os.WNOHANG)
+        try:
+            pid, status = os.waitpid(self.pid, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            self.pid = None
+            return None
         if pid == 0:
             return None
         self.pid = None
@@ -172,10 +214,7 @@ class ChildReader:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
-        if self.pid is not None:
-            try:
-                if self._reap(block=False) is None:
-                    os.kill(self.pid, signal.SIGKILL)
-                    self._reap(block=True)
-            except ChildProcessError:
-                self.pid = None
+        if self.pid is not None and self._reap(block=False) is None and self.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            self._reap(block=True)

@@ -126,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if child is not None:
             child.close()  # a report that did not need it (UNKNOWN), or an interrupt: the child is stopped
+    if path is not None:
         for note in report.notes:
             print(f"a1x-tui --check: {note}", file=sys.stderr)
     _emit(render(report, args.format))

@@ -53,7 +53,7 @@ out = {"child": {}, "why": {}, "self": {}}
 for target in sys.argv[1:]:
     child = reader_process.start(target, None, None)
     out["child"][target] = report(target, child.read_into if child else None)
-    out["why"][target] = "not started" if child is None else child.why
+    out["why"][target] = "not started" if child is None else child.why if not child.taken else "taken"
 for target in sys.argv[1:]:
     out["self"][target] = report(target)
 print(json.dumps(out))
@@ -74,7 +74,7 @@ def _report(path: Path, reader: Any = None, timeout: float | None = None) -> str
 def test_every_recorded_run_and_example_is_reported_the_same_read_by_a_child() -> None:
     targets = [str(p) for p in RUNS + EXAMPLES]
     got = _fresh(_BOTH_WAYS, *targets)
-    assert got["why"] == {t: None for t in targets}  # the child read each one, none fell back
+    assert got["why"] == {t: "taken" for t in targets}  # the child read each one, none fell back
     for target in targets:
         assert got["child"][target] == got["self"][target], target
 
@@ -106,6 +106,15 @@ sys.exit(main(["--check", sys.argv[1], "--format", "json"]))
     assert "child read taken" not in alone[2]
     assert forked[:2] == alone[:2]
     assert forked[0] == 2 and forked[1]["outcome"]["state"] == "crashed"
+
+
+@pytest.mark.parametrize("timeout", ["inf", "nan"])
+def test_a_timeout_that_is_no_number_of_seconds_is_no_limit(timeout: str) -> None:
+    """``--timeout inf`` (or nan) sets no limit, read by a child as by one process."""
+    proc = subprocess.run([sys.executable, "-m", "a1x_tui", "--check", str(SICK), "--timeout", timeout], cwd=ROOT,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stdout.startswith("A1X-TUI CRITICAL - crashed")
 
 
 def test_the_reading_side_imports_no_report_model() -> None:
@@ -154,14 +163,142 @@ print(json.dumps([d.id for d in ordered()]))
                   "diagnostics.detectors.memory") == canonical
 
 
-# --- the child failing: the parent reads the run itself -------------------------------------------------
+# --- the child failing: the parent reads the run itself ------------------------------------------------
+
+# Each way a child can end, in a fresh interpreter (one thread: a child forked from pytest's process could
+# meet a lock another thread held). Before each fork the threads of a read in this process are let end.
+_ENDINGS = """
+import json, os, signal, sys, threading, time
+from diagnostics import reader_process
+from diagnostics.engine import check
+sick, healthy = sys.argv[1], sys.argv[2]
+
+def report(reader=None, timeout=None):
+    r = check(sick, now=1.75e9, reader=reader, timeout=timeout).model_dump(mode="json")
+    r.pop("generated_at")
+    return r
+
+def gone(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+real = reader_process._child
+def raises(*args): raise RuntimeError("broken child")
+def killed(*args): os.kill(os.getpid(), signal.SIGKILL)
+def garbage(fd, *args):
+    with open(fd, "wb") as out:
+        out.write(b"not a pickle")
+def other_run(fd, path, run, deadline, watch): real(fd, healthy, run, deadline, watch)
+def hangs(*args): time.sleep(60)
+
+out = {}
+for name, child, timeout in [("real", real, 60), ("raises", raises, 60), ("killed", killed, 60),
+                             ("garbage", garbage, 60), ("other_run", other_run, 60), ("hangs", hangs, 0.5),
+                             ("own_deadline", real, 0.0)]:
+    for t in threading.enumerate():
+        if t is not threading.main_thread():
+            t.join(10)
+    reader_process._child = child
+    reader = reader_process.start(sick, None, timeout)
+    pid = reader.pid
+    t0 = time.monotonic()
+    got = report(reader.read_into, timeout=timeout or 30)
+    out[name] = {"report": got, "why": reader.why, "taken": reader.taken, "gone": gone(pid),
+                 "seconds": time.monotonic() - t0}
+reader_process._child = real
+out["self"] = report()
+print(json.dumps(out))
+"""
+
+FALLBACKS = {"raises": "nothing read (exit status 1)", "killed": f"nothing read (exit status -{int(signal.SIGKILL)})",
+             "garbage": "its answer does not load", "other_run": "it found other files than this process"}
 
 
-@pytest.fixture
-def forking(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``start`` forks here although pytest may run threads: each child below only raises, kills itself,
-    writes or reads a run, and its deadline bounds the test."""
-    monkeypatch.setattr(reader_process, "enabled", lambda: True)
+@pytest.fixture(scope="module")
+def endings() -> Any:
+    return _fresh(_ENDINGS, str(SICK), str(ROOT / "diagnostics" / "examples" / "healthy"))
+
+
+def test_a_child_that_reads_is_taken_and_reaped(endings: Any) -> None:
+    real = endings["real"]
+    assert real["taken"] and real["why"] is None and real["gone"]
+    assert real["report"] == endings["self"]
+
+
+@pytest.mark.parametrize("ending", sorted(FALLBACKS))
+def test_a_child_that_fails_leaves_the_same_report_read_by_the_parent(endings: Any, ending: str) -> None:
+    got = endings[ending]
+    assert not got["taken"] and got["why"].startswith(FALLBACKS[ending]), got["why"]
+    assert got["gone"]
+    assert got["report"] == endings["self"]
+
+
+def test_a_child_past_the_timeout_is_killed_and_the_run_unknown(endings: Any) -> None:
+    got = endings["hangs"]
+    assert got["report"]["status"] == "unknown" and "timed out after 0.5 s" in got["report"]["summary"]
+    assert got["gone"] and got["seconds"] < 10 and not got["taken"]
+
+
+def test_a_child_whose_own_read_times_out_makes_the_run_unknown(endings: Any) -> None:
+    got = endings["own_deadline"]  # its deadline already past when it reads; the parent's is 30 s away
+    assert got["report"]["status"] == "unknown" and "timed out" in got["report"]["summary"]
+    assert got["gone"] and not got["taken"]
+
+
+def test_a_report_that_does_not_need_the_child_stops_it(tmp_path: Path) -> None:
+    """Not a run (UNKNOWN before any reading): ``close`` leaves no child behind."""
+    code = """
+import json, os, sys
+from diagnostics import reader_process
+from diagnostics.engine import check
+reader = reader_process.start(sys.argv[1], None, 60)
+pid = reader.pid
+report = check(sys.argv[1], reader=reader.read_into)
+reader.close()
+reader.close()
+try:
+    os.kill(pid, 0)
+    gone = False
+except ProcessLookupError:
+    gone = True
+print(json.dumps({"status": report.status.value, "gone": gone, "taken": reader.taken}))
+"""
+    assert _fresh(code, str(tmp_path)) == {"status": "unknown", "gone": True, "taken": False}
+
+
+def test_a_killed_parent_leaves_no_child_holding_its_output() -> None:
+    """A harness that kills ``a1x-tui --check`` (``subprocess.run(timeout=...)`` kills the parent only)
+    gets the end of its output at once: the child holds none of its streams, and stops reading when
+    it finds its parent gone."""
+    code = """
+import os, sys, time
+from diagnostics import reader_process
+real = reader_process._child
+def slow(fd, path, run, deadline, watch):
+    time.sleep(3)  # not looking: the output's end must not wait for this
+    for _ in range(200):  # looking: gone within 0.05 s of this, 10 s before its read would end it
+        watch()
+        time.sleep(0.05)
+    real(fd, path, run, deadline, watch)
+reader_process._child = slow
+reader = reader_process.start(sys.argv[1], None, 60)
+print(reader.pid, flush=True)
+time.sleep(60)
+"""
+    proc = subprocess.Popen([sys.executable, "-c", code, str(SICK)], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.stdout is not None
+    child = int(proc.stdout.readline())
+    proc.kill()
+    t0 = time.monotonic()
+    proc.communicate(timeout=30)  # EOF on both pipes: nothing but the parent held them
+    assert time.monotonic() - t0 < 1.5
+    while time.monotonic() - t0 < 8 and not _gone(child):
+        time.sleep(0.05)
+    assert _gone(child)
 
 
 def _gone(pid: int) -> bool:
@@ -170,91 +307,6 @@ def _gone(pid: int) -> bool:
     except ProcessLookupError:
         return True
     return False
-
-
-def _raises(fd: int, path: str, run: str | None, deadline: float | None) -> None:
-    raise RuntimeError("broken child")
-
-
-def _killed(fd: int, path: str, run: str | None, deadline: float | None) -> None:
-    os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _garbage(fd: int, path: str, run: str | None, deadline: float | None) -> None:
-    with open(fd, "wb") as out:
-        out.write(b"not a pickle")
-
-
-_real_child = reader_process._child
-
-
-def _other_run(fd: int, path: str, run: str | None, deadline: float | None) -> None:
-    _real_child(fd, str(ROOT / "diagnostics" / "examples" / "healthy"), run, deadline)
-
-
-@pytest.mark.usefixtures("forking")
-@pytest.mark.parametrize(("child", "why"), [
-    (_raises, "nothing read (exit status 1)"),
-    (_killed, f"nothing read (exit status -{int(signal.SIGKILL)})"),
-    (_garbage, "its answer does not load"),
-    (_other_run, "it found other files than this process"),
-], ids=["raises", "killed", "garbage", "other-files"])
-def test_a_child_that_fails_leaves_the_same_report(child: Any, why: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    expected = _report(SICK)
-    monkeypatch.setattr(reader_process, "_child", child)
-    reader = reader_process.start(str(SICK), None, 60)
-    assert reader is not None and reader.pid is not None
-    pid = reader.pid
-    assert _report(SICK, reader.read_into) == expected
-    assert reader.why is not None and reader.why.startswith(why)
-    assert _gone(pid)
-
-
-@pytest.mark.usefixtures("forking")
-def test_a_child_that_reads_reports_the_same_and_is_reaped() -> None:
-    expected = _report(SICK)
-    reader = reader_process.start(str(SICK), None, 60)
-    assert reader is not None and reader.pid is not None
-    pid = reader.pid
-    assert _report(SICK, reader.read_into) == expected
-    assert reader.why is None and _gone(pid)
-
-
-def _hangs(fd: int, path: str, run: str | None, deadline: float | None) -> None:
-    time.sleep(60)
-
-
-@pytest.mark.usefixtures("forking")
-def test_a_child_past_the_timeout_is_killed_and_the_run_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(reader_process, "_child", _hangs)
-    reader = reader_process.start(str(SICK), None, 0.5)
-    assert reader is not None and reader.pid is not None
-    pid = reader.pid
-    t0 = time.monotonic()
-    report = check(SICK, now=NOW, timeout=0.5, reader=reader.read_into)
-    assert time.monotonic() - t0 < 10
-    assert report.exit_code == 3 and "timed out after 0.5 s" in report.summary
-    assert _gone(pid)
-
-
-@pytest.mark.usefixtures("forking")
-def test_a_child_whose_own_read_times_out_makes_the_run_unknown() -> None:
-    reader = reader_process.start(str(SICK), None, 0.0)  # a deadline already past when it reads
-    assert reader is not None
-    report = check(SICK, now=NOW, timeout=30, reader=reader.read_into)
-    assert report.exit_code == 3 and "timed out" in report.summary
-
-
-@pytest.mark.usefixtures("forking")
-def test_a_report_that_does_not_need_the_child_stops_it(tmp_path: Path) -> None:
-    """Not a run (UNKNOWN before any reading): ``close`` leaves no child behind."""
-    reader = reader_process.start(str(tmp_path), None, 60)
-    assert reader is not None and reader.pid is not None
-    pid = reader.pid
-    report = check(tmp_path, now=NOW, reader=reader.read_into)
-    reader.close()
-    assert report.exit_code == 3 and _gone(pid)
-    reader.close()  # twice is harmless
 
 
 def test_no_child_where_it_is_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
