@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PATHS = {"native": {}, "grep": {"A1X_NO_NATIVE": "1"}, "pure": {"A1X_NO_NATIVE": "1", "A1X_NO_GREP": "1"},
          "child": {"A1X_SNAPSHOT_CHILD": "1"}}
 """The readers: ``child`` is the native reader in ``a1x-tui --check``'s child process
-(``diagnostics.reader_process``); a report it did not read says why in ``child_declined``."""
+(``diagnostics.reader_process``); a report whose read it did not give says why in ``child_declined``."""
 
 _ONE = """
 import json, os, sys
@@ -36,8 +36,8 @@ for target in sys.argv[1:]:
     if os.environ.get("A1X_SNAPSHOT_CHILD"):
         if child is not None:
             child.close()
-        if child is None or child.why is not None:
-            report["child_declined"] = child.why if child is not None else "not started"
+        if child is None or not child.taken:
+            report["child_declined"] = "not started" if child is None else child.why or "not taken"
     report.pop("generated_at", None)
     out[target] = report
 print(json.dumps(out, sort_keys=True))
