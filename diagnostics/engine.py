@@ -31,6 +31,7 @@ from diagnostics.report import build_report, merge_findings, unknown_report
 if TYPE_CHECKING:
     from diagnostics.parsing import RunLayout
 
+
 @dataclass(frozen=True, slots=True)
 class Assessment:
     findings: list[Finding]

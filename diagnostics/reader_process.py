@@ -52,7 +52,7 @@ def start(path: str, run: str | None, timeout: float | None) -> ChildReader | No
     """A child process reading the run at ``path`` now; None where it would not help (``enabled``)."""
     if not enabled():
         return None
-    deadline = None if timeout is None or not math.isfinite(timeout) else time.monotonic() + timeout
+    deadline = None if timeout is None else time.monotonic() + timeout  # inf, nan: compared, never past
     parent = os.getpid()
     r, w = os.pipe()
     # Ctrl-C held off across the fork: a child interrupted before its try below would unwind into the
@@ -182,7 +182,7 @@ class ChildReader:
         assert self.fd is not None
         chunks: list[bytes] = []
         if deadline is not None and not math.isfinite(deadline):
-            deadline = None  # --timeout inf or nan: no limit, as when one process reads
+            deadline = None  # --timeout inf or nan: no limit, as when one process reads (select takes neither)
         while True:
             wait = None if deadline is None else max(0.0, deadline - time.monotonic())
             ready, _, _ = select.select([self.fd], [], [], wait)
@@ -214,7 +214,8 @@ class ChildReader:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
-        if self.pid is not None and self._reap(block=False) is None and self.pid is not None:
+        self._reap(block=False)  # an ended child is reaped (and its pid let go) here
+        if self.pid is not None:  # still running
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGKILL)
             self._reap(block=True)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import re
 import signal
 import subprocess
 import sys
@@ -24,7 +23,6 @@ from typing import Any
 import pytest
 
 from diagnostics import reader_process
-from diagnostics.engine import check
 from diagnostics.parsing import records
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,7 +30,6 @@ FIXTURES = ROOT / "tests" / "fixtures" / "cosmos"
 RUNS = sorted(p for p in FIXTURES.glob("*/*") if p.is_dir() and any(p.glob("logs_*")))
 EXAMPLES = sorted(p for p in (ROOT / "diagnostics" / "examples").iterdir() if p.is_dir() and p.name[0] != "_")
 SICK = ROOT / "diagnostics" / "examples" / "sick"
-NOW = 1.75e9
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the child process is forked on Linux only"),
@@ -64,11 +61,6 @@ def _fresh(code: str, *args: str, env: dict[str, str] | None = None) -> Any:
     proc = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, timeout=240)
     return json.loads(proc.stdout)
-
-
-def _report(path: Path, reader: Any = None, timeout: float | None = None) -> str:
-    report = check(path, now=NOW, reader=reader, timeout=timeout)
-    return re.sub(r'"generated_at":"[^"]*"', "", report.model_dump_json())
 
 
 def test_every_recorded_run_and_example_is_reported_the_same_read_by_a_child() -> None:
