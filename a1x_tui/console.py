@@ -33,7 +33,7 @@ def _clock(ts: str | None) -> str:
 
 def format_event(event: Mapping[str, Any]) -> str:
     """``14:02:11 [download] stage_started: download PAI motion chunks``."""
-    from diagnostics.printable import printable  # messages quote log lines: no control byte is printed
+    from a1x_diagnostics.printable import printable  # messages quote log lines: no control byte is printed
 
     stage = f"[{event['stage']}] " if event.get("stage") else ""
     return printable(f"{_clock(event.get('ts'))} {stage}{event.get('kind')}: {event.get('message', '')}")
@@ -107,7 +107,7 @@ def _stage_table(stages: list[Mapping[str, Any]], width: int | None) -> str:
 
 def slurm_line(job: Mapping[str, Any]) -> str:
     """``slurm job 4242 PENDING (Resources: waiting for nodes to become free)``, or its nodes and logs."""
-    from supervisor.slurm import resume_text
+    from a1x_supervisor.slurm import resume_text
 
     text = f"slurm job {job.get('job_id')} {job.get('state')}"
     if job.get("reason_text"):

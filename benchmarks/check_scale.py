@@ -278,7 +278,7 @@ def _measure(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, 
 _READ_RUN = """
 import sys, collections
 from pathlib import Path
-from diagnostics.parsing import discover, read_run
+from a1x_diagnostics.parsing import discover, read_run
 layout = discover(Path(sys.argv[1]))
 counts = collections.Counter(type(e).__name__ for e in read_run(layout))
 print(len(layout.files), 'files', dict(counts))
@@ -288,7 +288,7 @@ print(len(layout.files), 'files', dict(counts))
 def _one_round(run_dir: Path, files: list[Path], pure: bool, number: int) -> None:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from diagnostics.parsing import GATED_MARKERS
+    from a1x_diagnostics.parsing import GATED_MARKERS
 
     load = os.getloadavg()
     grep = shutil.which("grep") or "grep"

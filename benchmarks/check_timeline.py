@@ -35,7 +35,7 @@ def _since_start() -> float:
 
 
 T0 = time.monotonic() - _since_start()
-# The one-process reader: with a child process (diagnostics.reader_process) the read happens in the
+# The one-process reader: with a child process (a1x_diagnostics.reader_process) the read happens in the
 # child, where these marks and the queue waits are not seen (docs/parsing.md, "Eleventh pass").
 os.environ["A1X_NO_FORK"] = "1"
 MARKS: list[tuple[str, float]] = []
@@ -83,10 +83,10 @@ def _patch_engine(engine: ModuleType) -> None:
 
 
 class _EngineHook(importlib.abc.MetaPathFinder):
-    """Wraps ``diagnostics.engine`` once it is imported, where ``--check`` imports it (not earlier)."""
+    """Wraps ``a1x_diagnostics.engine`` once it is imported, where ``--check`` imports it (not earlier)."""
 
     def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
-        if name != "diagnostics.engine":
+        if name != "a1x_diagnostics.engine":
             return None
         spec = importlib.machinery.PathFinder.find_spec(name, path)
         if spec is None or spec.loader is None:

@@ -8,7 +8,7 @@ times and prints the least and median CPU seconds of one feed, and a digest of t
 after it (``state`` of ``tests/check/test_native_reader.py``: every series' points, step window,
 counter, file fact and mark, and every event kept for evidence). Two checkouts, run in turn
 (``PYTHONPATH=CHECKOUT``), are the A/B of a change to
-``diagnostics.columns``/``metrics``/``detectors._store``: equal digests, then compare times. On a 2-vCPU
+``a1x_diagnostics.columns``/``metrics``/``detectors._store``: equal digests, then compare times. On a 2-vCPU
 VM whose speed drifts, alternate the two several times and compare the least times (docs/parsing.md,
 "Ninth pass").
 """
@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from diagnostics.engine import Collector
-from diagnostics.parsing import discover, records
+from a1x_diagnostics.engine import Collector
+from a1x_diagnostics.parsing import discover, records
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "check"))
 from test_native_reader import state  # the tests' walk of the Collector's state, not a copy of it

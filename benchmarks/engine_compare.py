@@ -1,4 +1,4 @@
-"""Hyperscan against ``diagnostics/_scan.c`` on the same files: what each costs to find the lines.
+"""Hyperscan against ``a1x_diagnostics/_scan.c`` on the same files: what each costs to find the lines.
 
 Usage: ``python benchmarks/engine_compare.py DIR [DIR ...]`` (runs from ``benchmarks/check_scale.py
 DIR --mix M --generate-only``), with the optional PyPI package ``hyperscan`` importable. For every
@@ -31,8 +31,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from diagnostics.parsing import _bulk, _rules, confirm_for, discover, markers_for  # noqa: E402
-from diagnostics.parsing._scan import _automaton  # noqa: E402
+from a1x_diagnostics.parsing import _bulk, _rules, confirm_for, discover, markers_for  # noqa: E402
+from a1x_diagnostics.parsing._scan import _automaton  # noqa: E402
 
 BLOCK = 4 << 20
 

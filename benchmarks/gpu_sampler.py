@@ -30,9 +30,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from diagnostics.gpu import FakeBackend, GpuSampler, PynvmlBackend, RoleResolver, SampleWriter
-from diagnostics.gpu.backend import NvmlBackend, NvmlUnavailable
-from diagnostics.gpu.fake import fake_h200
+from a1x_diagnostics.gpu import FakeBackend, GpuSampler, PynvmlBackend, RoleResolver, SampleWriter
+from a1x_diagnostics.gpu.backend import NvmlBackend, NvmlUnavailable
+from a1x_diagnostics.gpu.fake import fake_h200
 
 
 def _timed(fn: Callable[[], object], calls: int) -> dict[str, float]:

@@ -52,7 +52,7 @@ def follower_main(args: argparse.Namespace) -> None:
     sys.path.insert(0, str(ROOT))
     import psutil
 
-    from diagnostics.live import FollowOptions, HistoryComplete, LinesAppended, RunFollower, engine_diagnosis
+    from a1x_diagnostics.live import FollowOptions, HistoryComplete, LinesAppended, RunFollower, engine_diagnosis
 
     proc = psutil.Process()
     factory = engine_diagnosis()[0] if args.diagnostics else None

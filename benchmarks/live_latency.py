@@ -65,7 +65,7 @@ def make_run(root: Path) -> Path:
 
 
 def trial(kind: str, n: int) -> float:
-    from diagnostics.live import FindingRaised, FollowOptions, HistoryComplete, RunFollower, engine_diagnosis
+    from a1x_diagnostics.live import FindingRaised, FollowOptions, HistoryComplete, RunFollower, engine_diagnosis
 
     options = FollowOptions()
     with tempfile.TemporaryDirectory() as d:

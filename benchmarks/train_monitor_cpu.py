@@ -7,8 +7,8 @@
 Builds ``<DIR>/run/logs`` as a Cosmos-RL ``--log-dir`` whose run has the 193 files of the
 Alpamayo 1.5 cluster job (``controller.log``, 64 ``policy_<i>.log``, 128 ``rollout_<i>.log``;
 ``--history-mb`` already written, the lines of ``live_follow_writer.py``). For each mode, in a
-fresh process that drives a ``supervisor.train_monitor.TrainMonitor`` as the daemon's
-stage runner (``supervisor/stage_runner.py``) does (``tick(running=True)`` every 0.5 s):
+fresh process that drives a ``a1x_supervisor.train_monitor.TrainMonitor`` as the daemon's
+stage runner (``a1x_supervisor/stage_runner.py``) does (``tick(running=True)`` every 0.5 s):
 
 1. the monitor is created, then this attempt's ``logs_<ts>`` appears (moved in, ``logs_latest``
    re-pointed), as when the launcher starts;
@@ -24,7 +24,7 @@ Modes:
 
 - ``before``: the monitor as it was up to commit 1bb7197 (``_poll_diagnostics``): every
   ``--interval`` s (``diagnostics_interval_s``, 12 by default), unless the previous one still
-  runs, a thread calls ``diagnostics.engine.check(<logs>, run=<logs_ts>, now=time.time(),
+  runs, a thread calls ``a1x_diagnostics.engine.check(<logs>, run=<logs_ts>, now=time.time(),
   timeout=120)``, which reads every file of the run from its start. Reproduced here call for call
   over today's monitor without live diagnostics (its step and checkpoint reading is unchanged).
 - ``after``: today's monitor, ``diagnosis=load_diagnosis()``: one ``RunFollower`` for the stage.
@@ -71,7 +71,7 @@ class BatchChecks:
     """The monitor's diagnostics before the live follower: a whole-run ``check`` every interval."""
 
     def __init__(self, monitor: Any, interval_s: float) -> None:
-        from diagnostics.engine import check
+        from a1x_diagnostics.engine import check
 
         self._check = check
         self._monitor = monitor
@@ -104,9 +104,9 @@ class BatchChecks:
 
 def monitor_main(args: argparse.Namespace) -> None:
     sys.path.insert(0, str(ROOT))
-    from supervisor.secrets import Scrubber
-    from supervisor.state import FindingsLog
-    from supervisor.train_monitor import TrainMonitor, load_diagnosis
+    from a1x_supervisor.secrets import Scrubber
+    from a1x_supervisor.state import FindingsLog
+    from a1x_supervisor.train_monitor import TrainMonitor, load_diagnosis
 
     base = Path(args.root)
     logs = base / "run" / "logs"

@@ -1,7 +1,7 @@
 """What every recorded run, example and benchmark workload is judged to be, to hold a reader change to.
 
 ``record OUT.json [WORKLOAD_DIR ...]`` writes, for every run under ``tests/fixtures/cosmos`` (each
-``<generation>/<name>`` folder and each recorded driver log), every ``diagnostics/examples/<name>``
+``<generation>/<name>`` folder and each recorded driver log), every ``a1x_diagnostics/examples/<name>``
 and each workload folder given (``benchmarks/check_scale.py DIR --mix M --generate-only``), the
 ``--check`` report (findings with their evidence, outcome, checks, metrics, files, notes; not
 ``generated_at``) as each reader gives it: the native reader, the grep prefilter, pure Python and the
@@ -23,12 +23,12 @@ ROOT = Path(__file__).resolve().parent.parent
 PATHS = {"native": {}, "grep": {"A1X_NO_NATIVE": "1"}, "pure": {"A1X_NO_NATIVE": "1", "A1X_NO_GREP": "1"},
          "child": {"A1X_SNAPSHOT_CHILD": "1"}}
 """The readers: ``child`` is the native reader in ``a1x-tui --check``'s child process
-(``diagnostics.reader_process``); a report whose read it did not give says why in ``child_declined``."""
+(``a1x_diagnostics.reader_process``); a report whose read it did not give says why in ``child_declined``."""
 
 _ONE = """
 import json, os, sys
-from diagnostics import reader_process
-from diagnostics.engine import check
+from a1x_diagnostics import reader_process
+from a1x_diagnostics.engine import check
 out = {}
 for target in sys.argv[1:]:
     child = reader_process.start(target, None, None) if os.environ.get("A1X_SNAPSHOT_CHILD") else None
@@ -49,7 +49,7 @@ def targets() -> list[str]:
     found = [p for gen in sorted(cosmos.iterdir()) if gen.is_dir() and gen.name != "recording"
              for p in sorted(gen.iterdir()) if p.is_dir()]
     found += sorted((cosmos / "recording").glob("*.log"))
-    found += sorted(p for p in (ROOT / "diagnostics" / "examples").iterdir() if p.is_dir() and p.name[0] != "_")
+    found += sorted(p for p in (ROOT / "a1x_diagnostics" / "examples").iterdir() if p.is_dir() and p.name[0] != "_")
     return [str(p.relative_to(ROOT)) for p in found]
 
 

@@ -60,7 +60,7 @@ def _compile(root: Path) -> None:
     the package's sources again: 0.3 s of each run on the GPU node before 2026-12-02's figures."""
     import compileall
 
-    for package in ("a1x_tui", "diagnostics", "supervisor", "configs"):
+    for package in ("a1x_tui", "a1x_diagnostics", "a1x_supervisor", "a1x_configs"):
         if (root / package).is_dir():
             compileall.compile_dir(root / package, quiet=1)
 

@@ -1,7 +1,7 @@
 """docs/architecture.md is the map: every module, file and name it points at exists (issue 18, point 7).
 
-A path in backticks (`supervisor/run_loop.py`, `detectors/facts.py`, `stages/`) is found from the
-repository root or from one of the packages; a dotted name (`diagnostics.engine.check`,
+A path in backticks (`a1x_supervisor/run_loop.py`, `detectors/facts.py`, `stages/`) is found from the
+repository root or from one of the packages; a dotted name (`a1x_diagnostics.engine.check`,
 `engine.Collector`) is a module of ours, then attributes of it. Placeholders (`stages/<name>.py`) and
 run-directory files (`state.json`) are not code and are skipped."""
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "architecture.md"
-PACKAGES = ("diagnostics", "supervisor", "a1x_tui", "configs")
-ROOTS = ("", "diagnostics/", "supervisor/", "a1x_tui/", "a1x_tui/ui/", "configs/")
+PACKAGES = ("a1x_diagnostics", "a1x_supervisor", "a1x_tui", "a1x_configs")
+ROOTS = ("", "a1x_diagnostics/", "a1x_supervisor/", "a1x_tui/", "a1x_tui/ui/", "a1x_configs/")
 CODE = re.compile(r"`([^`]+)`")  # spans pair up over the whole text; one with a space is prose
 PATHLIKE = re.compile(r"^[\w./-]+(\.py|\.c|\.md|/)$")
 DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
@@ -35,7 +35,7 @@ def _somewhere(name: str) -> bool:
 def _name_exists(dotted: str) -> bool | None:
     """True / False for a name under one of our packages; None for a token that is not ours at all."""
     parts = dotted.split(".")
-    for prefix in ("", "diagnostics.", "supervisor.", "a1x_tui.", "a1x_tui.ui."):
+    for prefix in ("", "a1x_diagnostics.", "a1x_supervisor.", "a1x_tui.", "a1x_tui.ui."):
         full = (prefix + dotted).split(".")
         if full[0] not in PACKAGES:
             continue
@@ -59,7 +59,7 @@ def _name_exists(dotted: str) -> bool | None:
 
 
 def _first_is_ours(name: str) -> bool:
-    return any(importlib.util.find_spec(f"{pkg}.{name}") is not None for pkg in ("diagnostics", "supervisor"))
+    return any(importlib.util.find_spec(f"{pkg}.{name}") is not None for pkg in ("a1x_diagnostics", "a1x_supervisor"))
 
 
 def test_every_module_the_map_names_exists() -> None:

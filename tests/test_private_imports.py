@@ -1,7 +1,7 @@
 """No module imports another package's private module (issue 14, point 3).
 
-A module or name whose dotted path has a part starting with ``_`` (``diagnostics.parsing._lines``,
-``from diagnostics.parsing import _rules``) belongs to the package above that part; only modules
+A module or name whose dotted path has a part starting with ``_`` (``a1x_diagnostics.parsing._lines``,
+``from a1x_diagnostics.parsing import _rules``) belongs to the package above that part; only modules
 inside that package may import it. Others go through its public API (its ``__init__`` or a public
 module), so a package can rework its private modules without breaking another one. Every import
 counts: at the top, inside functions, under ``TYPE_CHECKING``."""
@@ -12,7 +12,7 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("a1x_tui", "supervisor", "diagnostics", "configs")
+PACKAGES = ("a1x_tui", "a1x_supervisor", "a1x_diagnostics", "a1x_configs")
 
 
 def _module_of(path: Path, root: Path) -> tuple[str, ...]:
@@ -70,14 +70,16 @@ def test_the_walk_sees_each_form_of_import(tmp_path: Path) -> None:
 
     for package in PACKAGES:
         write(f"{package}/__init__.py", "")
-    write("diagnostics/parsing/__init__.py", "from diagnostics.parsing._lines import iter_lines\n")
-    write("diagnostics/parsing/sub/x.py", "from .._lines import segments\nfrom diagnostics import _scan\n")
-    write("diagnostics/alpagym/reader.py", "import os\n\ndef f():\n    from diagnostics.parsing._lines import x\n"
-          "    import diagnostics.detectors._store\n    from diagnostics.parsing import _rules\n"
+    write("a1x_diagnostics/parsing/__init__.py", "from a1x_diagnostics.parsing._lines import iter_lines\n")
+    write("a1x_diagnostics/parsing/sub/x.py", "from .._lines import segments\nfrom a1x_diagnostics import _scan\n")
+    write("a1x_diagnostics/alpagym/reader.py",
+          "import os\n\ndef f():\n    from a1x_diagnostics.parsing._lines import x\n"
+          "    import a1x_diagnostics.detectors._store\n    from a1x_diagnostics.parsing import _rules\n"
           "    from ..parsing._lines import y\n")
-    write("supervisor/pipeline.py", "from supervisor.stages._context import StageContext\n"
-          "from diagnostics.parsing import iter_lines\nfrom a1x_tui.__main__ import main\n")
+    write("a1x_supervisor/pipeline.py", "from a1x_supervisor.stages._context import StageContext\n"
+          "from a1x_diagnostics.parsing import iter_lines\nfrom a1x_tui.__main__ import main\n")
     write("a1x_tui/x.py", "from a1x_tui._stdout import stdout_closed\n")
     found = sorted(line.split(": imports ")[0] for line in violations(tmp_path))
-    assert found == ["diagnostics/alpagym/reader.py:4", "diagnostics/alpagym/reader.py:5",
-                     "diagnostics/alpagym/reader.py:6", "diagnostics/alpagym/reader.py:7", "supervisor/pipeline.py:1"]
+    assert found == ["a1x_diagnostics/alpagym/reader.py:4", "a1x_diagnostics/alpagym/reader.py:5",
+                     "a1x_diagnostics/alpagym/reader.py:6", "a1x_diagnostics/alpagym/reader.py:7",
+                     "a1x_supervisor/pipeline.py:1"]

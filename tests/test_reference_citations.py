@@ -10,7 +10,7 @@ REPO = Path(__file__).resolve().parents[1]
 REFERENCE = REPO / "docs" / "reference"
 CODE = [
     p
-    for top in ("a1x_tui", "diagnostics", "supervisor", "configs", "benchmarks", "tests", "tools")
+    for top in ("a1x_tui", "a1x_diagnostics", "a1x_supervisor", "a1x_configs", "benchmarks", "tests", "tools")
     if (REPO / top).is_dir()
     for p in sorted((REPO / top).rglob("*"))
     if p.suffix in {".py", ".c"} and "fixtures" not in p.parts

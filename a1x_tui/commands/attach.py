@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"a1x-tui attach: {exc}", file=sys.stderr)
         return 3
     if not target.controllable:  # a run of ours is shown even before its first log line
-        from diagnostics.engine import unknown_reason
+        from a1x_diagnostics.engine import unknown_reason
 
         reason = unknown_reason(target.follow)
         if reason is not None:

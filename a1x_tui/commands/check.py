@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _examples() -> Any:
     from importlib import resources  # here: only --example needs it (it costs start-up time)
 
-    return resources.files("diagnostics.examples")
+    return resources.files("a1x_diagnostics.examples")
 
 
 def example_names() -> list[str]:
@@ -77,14 +77,14 @@ def _emit(text: str) -> None:
 
 def _start_reading(path: str, run: str | None, timeout: float | None) -> Any:
     """Read the run while the detectors and report models import: in a child process where one can be
-    forked (``diagnostics.reader_process``: the reader returned, for ``check``), else with the native
+    forked (``a1x_diagnostics.reader_process``: the reader returned, for ``check``), else with the native
     reader's threads in this one (None)."""
-    from diagnostics import reader_process
+    from a1x_diagnostics import reader_process
 
     child = reader_process.start(path, run, timeout)
     if child is not None:
         return child
-    from diagnostics.parsing import LayoutError, discover, records
+    from a1x_diagnostics.parsing import LayoutError, discover, records
 
     if records.native_available():
         with contextlib.suppress(LayoutError, OSError):  # check() says what is wrong with the path
@@ -94,7 +94,7 @@ def _start_reading(path: str, run: str | None, timeout: float | None) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     if args.schema:
-        from diagnostics.findings import report_json_schema
+        from a1x_diagnostics.findings import report_json_schema
 
         _emit(json.dumps(report_json_schema(), indent=2) + "\n")
         return 0
@@ -111,9 +111,9 @@ def run(args: argparse.Namespace) -> int:
             return 3
     child = _start_reading(path, args.run, args.timeout) if path is not None else None
     try:
-        from diagnostics.collect import collector_aside
-        from diagnostics.engine import check
-        from diagnostics.report import render, unknown_report
+        from a1x_diagnostics.collect import collector_aside
+        from a1x_diagnostics.engine import check
+        from a1x_diagnostics.report import render, unknown_report
 
         if path is None:
             report = unknown_report("", "no PATH given (a1x-tui --check PATH, or --example NAME)")

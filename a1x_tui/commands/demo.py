@@ -46,11 +46,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _start(root: Path, speed: float, closed_loop: bool = False) -> tuple[Path, str | None]:
+    from a1x_supervisor.daemon import Plan
+    from a1x_supervisor.launch import start_daemon, wait_until_ready
+    from a1x_supervisor.rundir import RunDir
     from a1x_tui.demo.pipeline import register as register_demo
     from a1x_tui.demo.setup import DemoOptions, prepare_demo_run
-    from supervisor.daemon import Plan
-    from supervisor.launch import start_daemon, wait_until_ready
-    from supervisor.rundir import RunDir
 
     register_demo()  # the daemon forked below builds the demo's stages
     run_dir = prepare_demo_run(DemoOptions(root=root, speed=speed, closed_loop=closed_loop))
@@ -59,11 +59,11 @@ def _start(root: Path, speed: float, closed_loop: bool = False) -> tuple[Path, s
 
 
 def _headless(run_dir: Path) -> int:
+    from a1x_diagnostics.engine import check
+    from a1x_diagnostics.report import render
+    from a1x_supervisor.protocol import NoSupervisor, SupervisorClient
+    from a1x_supervisor.rundir import RunDir
     from a1x_tui.console import print_stream
-    from diagnostics.engine import check
-    from diagnostics.report import render
-    from supervisor.protocol import NoSupervisor, SupervisorClient
-    from supervisor.rundir import RunDir
 
     rundir = RunDir(run_dir)
 

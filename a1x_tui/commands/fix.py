@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from a1x_diagnostics.findings import Finding, Report
 from a1x_tui.commands.lint import add_context_arguments
-from diagnostics.findings import Finding, Report
 
 _DOTTED = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$")
 
@@ -49,7 +49,7 @@ _MAX_REPORT_BYTES = 64 << 20  # a --check report quotes at most a few lines per 
 
 
 def _finding_from_report(path: Path, finding_id: str) -> Finding:
-    from diagnostics.inputs import InputError, read_input
+    from a1x_diagnostics.inputs import InputError, read_input
 
     try:
         report = Report.model_validate_json(read_input(path, limit=_MAX_REPORT_BYTES, what="report"))
@@ -65,7 +65,7 @@ def _finding_from_report(path: Path, finding_id: str) -> Finding:
 
 
 def _values(settings: list[str], finding: Finding | None) -> dict[str, Any]:
-    from diagnostics.config import parse_value
+    from a1x_diagnostics.config import parse_value
 
     values: dict[str, Any] = {}
     for setting in settings:
@@ -81,7 +81,7 @@ def _values(settings: list[str], finding: Finding | None) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from diagnostics.config import (
+    from a1x_diagnostics.config import (
         ConfigError,
         FixRefused,
         apply_fix,
@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     except (FixRefused, ValueError) as exc:
         print(str(exc).splitlines()[0], file=sys.stderr)
         return 1
-    from diagnostics.report import redact, redact_report
+    from a1x_diagnostics.report import redact, redact_report
 
     # shown, not applied: a key written in the TOML near the change is masked as lint masks it
     diff, after = redact(diff), redact_report(after)

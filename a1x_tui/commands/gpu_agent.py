@@ -19,7 +19,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from diagnostics.gpu import GpuSampler
+    from a1x_diagnostics.gpu import GpuSampler
 
 PROG = "a1x-tui gpu-agent"
 
@@ -77,7 +77,7 @@ class _PidsFile:
 
 
 def run(args: argparse.Namespace) -> int:
-    from diagnostics.gpu import GpuSampler, RoleResolver, SampleWriter, samples_path
+    from a1x_diagnostics.gpu import GpuSampler, RoleResolver, SampleWriter, samples_path
 
     run_dir = Path(args.run_dir)
     if not run_dir.is_dir():

@@ -15,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from supervisor.spec import default_spec_text
+    from a1x_supervisor.spec import default_spec_text
 
     text = default_spec_text()
     if args.out == "-":

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from diagnostics.findings import CheckState, Report
+from a1x_diagnostics.findings import CheckState, Report
 
 _CHECK_MARKS = {CheckState.OK: "[+]", CheckState.FINDING: "[-]", CheckState.BLIND: "[?]", CheckState.SKIPPED: "[ ]"}
 
@@ -73,9 +73,9 @@ def render_text(report: Report) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from diagnostics.alpagym.lint import lint_target
-    from diagnostics.config import lint_report
-    from diagnostics.report import redact_report
+    from a1x_diagnostics.alpagym.lint import lint_target
+    from a1x_diagnostics.config import lint_report
+    from a1x_diagnostics.report import redact_report
 
     # An AlpaGym run's generated configs (its TOML, its resolved_config.yaml, or the run folder): the closed-loop
     # lint (docs/config.md "Closed-loop runs"); any other TOML: the recipe's.

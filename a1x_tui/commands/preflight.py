@@ -20,11 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from a1x_supervisor.pipeline import select_stages, stage_names
+    from a1x_supervisor.preflight import outputs_present, preflight, render_text
+    from a1x_supervisor.spec import SpecError, load_spec
+    from a1x_supervisor.stage import StageError
     from a1x_tui.demo.pipeline import register as register_demo
-    from supervisor.pipeline import select_stages, stage_names
-    from supervisor.preflight import outputs_present, preflight, render_text
-    from supervisor.spec import SpecError, load_spec
-    from supervisor.stage import StageError
 
     register_demo()  # a demo run's spec names the demo's pipeline
     try:
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     except (SpecError, StageError) as exc:
         print(str(exc), file=sys.stderr)
         return 3
-    from diagnostics.report import redact_report
+    from a1x_diagnostics.report import redact_report
 
     report = redact_report(
         preflight(spec, stages=stages, target=str(args.spec), skip_verified=lambda stage: outputs_present(spec, stage))

@@ -16,15 +16,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from a1x_supervisor.daemon import Plan
+    from a1x_supervisor.launch import start_daemon, wait_until_ready
+    from a1x_supervisor.pipeline import select_stages, stage_names
+    from a1x_supervisor.protocol import NoSupervisor, SupervisorClient
+    from a1x_supervisor.recovery import lock_is_held
+    from a1x_supervisor.rundir import RunDir
+    from a1x_supervisor.spec import SpecError, load_spec
+    from a1x_supervisor.stage import StageError
     from a1x_tui.demo.pipeline import register as register_demo
-    from supervisor.daemon import Plan
-    from supervisor.launch import start_daemon, wait_until_ready
-    from supervisor.pipeline import select_stages, stage_names
-    from supervisor.protocol import NoSupervisor, SupervisorClient
-    from supervisor.recovery import lock_is_held
-    from supervisor.rundir import RunDir
-    from supervisor.spec import SpecError, load_spec
-    from supervisor.stage import StageError
 
     register_demo()  # a demo run's spec names the demo's pipeline
     rundir = RunDir(args.run_dir.resolve())

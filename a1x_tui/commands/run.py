@@ -49,10 +49,10 @@ def _detach_on_signals() -> None:
 
 def follow(run_dir: Path, *, print_line: bool = True) -> int:
     """Print the run's events until it ends; 0 when it succeeded. Signals only detach."""
+    from a1x_supervisor.protocol import NoSupervisor, SupervisorClient
+    from a1x_supervisor.rundir import RunDir
+    from a1x_supervisor.state import FINAL_RUN_STATUSES, load_state
     from a1x_tui.console import print_stream
-    from supervisor.protocol import NoSupervisor, SupervisorClient
-    from supervisor.rundir import RunDir
-    from supervisor.state import FINAL_RUN_STATUSES, load_state
 
     rundir = RunDir(run_dir)
     _detach_on_signals()
@@ -89,16 +89,16 @@ def _safe_print(text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from a1x_supervisor.daemon import AlreadySupervised, Plan, Supervisor
+    from a1x_supervisor.launch import new_run_dir, prepare_run_dir, start_daemon, wait_until_ready
+    from a1x_supervisor.pipeline import select_stages, stage_names
+    from a1x_supervisor.preflight import outputs_present, preflight, render_text
+    from a1x_supervisor.recovery import lock_is_held
+    from a1x_supervisor.rundir import RunDir, RunDirError
+    from a1x_supervisor.spec import SpecError, load_spec
+    from a1x_supervisor.stage import StageError
     from a1x_tui.console import format_event
     from a1x_tui.demo.pipeline import register as register_demo
-    from supervisor.daemon import AlreadySupervised, Plan, Supervisor
-    from supervisor.launch import new_run_dir, prepare_run_dir, start_daemon, wait_until_ready
-    from supervisor.pipeline import select_stages, stage_names
-    from supervisor.preflight import outputs_present, preflight, render_text
-    from supervisor.recovery import lock_is_held
-    from supervisor.rundir import RunDir, RunDirError
-    from supervisor.spec import SpecError, load_spec
-    from supervisor.stage import StageError
 
     register_demo()  # a demo run's spec names the demo's pipeline
     existing = RunDir(args.run_dir.resolve()) if args.run_dir is not None else None

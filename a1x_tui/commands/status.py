@@ -21,10 +21,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from a1x_supervisor.launch import offline_status
+    from a1x_supervisor.protocol import NoSupervisor, SupervisorClient
+    from a1x_supervisor.rundir import RunDir
     from a1x_tui.console import render_state
-    from supervisor.launch import offline_status
-    from supervisor.protocol import NoSupervisor, SupervisorClient
-    from supervisor.rundir import RunDir
 
     rundir = RunDir(args.run_dir.resolve())
     note = None
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
             f"no supervisor answers on {rundir.socket_path}: this is state.json as last written "
             f"({state.get('updated_at')})"
         )
-    from diagnostics.report import redact
+    from a1x_diagnostics.report import redact
 
     # state.json is scrubbed of the run's secret values when written; the shapes of secrets are masked here
     if args.json:

@@ -18,11 +18,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from supervisor.launch import offline_status, pid_alive, stop_orphans
-    from supervisor.protocol import NoSupervisor, SupervisorClient
-    from supervisor.recovery import read_pid
-    from supervisor.rundir import RunDir
-    from supervisor.spec import SpecError, load_spec
+    from a1x_supervisor.launch import offline_status, pid_alive, stop_orphans
+    from a1x_supervisor.protocol import NoSupervisor, SupervisorClient
+    from a1x_supervisor.recovery import read_pid
+    from a1x_supervisor.rundir import RunDir
+    from a1x_supervisor.spec import SpecError, load_spec
 
     rundir = RunDir(args.run_dir.resolve())
     if not rundir.is_run_dir():

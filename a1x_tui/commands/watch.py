@@ -28,8 +28,8 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from diagnostics.findings import Finding
-    from diagnostics.live import Message, RunFollower
+    from a1x_diagnostics.findings import Finding
+    from a1x_diagnostics.live import Message, RunFollower
 
 
 def _positive_seconds(text: str) -> float:
@@ -75,7 +75,7 @@ class _Printer:
     """Writes the stream; every string passes ``redact`` (no token or API key reaches stdout)."""
 
     def __init__(self, fmt: str) -> None:
-        from diagnostics.report import redact
+        from a1x_diagnostics.report import redact
 
         self.fmt = fmt
         self._redact = redact
@@ -88,7 +88,7 @@ class _Printer:
         self._out(json.dumps({"type": kind, "time": _now(), **fields}, default=str) + "\n")
 
     def text(self, line: str) -> None:
-        from diagnostics.printable import printable  # log text: no control byte reaches the terminal
+        from a1x_diagnostics.printable import printable  # log text: no control byte reaches the terminal
 
         clock = datetime.now().strftime("%H:%M:%S")
         self._out(f"{clock} " + "\n".join(printable(part) for part in line.split("\n")) + "\n")
@@ -107,7 +107,7 @@ class _Printer:
         self.text("\n".join(lines))
 
     def message(self, message: Message) -> None:
-        from diagnostics.live import (
+        from a1x_diagnostics.live import (
             FileAppeared,
             FindingRaised,
             FindingResolved,
@@ -160,8 +160,7 @@ class _Printer:
 
 
 def _follow(follower: RunFollower, printer: _Printer, stop: threading.Event) -> None:
-    from a1x_tui._stdout import stdout_closed
-    from diagnostics.live import (
+    from a1x_diagnostics.live import (
         FileAppeared,
         FindingRaised,
         FindingResolved,
@@ -171,6 +170,7 @@ def _follow(follower: RunFollower, printer: _Printer, stop: threading.Event) -> 
         OutcomeChanged,
         RunSwitched,
     )
+    from a1x_tui._stdout import stdout_closed
 
     kinds = {FindingRaised, FindingUpdated, FindingResolved, RunSwitched, HistoryComplete, FollowError, FileAppeared,
              OutcomeChanged}
@@ -201,10 +201,10 @@ def _may_fill(layout: Any) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from diagnostics.engine import unknown_reason
-    from diagnostics.findings import Status
-    from diagnostics.live import FollowOptions, RunFollower, engine_diagnosis, resolve_layout
-    from diagnostics.parsing import LayoutError
+    from a1x_diagnostics.engine import unknown_reason
+    from a1x_diagnostics.findings import Status
+    from a1x_diagnostics.live import FollowOptions, RunFollower, engine_diagnosis, resolve_layout
+    from a1x_diagnostics.parsing import LayoutError
 
     try:
         layout = resolve_layout(args.path, args.run)

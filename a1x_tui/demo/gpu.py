@@ -1,4 +1,4 @@
-"""Simulated GPUs for the demo: the real sampler and role join over ``diagnostics.gpu``'s fake NVML.
+"""Simulated GPUs for the demo: the real sampler and role join over ``a1x_diagnostics.gpu``'s fake NVML.
 
 The demo launcher runs this while its replicas play. Two H200s named "(simulated)" with the driver
 "simulated (a1x-tui demo)" are sampled by the real ``GpuSampler`` into ``<run>/gpu/simulated.jsonl``,
@@ -13,9 +13,9 @@ import threading
 import time
 from pathlib import Path
 
+from a1x_diagnostics.gpu import FakeBackend, FakeDevice, GpuSampler, RoleResolver, SampleWriter, samples_path
+from a1x_diagnostics.gpu.backend import ProcessReading
 from a1x_tui.demo.scenario import OOM_STEPS, Trouble, end_time, step_time
-from diagnostics.gpu import FakeBackend, FakeDevice, GpuSampler, RoleResolver, SampleWriter, samples_path
-from diagnostics.gpu.backend import ProcessReading
 
 SIMULATED_DRIVER = "simulated (a1x-tui demo)"
 SIMULATED_HOST = "simulated"

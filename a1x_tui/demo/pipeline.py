@@ -1,5 +1,5 @@
 """The demo's pipeline, for the real supervisor: the same ``StageSpec`` contract as the real pipeline,
-added to the supervisor's pipelines by ``register()`` (``supervisor.pipeline``: the supervisor imports
+added to the supervisor's pipelines by ``register()`` (``a1x_supervisor.pipeline``: the supervisor imports
 no application; the commands that read stage names or start a supervisor register it first).
 
 Stage names are a subset of the real ones (``--from``, ``--only`` and restart work unchanged);
@@ -17,13 +17,13 @@ from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
-from supervisor.cosmos_logs import expected_ranks, latest_complete_checkpoint
-from supervisor.pipeline import Pipeline, register_pipeline
-from supervisor.progress import HfDownload, LastLine, TrainSteps
-from supervisor.rundir import RunDir
-from supervisor.spec import RunSpec
-from supervisor.stage import Command, StageError, StageSpec, VerifyResult
-from supervisor.stages.train import verify_trained
+from a1x_supervisor.cosmos_logs import expected_ranks, latest_complete_checkpoint
+from a1x_supervisor.pipeline import Pipeline, register_pipeline
+from a1x_supervisor.progress import HfDownload, LastLine, TrainSteps
+from a1x_supervisor.rundir import RunDir
+from a1x_supervisor.spec import RunSpec
+from a1x_supervisor.stage import Command, StageError, StageSpec, VerifyResult
+from a1x_supervisor.stages.train import verify_trained
 
 DEMO_STAGES: tuple[str, ...] = ("download", "convert", "configure", "train", "export", "verify")
 OPTIONS_FILE = "demo.json"  # in the run directory: {"speed": 1.0}
@@ -208,7 +208,7 @@ def build_stages(spec: RunSpec, rundir: RunDir, outputs: MutableMapping[str, str
 PIPELINE = Pipeline("demo", stage_names, build_stages)
 
 # The closed-loop demo (``a1x-tui demo --closed-loop``): the alpagym pipeline's train, export and verify,
-# judged by the real stages' checks (supervisor.stages.alpagym), with the demo's AlpaGym host.
+# judged by the real stages' checks (a1x_supervisor.stages.alpagym), with the demo's AlpaGym host.
 CLOSED_LOOP_STAGES: tuple[str, ...] = ("convert", "train", "export", "verify")
 
 
@@ -217,10 +217,10 @@ def closed_loop_stage_names(spec: RunSpec) -> list[str]:
 
 
 def build_closed_loop_stages(spec: RunSpec, rundir: RunDir, outputs: MutableMapping[str, str]) -> list[StageSpec]:
-    from supervisor.stages.alpagym import latest_run, run_folders, runs_root
-    from supervisor.stages.alpagym.convert import verify_alpagym_checkpoint
-    from supervisor.stages.alpagym.export import PROVENANCE, verify_inference_export
-    from supervisor.stages.alpagym.train import verify_alpagym_trained
+    from a1x_supervisor.stages.alpagym import latest_run, run_folders, runs_root
+    from a1x_supervisor.stages.alpagym.convert import verify_alpagym_checkpoint
+    from a1x_supervisor.stages.alpagym.export import PROVENANCE, verify_inference_export
+    from a1x_supervisor.stages.alpagym.train import verify_alpagym_trained
 
     paths, env = spec.paths, {"PYTHONPATH": str(_REPO_ROOT)}
 

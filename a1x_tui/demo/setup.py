@@ -12,8 +12,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from a1x_supervisor.spec import PathsSpec, RunSpec, SupervisorSpec
 from a1x_tui.demo.pipeline import DEMO_STAGES, OPTIONS_FILE
-from supervisor.spec import PathsSpec, RunSpec, SupervisorSpec
 
 __all__ = ["DEMO_STAGES", "DemoOptions", "default_root", "demo_spec", "prepare_demo_run"]
 
@@ -53,7 +53,7 @@ def demo_spec(root: Path, *, closed_loop: bool = False) -> RunSpec:
 
 def prepare_demo_run(options: DemoOptions) -> Path:
     """A fresh run directory for a demo, with its spec, ``logs/`` and the demo's options written."""
-    from supervisor.launch import new_run_dir, prepare_run_dir
+    from a1x_supervisor.launch import new_run_dir, prepare_run_dir
 
     root = options.root.expanduser().resolve()
     root.mkdir(parents=True, exist_ok=True)

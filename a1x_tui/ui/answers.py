@@ -1,7 +1,7 @@
-"""The wizard's answers, and the run spec they make (validated by ``supervisor.spec``, not here).
+"""The wizard's answers, and the run spec they make (validated by ``a1x_supervisor.spec``, not here).
 
 The answers are plain strings as typed; ``spec_from_answers`` writes them as run-spec TOML and
-parses it with ``supervisor.spec.parse_spec``, so the wizard refuses exactly what ``a1x-tui run
+parses it with ``a1x_supervisor.spec.parse_spec``, so the wizard refuses exactly what ``a1x-tui run
 --spec`` refuses, with the same one-line message. The W&B key is never part of the answers.
 """
 
@@ -109,7 +109,7 @@ class Answers:
 
 
 def default_answers(home: str = "~") -> Answers:
-    from supervisor.spec import default_paths
+    from a1x_supervisor.spec import default_paths
 
     defaults = default_paths(home)
     alpagym = {"release_dir": f"{home}/alpagym/tmp/checkpoints/Alpamayo-1.5-10B",
@@ -130,10 +130,10 @@ def _int(text: str, what: str, field: str, problems: list[Problem]) -> int:
 
 
 def spec_from_answers(answers: Answers) -> object:
-    """A ``supervisor.spec.RunSpec``. Raises ``AnswerError`` naming every wrong answer (one line each)."""
+    """A ``a1x_supervisor.spec.RunSpec``. Raises ``AnswerError`` naming every wrong answer (one line each)."""
     import tomlkit
 
-    from supervisor.spec import SpecError, must_be_folder, parse_spec
+    from a1x_supervisor.spec import SpecError, must_be_folder, parse_spec
 
     problems: list[Problem] = []
     chunks_text = answers.chunk_ids.replace(",", " ").split()

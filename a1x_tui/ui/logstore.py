@@ -14,8 +14,8 @@ import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from a1x_diagnostics.report import env_secrets, redact
 from a1x_tui.ui.timestamps import line_level, line_time
-from diagnostics.report import env_secrets, redact
 
 PER_FILE = 20_000
 MERGED = 60_000

@@ -16,9 +16,9 @@ from typing import Any
 
 from textual.message import Message
 
+from a1x_diagnostics.findings import Finding, Report, RunOutcome
+from a1x_diagnostics.gpu import GpuSnapshot, ProcessSample
 from a1x_tui.ui.target import RunTarget
-from diagnostics.findings import Finding, Report, RunOutcome
-from diagnostics.gpu import GpuSnapshot, ProcessSample
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,8 +52,8 @@ def resolve_target(path: Path, config: Path | None = None) -> RunTarget:
     run_dir = _our_run_dir(path) if path.is_dir() else None
     if run_dir is None:
         return RunTarget(path, None, config.expanduser().resolve() if config else None)
-    from supervisor.rundir import RunDir
-    from supervisor.spec import SpecError, load_spec
+    from a1x_supervisor.rundir import RunDir
+    from a1x_supervisor.spec import SpecError, load_spec
 
     layout = RunDir(run_dir)
     follow, note = run_dir, None

@@ -1,7 +1,7 @@
 """Where a log line says when it was written: for ordering the merged view, and for the level colour.
 
 Only the families whose stamps carry a full date are read (cosmos lines, naive local time with
-milliseconds: ``diagnostics.parsing.COSMOS_STAMP_RE``; docs/supervisor.md: stage logs, ISO-8601 with
+milliseconds: ``a1x_diagnostics.parsing.COSMOS_STAMP_RE``; docs/supervisor.md: stage logs, ISO-8601 with
 offset). Lines without one (vLLM's ``MM-DD`` stamps, tracebacks, shell echoes) take the time of the
 line before them.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from diagnostics.parsing import COSMOS_STAMP_RE, PREFETCH_LEVEL_RE
+from a1x_diagnostics.parsing import COSMOS_STAMP_RE, PREFETCH_LEVEL_RE
 
 _ISO = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z)?) ")
 _FRACTION = re.compile(r"\.(\d+)")

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
-from diagnostics.gpu import (  # noqa: E402
+from a1x_diagnostics.gpu import (  # noqa: E402
     GpuCheckOptions,
     GpuSampler,
     PynvmlBackend,
@@ -32,7 +32,7 @@ from diagnostics.gpu import (  # noqa: E402
     gpu_findings_now,
     samples_path,
 )
-from diagnostics.gpu.roles import PsutilInspector  # noqa: E402
+from a1x_diagnostics.gpu.roles import PsutilInspector  # noqa: E402
 
 MIB = 1 << 20
 started: list[subprocess.Popen[bytes]] = []
@@ -330,8 +330,8 @@ def main() -> int:
 
 
 def _dry_backend(run_dir: Path) -> Any:
-    from diagnostics.gpu.backend import ProcessReading
-    from diagnostics.gpu.fake import FakeBackend, FakeDevice
+    from a1x_diagnostics.gpu.backend import ProcessReading
+    from a1x_diagnostics.gpu.fake import FakeBackend, FakeDevice
 
     class Dry(FakeBackend):
         def refresh(self) -> None:

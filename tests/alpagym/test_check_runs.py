@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from diagnostics.engine import check, unknown_reason
-from diagnostics.findings import SCHEMA_VERSION, Finding, Report
+from a1x_diagnostics.engine import check, unknown_reason
+from a1x_diagnostics.findings import SCHEMA_VERSION, Finding, Report
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "alpagym"
 

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from diagnostics.alpagym.artifacts import read_artifact
-from diagnostics.alpagym.config import ResolvedConfigError, load_resolved
-from diagnostics.alpagym.parser import parse_closed_loop
-from diagnostics.closed_loop_events import CL, ClosedLoop
-from diagnostics.engine import check
-from diagnostics.events import Role, Signal, SignalKind, Source
-from diagnostics.live import engine_diagnosis
-from diagnostics.parsing import discover
+from a1x_diagnostics.alpagym.artifacts import read_artifact
+from a1x_diagnostics.alpagym.config import ResolvedConfigError, load_resolved
+from a1x_diagnostics.alpagym.parser import parse_closed_loop
+from a1x_diagnostics.closed_loop_events import CL, ClosedLoop
+from a1x_diagnostics.engine import check
+from a1x_diagnostics.events import Role, Signal, SignalKind, Source
+from a1x_diagnostics.live import engine_diagnosis
+from a1x_diagnostics.parsing import discover
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "alpagym"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from diagnostics.alpagym import parser
-from diagnostics.events import Role, Source
-from diagnostics.parsing import regex_needles
+from a1x_diagnostics.alpagym import parser
+from a1x_diagnostics.events import Role, Source
+from a1x_diagnostics.parsing import regex_needles
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "alpagym"
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from diagnostics.catalog import CATALOG
-from diagnostics.findings import Report
+from a1x_diagnostics.catalog import CATALOG
+from a1x_diagnostics.findings import Report
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = REPO / "diagnostics" / "examples"
+EXAMPLES = REPO / "a1x_diagnostics" / "examples"
 
 
 def a1x(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

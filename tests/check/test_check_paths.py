@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from diagnostics.engine import Collector, check
-from diagnostics.events import Role, Source, Stat, SyncPhase, WeightSync
-from diagnostics.parsing import _prefilter
+from a1x_diagnostics.engine import Collector, check
+from a1x_diagnostics.events import Role, Source, Stat, SyncPhase, WeightSync
+from a1x_diagnostics.parsing import _prefilter
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = sorted(p for p in (ROOT / "tests" / "fixtures" / "cosmos").glob("*/*") if p.is_dir() and any(p.glob("logs_*")))
-RUNS += [ROOT / "diagnostics" / "examples" / "healthy", ROOT / "diagnostics" / "examples" / "sick"]
+RUNS += [ROOT / "a1x_diagnostics" / "examples" / "healthy", ROOT / "a1x_diagnostics" / "examples" / "sick"]
 
 
 def _report(path: Path) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SICK = REPO / "diagnostics" / "examples" / "sick"
+SICK = REPO / "a1x_diagnostics" / "examples" / "sick"
 TOML = REPO / "tests" / "config" / "data" / "recipe_local_test.toml"
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from diagnostics.catalog import CATALOG
-from diagnostics.detectors import REGISTRY
+from a1x_diagnostics.catalog import CATALOG
+from a1x_diagnostics.detectors import REGISTRY
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "findings.md"
 

@@ -22,12 +22,12 @@ from typing import Any
 
 import pytest
 
-from diagnostics.detectors._store import EventStore, FileFacts, Retained
-from diagnostics.engine import Collector, _read_into, check
-from diagnostics.metrics import Metrics, Series, StepWindow, Streak, StreakTracker
-from diagnostics.parsing import _bulk, _prefilter, discover, read_run
-from diagnostics.parsing._layout import RunLayout
-from diagnostics.parsing.records import BATCH_TYPES
+from a1x_diagnostics.detectors._store import EventStore, FileFacts, Retained
+from a1x_diagnostics.engine import Collector, _read_into, check
+from a1x_diagnostics.metrics import Metrics, Series, StepWindow, Streak, StreakTracker
+from a1x_diagnostics.parsing import _bulk, _prefilter, discover, read_run
+from a1x_diagnostics.parsing._layout import RunLayout
+from a1x_diagnostics.parsing.records import BATCH_TYPES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "parsing"))
 from parsing_helpers import cosmos
@@ -38,7 +38,7 @@ pytestmark = pytest.mark.skipif(not _bulk.available(), reason="C extension not b
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = sorted(p for p in (ROOT / "tests" / "fixtures" / "cosmos").glob("*/*") if p.is_dir() and any(p.glob("logs_*")))
-RUNS += [ROOT / "diagnostics" / "examples" / "healthy", ROOT / "diagnostics" / "examples" / "sick"]
+RUNS += [ROOT / "a1x_diagnostics" / "examples" / "healthy", ROOT / "a1x_diagnostics" / "examples" / "sick"]
 
 _SKIP = {"_step_index", "_recent_hits"}  # caches and de-duplication windows that only look back
 
@@ -281,7 +281,7 @@ def test_an_abandoned_prefetch_does_not_hold_the_process(tmp_path: Path) -> None
            b"3 pending rollouts, 0.5 seconds elapsed\n"
     for i in range(40):
         (logs / f"rollout_{i}.log").write_bytes(line * 20000)
-    code = ("import sys; from pathlib import Path; from diagnostics.parsing import _bulk, discover; "
+    code = ("import sys; from pathlib import Path; from a1x_diagnostics.parsing import _bulk, discover; "
             "_bulk.AHEAD_CHUNKS = 1; _bulk.CHUNK_BYTES = 4096; _bulk.prefetch(discover(Path(sys.argv[1])).files)")
     done = subprocess.run([sys.executable, "-c", code, str(logs)], timeout=30, capture_output=True, check=False)
     assert done.returncode == 0, done.stderr

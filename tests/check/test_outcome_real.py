@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from diagnostics.engine import check
-from diagnostics.findings import Outcome, Severity, Status
+from a1x_diagnostics.engine import check
+from a1x_diagnostics.findings import Outcome, Severity, Status
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "cosmos"
 REPO = Path(__file__).resolve().parents[2]

@@ -1,6 +1,6 @@
 """``a1x-tui --check`` reads a run in a child process and reports exactly what one process would.
 
-``diagnostics.reader_process`` forks a child that reads the run into a ``collect.Collection`` while
+``a1x_diagnostics.reader_process`` forks a child that reads the run into a ``collect.Collection`` while
 the parent imports the detectors and the report models; the parent takes the child's store and
 metrics. These tests hold: the same report on every recorded run and example, from the command
 line too; every way the child can fail (an exception, a kill, a payload that does not load,
@@ -22,14 +22,14 @@ from typing import Any
 
 import pytest
 
-from diagnostics import reader_process
-from diagnostics.parsing import records
+from a1x_diagnostics import reader_process
+from a1x_diagnostics.parsing import records
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "cosmos"
 RUNS = sorted(p for p in FIXTURES.glob("*/*") if p.is_dir() and any(p.glob("logs_*")))
-EXAMPLES = sorted(p for p in (ROOT / "diagnostics" / "examples").iterdir() if p.is_dir() and p.name[0] != "_")
-SICK = ROOT / "diagnostics" / "examples" / "sick"
+EXAMPLES = sorted(p for p in (ROOT / "a1x_diagnostics" / "examples").iterdir() if p.is_dir() and p.name[0] != "_")
+SICK = ROOT / "a1x_diagnostics" / "examples" / "sick"
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the child process is forked on Linux only"),
@@ -40,8 +40,8 @@ pytestmark = [
 # parent would make it refuse to fork), in a fresh interpreter: one thread, as a1x-tui --check is.
 _BOTH_WAYS = """
 import json, sys
-from diagnostics import reader_process
-from diagnostics.engine import check
+from a1x_diagnostics import reader_process
+from a1x_diagnostics.engine import check
 def report(target, reader=None):
     r = check(target, now=1.75e9, reader=reader).model_dump(mode="json")
     r.pop("generated_at")
@@ -75,7 +75,7 @@ def test_the_command_line_report_is_the_same_with_and_without_the_child() -> Non
     # The command itself, its reader watched: it says on stderr whether a child's read was taken.
     code = """
 import sys
-from diagnostics import reader_process
+from a1x_diagnostics import reader_process
 read_into = reader_process.ChildReader.read_into
 def watched(self, *args):
     taken = read_into(self, *args)
@@ -115,16 +115,16 @@ def test_the_reading_side_imports_no_report_model() -> None:
     code = """
 import json, sys
 from pathlib import Path
-from diagnostics import reader_process
-from diagnostics.collect import Collection, read_into
-from diagnostics.parsing import discover, records
+from a1x_diagnostics import reader_process
+from a1x_diagnostics.collect import Collection, read_into
+from a1x_diagnostics.parsing import discover, records
 layout = discover(Path(sys.argv[1]), None)
 records.prefetch(layout.files)
 c = Collection()
 c.note_files(layout)
 read_into(c, layout, None)
-heavy = ("pydantic", "diagnostics.findings", "diagnostics.catalog", "diagnostics.detectors._base",
-         "diagnostics.detectors.run", "diagnostics.report")
+heavy = ("pydantic", "a1x_diagnostics.findings", "a1x_diagnostics.catalog", "a1x_diagnostics.detectors._base",
+         "a1x_diagnostics.detectors.run", "a1x_diagnostics.report")
 print(json.dumps({"events": c.store.event_count, "heavy": sorted(m for m in sys.modules if m.startswith(heavy))}))
 """
     got = _fresh(code, str(SICK))
@@ -133,7 +133,7 @@ print(json.dumps({"events": c.store.event_count, "heavy": sorted(m for m in sys.
 
 
 def test_records_and_batches_load_back_as_their_own_classes() -> None:
-    from diagnostics.parsing.records import BATCHES, RECORDS
+    from a1x_diagnostics.parsing.records import BATCHES, RECORDS
 
     for cls in [*RECORDS.values(), *BATCHES.values()]:
         value = cls(*range(len(cls._fields)))
@@ -146,13 +146,13 @@ def test_the_detectors_run_in_one_order_whichever_module_is_imported_first() -> 
 import importlib, json, sys
 for name in sys.argv[1:]:
     importlib.import_module(name)
-from diagnostics.detectors.run import ordered
+from a1x_diagnostics.detectors.run import ordered
 print(json.dumps([d.id for d in ordered()]))
 """
     canonical = _fresh(code)
     assert len(canonical) > 40
-    assert _fresh(code, "diagnostics.detectors.weight_sync", "diagnostics.detectors.outcome",
-                  "diagnostics.detectors.memory") == canonical
+    assert _fresh(code, "a1x_diagnostics.detectors.weight_sync", "a1x_diagnostics.detectors.outcome",
+                  "a1x_diagnostics.detectors.memory") == canonical
 
 
 # --- the child failing: the parent reads the run itself ------------------------------------------------
@@ -161,8 +161,8 @@ print(json.dumps([d.id for d in ordered()]))
 # meet a lock another thread held). Before each fork the threads of a read in this process are let end.
 _ENDINGS = """
 import json, os, signal, sys, threading, time
-from diagnostics import reader_process
-from diagnostics.engine import check
+from a1x_diagnostics import reader_process
+from a1x_diagnostics.engine import check
 sick, healthy = sys.argv[1], sys.argv[2]
 
 def report(reader=None, timeout=None):
@@ -211,7 +211,7 @@ FALLBACKS = {"raises": "nothing read (exit status 1)", "killed": f"nothing read 
 
 @pytest.fixture(scope="module")
 def endings() -> Any:
-    return _fresh(_ENDINGS, str(SICK), str(ROOT / "diagnostics" / "examples" / "healthy"))
+    return _fresh(_ENDINGS, str(SICK), str(ROOT / "a1x_diagnostics" / "examples" / "healthy"))
 
 
 def test_a_child_that_reads_is_taken_and_reaped(endings: Any) -> None:
@@ -244,8 +244,8 @@ def test_a_report_that_does_not_need_the_child_stops_it(tmp_path: Path) -> None:
     """Not a run (UNKNOWN before any reading): ``close`` leaves no child behind."""
     code = """
 import json, os, sys
-from diagnostics import reader_process
-from diagnostics.engine import check
+from a1x_diagnostics import reader_process
+from a1x_diagnostics.engine import check
 reader = reader_process.start(sys.argv[1], None, 60)
 pid = reader.pid
 report = check(sys.argv[1], reader=reader.read_into)
@@ -267,7 +267,7 @@ def test_a_killed_parent_leaves_no_child_holding_its_output() -> None:
     it finds its parent gone."""
     code = """
 import os, sys, time
-from diagnostics import reader_process
+from a1x_diagnostics import reader_process
 real = reader_process._child
 def slow(fd, path, run, deadline, watch):
     time.sleep(3)  # not looking: the output's end must not wait for this

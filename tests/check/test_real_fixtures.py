@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from diagnostics.engine import check
-from diagnostics.findings import Severity, Status
+from a1x_diagnostics.engine import check
+from a1x_diagnostics.findings import Severity, Status
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "cosmos"
 HANG_747 = {"shutdown_hang"}  # §15.1: 747d1bd runs do not exit after the last step
@@ -114,8 +114,8 @@ def test_live_interleaved_order_gives_the_batch_findings() -> None:
     """The live follower feeds files interleaved (and keeps unknown lines): same findings as --check."""
     from itertools import zip_longest
 
-    from diagnostics.engine import Collector
-    from diagnostics.parsing import discover, iter_file_events
+    from a1x_diagnostics.engine import Collector
+    from a1x_diagnostics.parsing import discover, iter_file_events
 
     for path in RECORDED:
         layout = discover(path)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from diagnostics.findings import Evidence, Finding, Severity
-from diagnostics.report import MASK, redact
+from a1x_diagnostics.findings import Evidence, Finding, Severity
+from a1x_diagnostics.report import MASK, redact
 
 REPO = Path(__file__).resolve().parents[2]
 WANDB_KEY = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c"  # 40 hex digits, the shape of a W&B API key
@@ -66,7 +66,7 @@ def _clean_env() -> dict[str, str]:
 
 
 def test_check_and_lint_mask_secrets_this_shell_does_not_have(tmp_path: Path) -> None:
-    shutil.copytree(REPO / "diagnostics" / "examples" / "sick", tmp_path / "run", symlinks=True)
+    shutil.copytree(REPO / "a1x_diagnostics" / "examples" / "sick", tmp_path / "run", symlinks=True)
     controller = next((tmp_path / "run").glob("logs_*/controller.log"))
     controller.write_text(
         controller.read_text()
@@ -97,8 +97,8 @@ def test_check_and_lint_mask_secrets_this_shell_does_not_have(tmp_path: Path) ->
 
 
 def test_watch_stream_masks_secret_shapes(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from a1x_diagnostics.live import FindingRaised
     from a1x_tui.commands.watch import _Printer
-    from diagnostics.live import FindingRaised
 
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     finding = Finding(
@@ -115,10 +115,10 @@ def test_watch_stream_masks_secret_shapes(capsys: pytest.CaptureFixture[str], mo
 
 
 def test_the_app_log_view_and_findings_mask_secret_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from a1x_diagnostics.live import FindingRaised
     from a1x_tui.ui.feeds.follow import FollowFeed
     from a1x_tui.ui.logstore import make_lines
     from a1x_tui.ui.messages import FindingsChanged
-    from diagnostics.live import FindingRaised
 
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     lines, _, _ = make_lines("logs_1/policy_0.log", "policy_0", 1, LEAKY_LINES, 0.0, 0)

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from diagnostics.config import LoadedConfig, lint_config, parse_config
-from diagnostics.config.edit import REMOVE, Edit, edit_text
-from diagnostics.findings import Finding
+from a1x_diagnostics.config import LoadedConfig, lint_config, parse_config
+from a1x_diagnostics.config.edit import REMOVE, Edit, edit_text
+from a1x_diagnostics.findings import Finding
 
 DATA = Path(__file__).parent / "data"
 MOTION = DATA / "recipe_local_test.toml"  # shape of the shipped motion TOML (no final newline)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from config_helpers import JOINT, MOTION, text_of, variant
 
+from a1x_diagnostics.findings import Report
 from a1x_tui.cli import main
-from diagnostics.findings import Report
 
 
 @pytest.fixture(autouse=True)

@@ -11,9 +11,9 @@ from config_helpers import JOINT, MOTION, text_of, variant
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from configs.render import template_text
-from diagnostics.config._locate import scan_keys
-from diagnostics.config.edit import REMOVE, Edit, EditError, _pruned, edit_text, intended
+from a1x_configs.render import template_text
+from a1x_diagnostics.config._locate import scan_keys
+from a1x_diagnostics.config.edit import REMOVE, Edit, EditError, _pruned, edit_text, intended
 
 HAND_WRITTEN = """\
 # hand-written variant: inline table, quoted key, comments after values, CRLF-free

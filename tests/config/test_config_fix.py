@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from test_config_edit import assert_only_edited_lines_changed
 from test_config_rules import FAILING
 
-from diagnostics.config import FixRefused, apply_fix, load_config, make_context, plan_fix
-from diagnostics.config.edit import _pruned, intended
-from diagnostics.config.fixes import leftovers, write_atomically
-from diagnostics.findings import Finding, Fix, Severity
+from a1x_diagnostics.config import FixRefused, apply_fix, load_config, make_context, plan_fix
+from a1x_diagnostics.config.edit import _pruned, intended
+from a1x_diagnostics.config.fixes import leftovers, write_atomically
+from a1x_diagnostics.findings import Finding, Fix, Severity
 
 QUIET = make_context(gpus_per_node=8, env={})
 

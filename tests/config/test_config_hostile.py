@@ -17,15 +17,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from a1x_diagnostics.config import FixRefused, load_config, plan_fix
+from a1x_diagnostics.config.loader import _submodel
+from a1x_diagnostics.config.report import lint_report
+from a1x_diagnostics.config.schema import RecipeConfig
+from a1x_diagnostics.engine import check
 from a1x_tui.cli import main
-from diagnostics.config import FixRefused, load_config, plan_fix
-from diagnostics.config.loader import _submodel
-from diagnostics.config.report import lint_report
-from diagnostics.config.schema import RecipeConfig
-from diagnostics.engine import check
 
 REPO = Path(__file__).resolve().parents[2]
-HEALTHY = REPO / "diagnostics" / "examples" / "healthy"
+HEALTHY = REPO / "a1x_diagnostics" / "examples" / "healthy"
 # Bounded, so CI stays fast: each example is a full lint (and plan) of a recipe-sized TOML.
 FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from config_helpers import JOINT, MOTION, load_text, text_of, variant
 
-from diagnostics.config import ConfigError, load_config
+from a1x_diagnostics.config import ConfigError, load_config
 
 
 def test_shipped_shape_loads_with_the_files_values_and_747_defaults() -> None:

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from config_helpers import JOINT, MOTION, findings, load_text, text_of, variant
 
-from diagnostics.catalog import CATALOG
-from diagnostics.config import RULES, lint_config
-from diagnostics.findings import Severity
+from a1x_diagnostics.catalog import CATALOG
+from a1x_diagnostics.config import RULES, lint_config
+from a1x_diagnostics.findings import Severity
 
 GRADER = {"custom.alpamayo.reasoning_grading_model_path": "/data/lingo"}
 

@@ -9,7 +9,7 @@ import pytest
 import tomlkit
 from config_helpers import findings, load_text
 
-from configs.render import (
+from a1x_configs.render import (
     TemplateChoices,
     choices_summary,
     entry_script,
@@ -17,8 +17,8 @@ from configs.render import (
     render_toml,
     template_text,
 )
-from diagnostics.config.edit import edit_text
-from diagnostics.findings import Severity
+from a1x_diagnostics.config.edit import edit_text
+from a1x_diagnostics.findings import Severity
 
 COMBINATIONS = list(itertools.product(("1", "1.5"), ("motion", "joint"), (True, False), ("local", "cluster")))
 

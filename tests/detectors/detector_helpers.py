@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from diagnostics.detectors import ConfigLike, DumpConfig
-from diagnostics.engine import Collector
-from diagnostics.events import ConfigDump, Role, Source
-from diagnostics.findings import CheckResult, CheckState, Finding, RunOutcome
-from diagnostics.parsing import parse_lines
+from a1x_diagnostics.detectors import ConfigLike, DumpConfig
+from a1x_diagnostics.engine import Collector
+from a1x_diagnostics.events import ConfigDump, Role, Source
+from a1x_diagnostics.findings import CheckResult, CheckState, Finding, RunOutcome
+from a1x_diagnostics.parsing import parse_lines
 
 T0 = datetime(2025, 6, 11, 9, 0, 0)
 POLICY_UUID = "11111111-2222-3333-4444-555555555555"

@@ -13,7 +13,7 @@ from detector_helpers import (
     step,
 )
 
-from diagnostics.findings import CheckState
+from a1x_diagnostics.findings import CheckState
 
 
 def _growing_controller(new_stat: bool) -> list[str]:

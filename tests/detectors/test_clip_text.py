@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from diagnostics.detectors._config import clip_text
+from a1x_diagnostics.detectors._config import clip_text
 
 REPO = Path(__file__).resolve().parents[2]
 OOM = (

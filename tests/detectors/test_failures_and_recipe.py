@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from detector_helpers import config_dump, cosmos, recipe_config, run_logs, steady_run
 
-from diagnostics.findings import CheckState
+from a1x_diagnostics.findings import CheckState
 
 
 def tb(exc_line: str, rank: int | None = 0) -> list[str]:

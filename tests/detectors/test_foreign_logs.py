@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from diagnostics.engine import check
-from diagnostics.events import Role, Signal, SignalKind, Source
-from diagnostics.findings import Outcome, Status
-from diagnostics.parsing import parse_lines
+from a1x_diagnostics.engine import check
+from a1x_diagnostics.events import Role, Signal, SignalKind, Source
+from a1x_diagnostics.findings import Outcome, Status
+from a1x_diagnostics.parsing import parse_lines
 
 SAMPLES = Path(__file__).resolve().parents[2] / "docs" / "reference" / "foreign_error_samples.txt"
 LAUNCHER = Source("train.log", Role.LAUNCHER)

@@ -12,7 +12,7 @@ from detector_helpers import (
     step,
 )
 
-from diagnostics.findings import Severity
+from a1x_diagnostics.findings import Severity
 
 
 def child_failed(at: str = "09:01:55") -> list[str]:
@@ -273,8 +273,8 @@ def test_caught_failures_judged_live_while_the_next_traceback_is_still_open() ->
     # the last closed traceback then follows an older announcing line than the newest one.
     from detector_helpers import source_of
 
-    from diagnostics.engine import Collector
-    from diagnostics.parsing import LineParser
+    from a1x_diagnostics.engine import Collector
+    from a1x_diagnostics.parsing import LineParser
 
     oom = "CUDA out of memory. Tried to allocate 2.00 GiB."
     lines = [
@@ -290,7 +290,7 @@ def test_caught_failures_judged_live_while_the_next_traceback_is_still_open() ->
         ]
     collector = Collector()
     controller = source_of("controller.log")
-    from diagnostics.parsing import parse_lines
+    from a1x_diagnostics.parsing import parse_lines
 
     collector.extend(parse_lines(steady_run(30, 40), controller))
     parser = LineParser(source_of("rollout_0.log"))

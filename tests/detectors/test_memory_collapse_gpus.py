@@ -13,7 +13,7 @@ from detector_helpers import (
     train_report,
 )
 
-from diagnostics.findings import CheckState
+from a1x_diagnostics.findings import CheckState
 
 
 def traceback(exc_line: str, rank: int | None = 0) -> list[str]:

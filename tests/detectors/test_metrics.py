@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from detector_helpers import cosmos, run_logs, stat, steady_run, step, train_report
 
-from diagnostics.engine import Collector
-from diagnostics.events import Role, Source, Stat
-from diagnostics.metrics import Series
+from a1x_diagnostics.engine import Collector
+from a1x_diagnostics.events import Role, Source, Stat
+from a1x_diagnostics.metrics import Series
 
 
 def test_summary_from_step_stat_and_report_lines() -> None:
@@ -95,7 +95,7 @@ def test_the_step_gap_follows_the_latest_receive_however_many_there_were() -> No
     """A long run receives weights hundreds of thousands of times: the last one counts, not the first 64 k."""
     from datetime import datetime, timedelta
 
-    from diagnostics.events import SyncPhase, WeightSync
+    from a1x_diagnostics.events import SyncPhase, WeightSync
 
     collector = Collector()
     rollout = Source("rollout_0.log", Role.ROLLOUT, 0)

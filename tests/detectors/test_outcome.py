@@ -7,8 +7,8 @@ from pathlib import Path
 
 from detector_helpers import T0, cosmos, run_logs, stat, steady_run, step
 
-from diagnostics.detectors._errors import BENIGN, benign_reason, signature
-from diagnostics.findings import Outcome, Severity
+from a1x_diagnostics.detectors._errors import BENIGN, benign_reason, signature
+from a1x_diagnostics.findings import Outcome, Severity
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "cosmos"
 

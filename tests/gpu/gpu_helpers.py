@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from diagnostics.gpu import DeviceSample, GpuSnapshot, ProcessRole, ProcessSample, ProcInfo, RoleKind
-from diagnostics.gpu.samples import FOREIGN_LABEL
+from a1x_diagnostics.gpu import DeviceSample, GpuSnapshot, ProcessRole, ProcessSample, ProcInfo, RoleKind
+from a1x_diagnostics.gpu.samples import FOREIGN_LABEL
 
 GIB = 1 << 30
 H200_TOTAL = 143771 << 20

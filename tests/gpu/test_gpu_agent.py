@@ -9,16 +9,16 @@ import sys
 import time
 from pathlib import Path
 
-from diagnostics.gpu import read_log
+from a1x_diagnostics.gpu import read_log
 
 ROOT = Path(__file__).resolve().parents[2]
 
 # Runs the real CLI with NVML replaced by the scripted backend (no GPU on CI).
 _RUNNER = """
 import sys
-import diagnostics.gpu.sampler as sampler
-from diagnostics.gpu.backend import unavailable_from_code
-from diagnostics.gpu.fake import FakeBackend, fake_h200
+import a1x_diagnostics.gpu.sampler as sampler
+from a1x_diagnostics.gpu.backend import unavailable_from_code
+from a1x_diagnostics.gpu.fake import FakeBackend, fake_h200
 mode = sys.argv[1]
 if mode == "none":
     sampler.PynvmlBackend = lambda: FakeBackend(unavailable=unavailable_from_code(18, "x"))

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from diagnostics.gpu import NA, GpuSampler, NvmlCallError, NvmlUnavailable, PynvmlBackend
+from a1x_diagnostics.gpu import NA, GpuSampler, NvmlCallError, NvmlUnavailable, PynvmlBackend
 
 
 class NVMLError(Exception):

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from gpu_helpers import FOREIGN, GIB, H200_TOTAL, POLICY0, ROLLOUT0, device, role, snapshot
 
-from diagnostics.catalog import CATALOG
-from diagnostics.findings import CheckResult, CheckState, Finding
-from diagnostics.gpu import (
+from a1x_diagnostics.catalog import CATALOG
+from a1x_diagnostics.findings import CheckResult, CheckState, Finding
+from a1x_diagnostics.gpu import (
     CHECK_IDS,
     FakeBackend,
     GpuCheckOptions,
@@ -23,7 +23,7 @@ from diagnostics.gpu import (
     samples_path,
     unavailable_assessment,
 )
-from diagnostics.gpu.fake import fake_h200
+from a1x_diagnostics.gpu.fake import fake_h200
 
 
 def _by_id(findings: list[Finding]) -> dict[str, Finding]:
@@ -35,7 +35,7 @@ def _state(checks: list[CheckResult], cid: str) -> CheckState:
 
 
 def test_orphan_names_pids_commands_memory_and_the_stop_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("diagnostics.gpu.detect._current_user", lambda: "alice")
+    monkeypatch.setattr("a1x_diagnostics.gpu.detect._current_user", lambda: "alice")
     snap = snapshot(
         10.0,
         [device(used=60 * GIB)],
@@ -52,11 +52,11 @@ def test_orphan_names_pids_commands_memory_and_the_stop_command(monkeypatch: pyt
 
 
 def test_other_users_processes_need_sudo(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("diagnostics.gpu.detect._current_user", lambda: "bob")
+    monkeypatch.setattr("a1x_diagnostics.gpu.detect._current_user", lambda: "bob")
     snap = snapshot(1.0, [device(used=GIB)], [(0, 7, GIB, FOREIGN)])
     f = _by_id(assess([snap]).findings)["gpu_orphan"]
     assert f.action is not None and f.action.startswith("sudo kill 7")
-    monkeypatch.setattr("diagnostics.gpu.detect._current_user", lambda: "root")
+    monkeypatch.setattr("a1x_diagnostics.gpu.detect._current_user", lambda: "root")
     f = _by_id(assess([snap]).findings)["gpu_orphan"]
     assert f.action is not None and f.action.startswith("kill 7")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from diagnostics.gpu import GpuSampler, NvmlUnavailable, PynvmlBackend, RoleKind, RoleResolver, assess
+from a1x_diagnostics.gpu import GpuSampler, NvmlUnavailable, PynvmlBackend, RoleKind, RoleResolver, assess
 
 pytestmark = pytest.mark.gpu
 MIB = 1 << 20

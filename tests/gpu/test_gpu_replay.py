@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from gpu_helpers import FakeInspector
 
-from diagnostics.gpu import (
+from a1x_diagnostics.gpu import (
     NA,
     FakeBackend,
     GpuCheckOptions,
@@ -25,7 +25,7 @@ from diagnostics.gpu import (
     assess,
     read_log,
 )
-from diagnostics.gpu.na import to_mib
+from a1x_diagnostics.gpu.na import to_mib
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SAMPLES = FIXTURES / "h200_proof_samples.jsonl"

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from gpu_helpers import FakeInspector, proc
 
-from diagnostics.gpu import ProcInfo, RoleKind, RoleResolver, kind_of_label
-from diagnostics.gpu.roles import ENV_KEYS, PsutilInspector
+from a1x_diagnostics.gpu import ProcInfo, RoleKind, RoleResolver, kind_of_label
+from a1x_diagnostics.gpu.roles import ENV_KEYS, PsutilInspector
 
 LAUNCHER = proc(100, 1, "/usr/bin/python", "/usr/bin/cosmos-rl", "--config", "x.toml", "--policy", "1")
 

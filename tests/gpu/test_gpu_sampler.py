@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from gpu_helpers import GIB, FakeInspector, proc
 
-from diagnostics.gpu import (
+from a1x_diagnostics.gpu import (
     NA,
     FakeBackend,
     FakeDevice,
@@ -20,8 +20,8 @@ from diagnostics.gpu import (
     SampleWriter,
     read_log,
 )
-from diagnostics.gpu.backend import ProcessReading, unavailable_from_code
-from diagnostics.gpu.fake import fake_h200
+from a1x_diagnostics.gpu.backend import ProcessReading, unavailable_from_code
+from a1x_diagnostics.gpu.fake import fake_h200
 
 
 class Clock:
@@ -94,7 +94,7 @@ def test_unavailable_is_one_line_and_no_exception(tmp_path: Path, code: int, wor
 
 
 def test_missing_pynvml_is_unavailable_too() -> None:
-    from diagnostics.gpu import PynvmlBackend
+    from a1x_diagnostics.gpu import PynvmlBackend
 
     missing = GpuSampler(PynvmlBackend(module_name="pynvml_that_is_not_installed"))
     assert missing.sample() is None

@@ -7,7 +7,16 @@ from pathlib import Path
 
 from gpu_helpers import GIB, POLICY0, device, snapshot
 
-from diagnostics.gpu import NA, DeviceInfo, DeviceSample, GpuSnapshot, SampleWriter, read_log, read_run, samples_path
+from a1x_diagnostics.gpu import (
+    NA,
+    DeviceInfo,
+    DeviceSample,
+    GpuSnapshot,
+    SampleWriter,
+    read_log,
+    read_run,
+    samples_path,
+)
 
 
 def _writer(tmp_path: Path, max_bytes: int = 1 << 20) -> SampleWriter:

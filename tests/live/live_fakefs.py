@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from diagnostics.live._tail import FileId
+from a1x_diagnostics.live._tail import FileId
 
 _inodes = itertools.count(1)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from diagnostics.events import Source
-from diagnostics.findings import Finding
-from diagnostics.live import Evaluation, FollowOptions, Message, Subscription
+from a1x_diagnostics.events import Source
+from a1x_diagnostics.findings import Finding
+from a1x_diagnostics.live import Evaluation, FollowOptions, Message, Subscription
 
 FAST = FollowOptions(
     poll_interval=0.05,

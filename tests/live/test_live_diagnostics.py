@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from live_helpers import FAST, collect
 
-from diagnostics.engine import check
-from diagnostics.findings import Evidence, Finding, Outcome, Severity
-from diagnostics.live import (
+from a1x_diagnostics.engine import check
+from a1x_diagnostics.findings import Evidence, Finding, Outcome, Severity
+from a1x_diagnostics.live import (
     FindingRaised,
     FindingResolved,
     HistoryComplete,
@@ -209,7 +209,7 @@ def test_the_stream_never_carries_a_secret(monkeypatch: pytest.MonkeyPatch, caps
 
 
 def test_watch_text_stream_on_a_finished_run_ends_with_the_check_status() -> None:
-    sick = REPO / "diagnostics" / "examples" / "sick"
+    sick = REPO / "a1x_diagnostics" / "examples" / "sick"
     expected = check(sick, now=time.time())
     proc = _watch(sick, "--interval", "0.1")
     try:

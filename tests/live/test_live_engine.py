@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from live_helpers import FAST, collect
 
-from diagnostics.engine import check
-from diagnostics.events import Event
-from diagnostics.live import EngineDiagnosis, MetricsUpdated, RunFollower, engine_diagnosis
-from diagnostics.parsing import LineParser, discover
+from a1x_diagnostics.engine import check
+from a1x_diagnostics.events import Event
+from a1x_diagnostics.live import EngineDiagnosis, MetricsUpdated, RunFollower, engine_diagnosis
+from a1x_diagnostics.parsing import LineParser, discover
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "diagnostics" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "a1x_diagnostics" / "examples"
 RUNS = sorted(p for p in EXAMPLES.iterdir() if p.is_dir() and not p.name.startswith("_"))
 
 
@@ -24,7 +24,7 @@ def _all_files() -> list[tuple[Path, object]]:
 
 @pytest.mark.parametrize(("path", "source"), _all_files(), ids=lambda v: getattr(v, "name", ""))
 def test_prefiltered_feeding_gives_the_events_of_feeding_every_line(path: Path, source: object) -> None:
-    from diagnostics.events import Source
+    from a1x_diagnostics.events import Source
 
     assert isinstance(source, Source)
     lines = path.read_text(errors="replace").split("\n")

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from live_helpers import FAST, RecordingDiagnosis, collect, wait_until
 
-from diagnostics.events import Role
-from diagnostics.findings import Evidence, Finding, Severity, Status
-from diagnostics.live import (
+from a1x_diagnostics.events import Role
+from a1x_diagnostics.findings import Evidence, Finding, Severity, Status
+from a1x_diagnostics.live import (
     FileAppeared,
     FileReset,
     FindingRaised,
@@ -303,7 +303,7 @@ def test_a_busy_run_switches_to_size_scans_and_back_without_losing_lines(log_dir
 
 
 def test_an_unreadable_file_is_reported_once(log_dir: Path) -> None:
-    from diagnostics.live._osfs import OsFileSystem, OsHandle
+    from a1x_diagnostics.live._osfs import OsFileSystem, OsHandle
 
     class Refusing(OsFileSystem):  # as open(2) answers EACCES: running as root cannot show it
         def open(self, path: str) -> OsHandle | None:

@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diagnostics.live._lines import LineAssembler
+from a1x_diagnostics.live._lines import LineAssembler
 
 
 def feed_all(asm: LineAssembler, *chunks: bytes) -> list[str]:

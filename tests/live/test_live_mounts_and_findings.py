@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from diagnostics.findings import Evidence, Finding, Severity, Status
-from diagnostics.live import FindingRaised, FindingResolved, FindingTracker, FindingUpdated, finding_key
-from diagnostics.live._mounts import filesystem_type, is_network_fs, parse_mountinfo
+from a1x_diagnostics.findings import Evidence, Finding, Severity, Status
+from a1x_diagnostics.live import FindingRaised, FindingResolved, FindingTracker, FindingUpdated, finding_key
+from a1x_diagnostics.live._mounts import filesystem_type, is_network_fs, parse_mountinfo
 
 MOUNTINFO = """\
 22 27 0:21 / /proc rw,relatime - proc proc rw

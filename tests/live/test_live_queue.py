@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import threading
 
-from diagnostics.events import Role, Source
-from diagnostics.findings import Evidence, Finding, Severity
-from diagnostics.live import (
+from a1x_diagnostics.events import Role, Source
+from a1x_diagnostics.findings import Evidence, Finding, Severity
+from a1x_diagnostics.live import (
     FileReset,
     FindingRaised,
     FindingResolved,

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from live_helpers import FAST, collect, wait_until
 
-import diagnostics.live._follower as follower_module
-from diagnostics.live import FileReset, HistoryComplete, LinesAppended, Message, RunFollower
+import a1x_diagnostics.live._follower as follower_module
+from a1x_diagnostics.live import FileReset, HistoryComplete, LinesAppended, Message, RunFollower
 
 
 def _lines(messages: list[Message], name: str) -> list[tuple[int | None, str]]:

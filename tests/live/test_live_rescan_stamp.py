@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from live_helpers import FAST, collect, wait_until
 
-import diagnostics.live._follower as follower_module
-from diagnostics.live import FileAppeared, HistoryComplete, LinesAppended, Message, RunFollower, RunSwitched
+import a1x_diagnostics.live._follower as follower_module
+from a1x_diagnostics.live import FileAppeared, HistoryComplete, LinesAppended, Message, RunFollower, RunSwitched
 
 QUIET_OBSERVER = dataclasses.replace(
     FAST, poll=True, poll_folders_interval=30.0, rescan_interval=0.1, full_rescan_interval=30.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from live_fakefs import FakeFs
 
-from diagnostics.live._tail import FileTail, History, Lines, Opened, Reset, TailOutput
+from a1x_diagnostics.live._tail import FileTail, History, Lines, Opened, Reset, TailOutput
 
 P = "/run/logs_1/policy_0.log"
 

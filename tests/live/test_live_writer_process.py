@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from live_helpers import FAST
 
-from diagnostics.live import FileReset, HistoryComplete, LinesAppended, Message, RunFollower
+from a1x_diagnostics.live import FileReset, HistoryComplete, LinesAppended, Message, RunFollower
 
 RUN = "logs_20250101-000000"
 WRITER = Path(__file__).with_name("live_writer.py")
@@ -57,7 +57,7 @@ def _run_writer(folder: Path, manifest: Path, *args: str) -> subprocess.Popen[by
 
 
 def _collect(sub: object, manifest: Path, writer: subprocess.Popen[bytes], timeout: float) -> list[Message]:
-    from diagnostics.live import Subscription
+    from a1x_diagnostics.live import Subscription
 
     assert isinstance(sub, Subscription)
     got: list[Message] = []
@@ -143,7 +143,7 @@ def _runs(seqs: list[int]) -> list[tuple[int, int]]:
 
 
 def _wait_history(sub: object) -> None:
-    from diagnostics.live import Subscription
+    from a1x_diagnostics.live import Subscription
 
     assert isinstance(sub, Subscription)
     deadline = time.monotonic() + 10

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 
-from diagnostics.events import Event, LogLine, Role, Signal, SignalKind, Source
-from diagnostics.parsing import iter_file_events, parse_lines
+from a1x_diagnostics.events import Event, LogLine, Role, Signal, SignalKind, Source
+from a1x_diagnostics.parsing import iter_file_events, parse_lines
 
 TS = "2025-06-09 22:14:29,220"
 T = datetime(2025, 6, 9, 22, 14, 29, 220000)

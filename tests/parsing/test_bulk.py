@@ -1,6 +1,6 @@
 """The native reader's bulk templates: a record must say what the Python parser says of its line.
 
-``diagnostics._scan.chunk`` reads lines of a few exact shapes into records (``_rules.TEMPLATES``). For
+``a1x_diagnostics._scan.chunk`` reads lines of a few exact shapes into records (``_rules.TEMPLATES``). For
 every template, instances with random numbers, ranks, times (also across daylight-saving changes)
 and random damage must either come back as a record whose every field and time equal the event
 the parser builds from the same line, or as a candidate line (then the parser decides). The
@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from parsing_helpers import cosmos
 from test_failure_lines import tb
 
-from diagnostics.events import (
+from a1x_diagnostics.events import (
     Event,
     Role,
     Source,
@@ -32,11 +32,11 @@ from diagnostics.events import (
     WeightSync,
     epoch,
 )
-from diagnostics.parsing import GATED_MARKERS, LineParser, _bulk, _lines, _prefilter, _rules, read_run
-from diagnostics.parsing._layout import RunLayout
-from diagnostics.parsing._scan import _automaton
-from diagnostics.parsing._shapes import shape_of
-from diagnostics.parsing.records import Pending, built, event_fields, is_record
+from a1x_diagnostics.parsing import GATED_MARKERS, LineParser, _bulk, _lines, _prefilter, _rules, read_run
+from a1x_diagnostics.parsing._layout import RunLayout
+from a1x_diagnostics.parsing._scan import _automaton
+from a1x_diagnostics.parsing._shapes import shape_of
+from a1x_diagnostics.parsing.records import Pending, built, event_fields, is_record
 
 pytestmark = pytest.mark.skipif(not _bulk.available(), reason="C extension not built")
 

@@ -7,7 +7,7 @@ import math
 import pytest
 from parsing_helpers import TS, UUID, T, cosmos, interesting, one, parse, signal
 
-from diagnostics.events import (
+from a1x_diagnostics.events import (
     DynamicSampling,
     LogLine,
     Role,

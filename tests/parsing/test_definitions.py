@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from test_bulk import _check
 
-from diagnostics.events import Role, Signal, SignalKind, Source
-from diagnostics.parsing import _bulk, _rules, classify_file, scanner_for
-from diagnostics.parsing._parser import GATED_ROLES
-from diagnostics.parsing._required import read, required_literals
-from diagnostics.parsing._shapes import shape_of
-from diagnostics.parsing._templates import Bulk, message_pattern
+from a1x_diagnostics.events import Role, Signal, SignalKind, Source
+from a1x_diagnostics.parsing import _bulk, _rules, classify_file, scanner_for
+from a1x_diagnostics.parsing._parser import GATED_ROLES
+from a1x_diagnostics.parsing._required import read, required_literals
+from a1x_diagnostics.parsing._shapes import shape_of
+from a1x_diagnostics.parsing._templates import Bulk, message_pattern
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "cosmos"
 GENERATIONS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
@@ -157,7 +157,7 @@ def test_a_bulk_line_would_pass_the_needles_it_skips() -> None:
     """``_scan.c`` takes a line its templates match before walking the needles (a tag gate's
     confirmation): that line must be one the walk takes too. Each shape's text holds a marker that
     always counts, or its rule's strings are a group of the confirmation."""
-    from diagnostics.parsing._markers import GATED_CONFIRM, GATED_MARKERS
+    from a1x_diagnostics.parsing._markers import GATED_CONFIRM, GATED_MARKERS
 
     confirmed, groups, _ = GATED_CONFIRM
     always = [m for m in GATED_MARKERS if m not in confirmed]
@@ -186,7 +186,7 @@ def test_a_line_a_regex_matches_holds_every_string_it_requires(generation: str) 
 def test_the_scanner_takes_every_recorded_line_that_gives_an_event(generation: str) -> None:
     """In a controller or replica log, a tag gate counts only with every string of one of its rules:
     no recorded line that gives an event is left out by that."""
-    from diagnostics.parsing import LineParser
+    from a1x_diagnostics.parsing import LineParser
 
     lines = [line for _, line in _lines(generation) if "\r" not in line]
     for role in sorted(GATED_ROLES, key=lambda r: r.value):

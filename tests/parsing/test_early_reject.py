@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from parsing_helpers import SOURCES, cosmos
 
-from diagnostics.events import Event, LogLine, Role
-from diagnostics.parsing import LineParser
-from diagnostics.parsing._parser import GROUP_STARTS
-from diagnostics.parsing._rules import GATES, NEEDLES, Ctx, classify_gated, gated_rule_possible
-from diagnostics.parsing._shapes import shape_of
+from a1x_diagnostics.events import Event, LogLine, Role
+from a1x_diagnostics.parsing import LineParser
+from a1x_diagnostics.parsing._parser import GROUP_STARTS
+from a1x_diagnostics.parsing._rules import GATES, NEEDLES, Ctx, classify_gated, gated_rule_possible
+from a1x_diagnostics.parsing._shapes import shape_of
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "cosmos"
 _TAGS = ["[Rollout] ", "[Rollout rank=2] ", "[Policy] ", "[Controller] ", "[Worker] ", "[WeightSyncThread] "]

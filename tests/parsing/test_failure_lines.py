@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from parsing_helpers import UUID, cosmos, interesting, parse, signal, signals
 
-from diagnostics.events import Role, SignalKind, Traceback
+from a1x_diagnostics.events import Role, SignalKind, Traceback
 
 S = SignalKind
 

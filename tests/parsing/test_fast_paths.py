@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 from parsing_helpers import SOURCES, cosmos
 
-from diagnostics.events import EVENT_TYPES, Role, Signal, SignalKind, Source, Step
-from diagnostics.parsing._build import ctx_maker, maker
-from diagnostics.parsing._literal import read_literal
-from diagnostics.parsing._rules import (
+from a1x_diagnostics.events import EVENT_TYPES, Role, Signal, SignalKind, Source, Step
+from a1x_diagnostics.parsing._build import ctx_maker, maker
+from a1x_diagnostics.parsing._literal import read_literal
+from a1x_diagnostics.parsing._rules import (
     GATES,
     MAX_TEXT,
     NEEDLES,
@@ -34,7 +34,7 @@ from diagnostics.parsing._rules import (
     classify_message,
     present_gates,
 )
-from diagnostics.parsing._shapes import _cosmos_ts, _dt, shape_in_full, shape_of
+from a1x_diagnostics.parsing._shapes import _cosmos_ts, _dt, shape_in_full, shape_of
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "cosmos"
 REF = datetime(2025, 6, 10, 12, 0, 0)
@@ -260,7 +260,7 @@ def test_dynamic_sampling_counts_read_like_literal_eval() -> None:
 
 
 def test_head_rules_are_the_metric_rules_in_catalogue_order() -> None:
-    from diagnostics.parsing import _rules
+    from a1x_diagnostics.parsing import _rules
 
     head = [r for r, _ in _rules._HEAD_RULES]
     assert head == list(RULES[: len(head)])

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from diagnostics.events import Role
-from diagnostics.parsing import LayoutError, classify_file, discover
+from a1x_diagnostics.events import Role
+from a1x_diagnostics.parsing import LayoutError, classify_file, discover
 
 
 def touch(path: Path, text: str = "x\n") -> Path:

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from parsing_helpers import SOURCES, both_paths, cosmos
 
-from diagnostics.events import LogLine, Role, Source, Traceback
-from diagnostics.parsing import LineParser, file_tail, iter_file_events
+from a1x_diagnostics.events import LogLine, Role, Source, Traceback
+from a1x_diagnostics.parsing import LineParser, file_tail, iter_file_events
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

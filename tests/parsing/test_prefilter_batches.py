@@ -15,9 +15,9 @@ import pytest
 from parsing_helpers import cosmos
 from test_failure_lines import tb
 
-from diagnostics.events import Event, LogLine, Role, Source
-from diagnostics.parsing import _prefilter, iter_file_events
-from diagnostics.parsing._lines import MAX_LINE_BYTES
+from a1x_diagnostics.events import Event, LogLine, Role, Source
+from a1x_diagnostics.parsing import _prefilter, iter_file_events
+from a1x_diagnostics.parsing._lines import MAX_LINE_BYTES
 
 pytestmark = pytest.mark.skipif(not _prefilter.available(), reason="GNU grep not installed")
 
@@ -134,8 +134,8 @@ def test_stopping_early_leaves_no_grep_running(tmp_path: Path, monkeypatch: pyte
 
 
 def test_markers_hold_every_gate_without_its_head() -> None:
-    from diagnostics.parsing import ALL_MARKERS, GATED_MARKERS
-    from diagnostics.parsing._rules import GATES, NEEDLES
+    from a1x_diagnostics.parsing import ALL_MARKERS, GATED_MARKERS
+    from a1x_diagnostics.parsing._rules import GATES, NEEDLES
 
     for strings, markers in ((GATES, GATED_MARKERS), (NEEDLES, ALL_MARKERS)):
         for s in strings:

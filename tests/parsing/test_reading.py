@@ -10,9 +10,9 @@ import pytest
 from parsing_helpers import SOURCES, UUID, both_paths, cosmos
 from test_failure_lines import LAUNCHER_CASES, NCCL_CASES, OOM_TEXTS, RECIPE_CASES, tb
 
-from diagnostics.events import LogLine, Role, Signal, SignalKind, Source, Stat, Traceback, WeightSync
-from diagnostics.parsing import discover, file_tail, iter_file_events, read_run
-from diagnostics.parsing._lines import MAX_LINE_BYTES
+from a1x_diagnostics.events import LogLine, Role, Signal, SignalKind, Source, Stat, Traceback, WeightSync
+from a1x_diagnostics.parsing import discover, file_tail, iter_file_events, read_run
+from a1x_diagnostics.parsing._lines import MAX_LINE_BYTES
 
 needs_grep = pytest.mark.skipif(shutil.which("grep") is None, reason="GNU grep not installed")
 
@@ -62,7 +62,7 @@ def test_long_lines_are_cut_but_parsed_and_numbering_stays_right(tmp_path: Path)
 
 
 def test_file_that_vanished_is_a_layout_error(tmp_path: Path) -> None:
-    from diagnostics.parsing import LayoutError
+    from a1x_diagnostics.parsing import LayoutError
 
     with pytest.raises(LayoutError, match="cannot read"):
         events(tmp_path / "gone.log")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from parsing_helpers import UUID, cosmos, interesting, one, parse
 
-from diagnostics.events import (
+from a1x_diagnostics.events import (
     Checkpoint,
     CheckpointPhase,
     ConfigDump,

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import diagnostics.parsing._scan as scan_module
-from diagnostics.parsing import ALL_MARKERS, GATED_MARKERS, MarkerScanner
-from diagnostics.parsing._scan import find_lines, search_plan
+import a1x_diagnostics.parsing._scan as scan_module
+from a1x_diagnostics.parsing import ALL_MARKERS, GATED_MARKERS, MarkerScanner
+from a1x_diagnostics.parsing._scan import find_lines, search_plan
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "cosmos"
 MARKER_SETS = {"gated": GATED_MARKERS, "all": ALL_MARKERS}
@@ -30,7 +30,7 @@ def _plain(lines: list[str], markers: tuple[str, ...]) -> list[int]:
 def _implementations(markers: tuple[str, ...]) -> dict[str, object]:
     out: dict[str, object] = {"find": lambda lines: find_lines("\n".join(lines), markers)}
     if scan_module.NATIVE:
-        from diagnostics._scan import chunk, lines
+        from a1x_diagnostics._scan import chunk, lines
 
         automaton = scan_module._automaton(markers)
         no_teddy = (*automaton[:5], b"", *automaton[6:])
@@ -83,10 +83,10 @@ def test_a_gate_marker_takes_a_line_only_with_every_string_of_one_of_its_rules()
     words always count."""
     if not scan_module.NATIVE:
         pytest.skip("the C scanner is not built in this install")
-    from diagnostics._scan import chunk
-    from diagnostics._scan import lines as native_lines
-    from diagnostics.events import Role, Source
-    from diagnostics.parsing import confirm_for
+    from a1x_diagnostics._scan import chunk
+    from a1x_diagnostics._scan import lines as native_lines
+    from a1x_diagnostics.events import Role, Source
+    from a1x_diagnostics.parsing import confirm_for
 
     confirm = confirm_for(Source(path="policy_0.log", role=Role.POLICY, index=0))
     assert confirm is not None and "INFO - [Policy] " in confirm[0]
@@ -172,7 +172,7 @@ def test_bytes_and_non_latin1_text_are_read_as_utf8() -> None:
     scanner = MarkerScanner(("WARNING - ",))
     text = "日本 - WARNING - x\nplain\n€ WARNING - y"
     assert scanner.text(text) == [0, 2]
-    from diagnostics._scan import lines as native_lines
+    from a1x_diagnostics._scan import lines as native_lines
 
     assert native_lines(text.encode(), *scan_module._automaton(("WARNING - ",))) == [0, 2]
 
@@ -180,7 +180,7 @@ def test_bytes_and_non_latin1_text_are_read_as_utf8() -> None:
 def test_a_corrupt_automaton_is_refused_not_read_past() -> None:
     if not scan_module.NATIVE:
         pytest.skip("the C scanner is not built in this install")
-    from diagnostics._scan import lines as native_lines
+    from a1x_diagnostics._scan import lines as native_lines
 
     classes, table, accept, width, pairs, teddy, root, ends, groups, runs = scan_module._automaton(("abc",))
     bad = bytes([0xFF, 0xFF]) * (len(table) // 2)  # every next state out of range
@@ -301,8 +301,8 @@ def test_a_gate_key_is_found_at_every_place_in_lines_of_every_length() -> None:
     cut short, give what the plain definition and a search without the table give."""
     if not scan_module.NATIVE:
         pytest.skip("the C scanner is not built in this install")
-    from diagnostics._scan import chunk
-    from diagnostics._scan import lines as native_lines
+    from a1x_diagnostics._scan import chunk
+    from a1x_diagnostics._scan import lines as native_lines
 
     keys = ("Alpha", "bRAVO", "charlie!", "xyz!", "q", "delta-x")  # '!': anchored on the last byte
     groups = tuple((k,) for k in keys)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from parsing_helpers import SOURCES, cosmos, interesting, parse
 
-from diagnostics.events import LogLine, Role, Signal, SignalKind, Traceback
-from diagnostics.parsing import LineParser
-from diagnostics.parsing._parser import MAX_GROUP_GAP, MAX_GROUP_LINES
+from a1x_diagnostics.events import LogLine, Role, Signal, SignalKind, Traceback
+from a1x_diagnostics.parsing import LineParser
+from a1x_diagnostics.parsing._parser import MAX_GROUP_GAP, MAX_GROUP_LINES
 
 FRAMES = ['  File "/opt/cosmos_rl/rollout/worker/rollout_control.py", line 2419, in main_loop', "    self.generate()",
           "    ^^^^^^^^^^^^^^^"]

@@ -10,8 +10,8 @@ from typing import Any
 
 import tomlkit
 
-from supervisor.slurm import ClusterSpec
-from supervisor.slurm.tracking import CommandResult
+from a1x_supervisor.slurm import ClusterSpec
+from a1x_supervisor.slurm.tracking import CommandResult
 
 HERE = Path(__file__).parent
 DATA = HERE / "data"

@@ -12,11 +12,11 @@ import pytest
 from slurm_helpers import cluster_spec as spec
 from slurm_helpers import recipe
 
-from diagnostics.findings import Severity
-from supervisor.slurm import CosmosRev, NodePlan, Packing, SlurmSpecError, dispatch_argv, plan_nodes
-from supervisor.slurm.container import NeededPath, describe, job_mounts, unmounted
-from supervisor.slurm.plan import ConfigSource
-from supervisor.slurm.submit import SubmissionRefused, prepare_dispatch
+from a1x_diagnostics.findings import Severity
+from a1x_supervisor.slurm import CosmosRev, NodePlan, Packing, SlurmSpecError, dispatch_argv, plan_nodes
+from a1x_supervisor.slurm.container import NeededPath, describe, job_mounts, unmounted
+from a1x_supervisor.slurm.plan import ConfigSource
+from a1x_supervisor.slurm.submit import SubmissionRefused, prepare_dispatch
 
 HOME = {"HOME": "/home/ana"}
 
@@ -74,7 +74,7 @@ def test_a_link_out_of_the_mounts_is_followed(tmp_path: Path) -> None:
     (shared / "model" / "model-00001-of-00001.safetensors").symlink_to(home / "blobs" / "abc")
     (shared / "link").symlink_to(home)
     s = spec(cosmos_rev=CosmosRev.HEAD, mounts=[f"{shared}:{shared}"])
-    from supervisor.slurm.container import model_link_targets
+    from a1x_supervisor.slurm.container import model_link_targets
 
     paths = [NeededPath("model", shared / "model"), NeededPath("elsewhere", shared / "link")]
     paths += [NeededPath("weights", t) for t in model_link_targets(shared / "model")]

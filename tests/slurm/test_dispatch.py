@@ -16,7 +16,7 @@ import pytest
 from slurm_helpers import cluster_spec as spec
 from slurm_helpers import recipe
 
-from supervisor.slurm import ClusterSpec, CosmosRev, NodePlan, Packing, SlurmSpecError, dispatch_argv, plan_nodes
+from a1x_supervisor.slurm import ClusterSpec, CosmosRev, NodePlan, Packing, SlurmSpecError, dispatch_argv, plan_nodes
 
 
 def reference_parser(rev: CosmosRev) -> argparse.ArgumentParser:

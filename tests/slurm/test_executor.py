@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.executor import Executor, ProcessHandle
-from supervisor.secrets import Scrubber
-from supervisor.slurm import JobInfo, SlurmExecutor, SubmitError, exit_status
-from supervisor.slurm.tracking import CommandResult
-from supervisor.stagelog import StageLog
+from a1x_supervisor.executor import Executor, ProcessHandle
+from a1x_supervisor.secrets import Scrubber
+from a1x_supervisor.slurm import JobInfo, SlurmExecutor, SubmitError, exit_status
+from a1x_supervisor.slurm.tracking import CommandResult
+from a1x_supervisor.stagelog import StageLog
 
 
 def scontrol(

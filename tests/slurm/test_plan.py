@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from slurm_helpers import recipe, with_values
 
-from diagnostics.findings import Evidence, Severity
-from supervisor.slurm import ConfigSource, CosmosRev, NodePlan, Packing, PlanError, cluster_findings, plan_nodes
-from supervisor.slurm.plan import prefetch_need
+from a1x_diagnostics.findings import Evidence, Severity
+from a1x_supervisor.slurm import ConfigSource, CosmosRev, NodePlan, Packing, PlanError, cluster_findings, plan_nodes
+from a1x_supervisor.slurm.plan import prefetch_need
 
 CLUSTER = "recipe_cluster_80.toml"
 SRC = ConfigSource("recipe.toml")

@@ -21,20 +21,20 @@ import pytest
 import tomlkit
 from slurm_helpers import DATA, MOTION_ENTRY, STANDIN, slurm_answers
 
-from diagnostics.config.edit import Edit, edit_text
-from diagnostics.engine import check
-from diagnostics.parsing import parse_monitor_log, role_logs
-from diagnostics.parsing import read_slurm_layout as read_layout
-from supervisor.secrets import Scrubber
-from supervisor.slurm import (
+from a1x_diagnostics.config.edit import Edit, edit_text
+from a1x_diagnostics.engine import check
+from a1x_diagnostics.parsing import parse_monitor_log, role_logs
+from a1x_diagnostics.parsing import read_slurm_layout as read_layout
+from a1x_supervisor.secrets import Scrubber
+from a1x_supervisor.slurm import (
     ClusterSpec,
     SbatchJob,
     SlurmExecutor,
     SlurmJob,
     prepare_sbatch,
 )
-from supervisor.slurm.tracking import cancel_job, query_job
-from supervisor.stagelog import StageLog
+from a1x_supervisor.slurm.tracking import cancel_job, query_job
+from a1x_supervisor.stagelog import StageLog
 
 STANDIN_COMMAND = f"{shlex.quote(sys.executable)} {shlex.quote(str(STANDIN))}"
 _WHY_NOT = slurm_answers()
@@ -278,7 +278,7 @@ def test_a_job_that_reaches_its_time_limit_resumes_from_its_last_complete_checkp
     assert f"; part 1 resumed from step {resumed}; logs part_1/run_0" in slurm_line(job)
     assert f"slurm: part 1 resumed from checkpoint step {resumed}" in (tmp_path / "stage.log").read_text()
     # What the train stage's verdict reads: the last start reached 400/400 with a complete checkpoint.
-    from supervisor.stages.train import verify_trained
+    from a1x_supervisor.stages.train import verify_trained
 
     verdict = verify_trained(run.slurm, ranks=4)
     assert verdict.ok and verdict.reason == "step 400/400; checkpoint step_400 complete", verdict.reason

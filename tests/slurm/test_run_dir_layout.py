@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from diagnostics.engine import check
-from diagnostics.parsing import LayoutError, discover
+from a1x_diagnostics.engine import check
+from a1x_diagnostics.parsing import LayoutError, discover
 
 PREFIX = "[cosmos] 2025-01-01 00:00:00,000 - cosmos - INFO - "
 OOM = (

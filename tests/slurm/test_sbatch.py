@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from slurm_helpers import DATA, MOTION_ENTRY, recipe, with_values
 
-from supervisor.slurm import (
+from a1x_supervisor.slurm import (
     ClusterSpec,
     CosmosRev,
     NodePlan,
@@ -25,7 +25,7 @@ from supervisor.slurm import (
     prepare_sbatch,
     render_sbatch,
 )
-from supervisor.slurm.sbatch import node_sets
+from a1x_supervisor.slurm.sbatch import node_sets
 
 RUN = Path("/lustre/runs/r1")
 JOB = SbatchJob(

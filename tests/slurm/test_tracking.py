@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from slurm_helpers import ReplayRunner, recorded, recorded_jobs
 
-from diagnostics.parsing import parse_monitor_log, pinned_role_logs, role_logs
-from diagnostics.parsing import read_slurm_layout as read_layout
-from supervisor.slurm.tracking import (
+from a1x_diagnostics.parsing import parse_monitor_log, pinned_role_logs, role_logs
+from a1x_diagnostics.parsing import read_slurm_layout as read_layout
+from a1x_supervisor.slurm.tracking import (
     CommandResult,
     JobInfo,
     SlurmParseError,

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from slurm_helpers import MOTION_ENTRY, recipe, with_values
 
-from supervisor.slurm import ClusterSpec, CosmosRev, SbatchJob, SubmissionRefused, prepare_sbatch
-from supervisor.slurm.walltime import slurm_seconds, wall_time_problems
+from a1x_supervisor.slurm import ClusterSpec, CosmosRev, SbatchJob, SubmissionRefused, prepare_sbatch
+from a1x_supervisor.slurm.walltime import slurm_seconds, wall_time_problems
 
 
 @pytest.mark.parametrize(

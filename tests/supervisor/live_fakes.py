@@ -1,6 +1,6 @@
 """A stand-in for the live diagnostics' engine, driven by the lines the real follower feeds it.
 
-``Script.factory`` is a ``diagnostics.live`` ``DiagnosisFactory``: the train monitor's
+``Script.factory`` is a ``a1x_diagnostics.live`` ``DiagnosisFactory``: the train monitor's
 ``RunFollower`` makes one ``NeedleDiagnosis`` per run it follows (again after ``RunSwitched``) and
 feeds it every line of the run. A finding is open from the first line that holds its needle until
 a line holds its cure, with that line as evidence, so a test raises a finding by writing a log line.
@@ -12,9 +12,9 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from diagnostics.events import Source
-from diagnostics.findings import Evidence, Finding, Severity
-from diagnostics.live import Evaluation
+from a1x_diagnostics.events import Source
+from a1x_diagnostics.findings import Evidence, Finding, Severity
+from a1x_diagnostics.live import Evaluation
 
 
 @dataclass(frozen=True, slots=True)

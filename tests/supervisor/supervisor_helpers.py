@@ -84,9 +84,9 @@ class World:
 
     def configure(self, **overrides: Any) -> None:
         """A run directory whose configure stage is done (for runs of later stages only)."""
-        from supervisor.launch import prepare_run_dir
-        from supervisor.spec import parse_spec
-        from supervisor.stages.configure import configure
+        from a1x_supervisor.launch import prepare_run_dir
+        from a1x_supervisor.spec import parse_spec
+        from a1x_supervisor.stages.configure import configure
 
         prepare_run_dir(parse_spec(self.spec_text(**overrides), base=self.root), self.run_dir)
         configure(self.run_dir)

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from supervisor_helpers import HF_SECRET, REPO, World, fake_processes, wait_gone
 
-from diagnostics.findings import Report
-from supervisor.pipeline import build_stages, select_stages, stage_names
-from supervisor.preflight import GB, GpuInventory, preflight
-from supervisor.rundir import RunDir
-from supervisor.spec import RunSpec, parse_spec
-from supervisor.stage import Command, StageError, StageSpec
+from a1x_diagnostics.findings import Report
+from a1x_supervisor.pipeline import build_stages, select_stages, stage_names
+from a1x_supervisor.preflight import GB, GpuInventory, preflight
+from a1x_supervisor.rundir import RunDir
+from a1x_supervisor.spec import RunSpec, parse_spec
+from a1x_supervisor.stage import Command, StageError, StageSpec
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = REPO / "tests" / "fixtures" / "alpagym"
@@ -175,11 +175,11 @@ def test_host_command_with_the_experiment_the_overrides_and_this_runs_run_root(a
 def test_slurm_deploy_submits_with_deploy_slurm_and_follows_the_job(ag: AgWorld) -> None:
     commands = list(_stages(ag, deploy="slurm")["train"].prepare())
     assert "deploy=slurm" in commands[0].argv  # conf/deploy/slurm.yaml:5: command=submit
-    assert commands[1].argv[1:3] == ("-m", "supervisor.stages.alpagym.slurm_wait")
+    assert commands[1].argv[1:3] == ("-m", "a1x_supervisor.stages.alpagym.slurm_wait")
 
 
 def test_an_override_of_what_the_pipeline_sets_is_refused_in_one_line(ag: AgWorld) -> None:
-    from supervisor.spec import SpecError, load_spec
+    from a1x_supervisor.spec import SpecError, load_spec
 
     path = ag.root / "bad.toml"
     path.write_text(ag.spec_text(overrides=["policy.model.path=/elsewhere"]))
@@ -308,7 +308,7 @@ def test_the_slurm_follower_waits_for_the_job_and_reports_how_it_ended(ag: AgWor
     log = ag.root / "train.log"
     log.write_text("2026-07-01T12:00:00.000+00:00 Submitted Slurm job 4242\n")
     ag.set_modes(squeue=["PENDING", "RUNNING", "RUNNING"], sacct="COMPLETED")
-    argv = [sys.executable, "-m", "supervisor.stages.alpagym.slurm_wait", str(log)]
+    argv = [sys.executable, "-m", "a1x_supervisor.stages.alpagym.slurm_wait", str(log)]
     done = subprocess.run(argv, env=ag.env, capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Slurm job 4242 RUNNING" in done.stdout and "ended COMPLETED" in done.stdout

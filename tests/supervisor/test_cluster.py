@@ -16,11 +16,11 @@ import psutil
 import pytest
 from supervisor_helpers import REPO, World, fake_processes
 
-from diagnostics.config.edit import Edit, edit_text
-from diagnostics.parsing import discover
-from supervisor.daemon import Plan, Supervisor
-from supervisor.slurm.executor import SlurmExecutor
-from supervisor.spec import SpecError, default_spec_text, dump_spec, parse_spec
+from a1x_diagnostics.config.edit import Edit, edit_text
+from a1x_diagnostics.parsing import discover
+from a1x_supervisor.daemon import Plan, Supervisor
+from a1x_supervisor.slurm.executor import SlurmExecutor
+from a1x_supervisor.spec import SpecError, default_spec_text, dump_spec, parse_spec
 
 RECIPE = REPO / "tests" / "slurm" / "data" / "recipe_local.toml"  # 1 policy x 4 GPUs + 1 rollout: one node
 CLUSTER = """
@@ -108,7 +108,7 @@ def test_bad_cluster_specs_are_one_line(
 
 
 def test_preflight_of_a_cluster_run_wants_slurm_here_not_gpus(tmp_path: Path) -> None:
-    from supervisor.preflight import preflight
+    from a1x_supervisor.preflight import preflight
 
     spec = parse_spec(World(root=tmp_path, env={}).spec_text(compute="cluster", cluster=CLUSTER), base=tmp_path)
     report = preflight(spec, stages=["train"], target="run.toml", environ={}, which=lambda name: None)
@@ -258,12 +258,12 @@ def _slurm_run(slurm: Path, name: str, steps: int, total: int, ckpt: Path | None
 def test_the_monitor_follows_the_newest_start_of_the_job_and_leaves_failures_to_it(tmp_path: Path) -> None:
     from live_fakes import Rule, Script
 
-    from diagnostics.live import FollowOptions
-    from supervisor.cosmos_logs import latest_complete_checkpoint
-    from supervisor.secrets import Scrubber
-    from supervisor.stages.train import verify_trained
-    from supervisor.state import FindingsLog
-    from supervisor.train_monitor import TrainMonitor
+    from a1x_diagnostics.live import FollowOptions
+    from a1x_supervisor.cosmos_logs import latest_complete_checkpoint
+    from a1x_supervisor.secrets import Scrubber
+    from a1x_supervisor.stages.train import verify_trained
+    from a1x_supervisor.state import FindingsLog
+    from a1x_supervisor.train_monitor import TrainMonitor
 
     slurm = tmp_path / "run" / "slurm"
     earlier = _slurm_run(slurm, "part_0/run_0", 0, 4)  # an earlier submission: never this attempt's
@@ -363,7 +363,7 @@ cosmos_rev = "head"
 
 
 def test_a_cosmos_dispatch_job_is_linked_into_the_run(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    from supervisor.slurm.tracking import CommandResult
+    from a1x_supervisor.slurm.tracking import CommandResult
 
     script = world.root / "dispatch_job.py"
     script.write_text(f"PREFIX = {PREFIX!r}\n{DISPATCH}")
@@ -472,8 +472,8 @@ def test_a_cosmos_dispatch_job_runs_its_entry_by_absolute_path_from_the_package_
 
 @real_slurm
 def test_stop_without_a_supervisor_cancels_the_job_it_recorded(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    from supervisor.executor import ProcessHandle
-    from supervisor.state import RunState, StageState
+    from a1x_supervisor.executor import ProcessHandle
+    from a1x_supervisor.state import RunState, StageState
 
     _cluster_world(world, monkeypatch)
     # A job that never starts on this one-node cluster, as a crashed supervisor left it in state.json.

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from supervisor_helpers import World
 
-from supervisor.pipeline import build_stages, select_stages, stage_names
-from supervisor.rundir import RunDir
-from supervisor.spec import parse_spec
-from supervisor.stage import Command, StageError, StageSpec
+from a1x_supervisor.pipeline import build_stages, select_stages, stage_names
+from a1x_supervisor.rundir import RunDir
+from a1x_supervisor.spec import parse_spec
+from a1x_supervisor.stage import Command, StageError, StageSpec
 
 CAMERAS = [
     "camera_front_wide_120fov",
@@ -94,7 +94,7 @@ def test_download_joint_command_always_passes_num_reasoning_clips(world: World) 
 
 
 def test_download_without_chunk_ids_is_refused(world: World) -> None:
-    from supervisor.spec import SpecError
+    from a1x_supervisor.spec import SpecError
 
     with pytest.raises(SpecError, match="chunk_ids is empty"):
         parse_spec(world.spec_text(chunk_ids=[]), base=world.root)

@@ -15,8 +15,8 @@ import psutil
 import pytest
 from supervisor_helpers import World
 
-from supervisor.daemon import Plan, Supervisor
-from supervisor.pids import PidsFile, ReplicaLabeler, read_pids
+from a1x_supervisor.daemon import Plan, Supervisor
+from a1x_supervisor.pids import PidsFile, ReplicaLabeler, read_pids
 
 SLEEPER = """
 import subprocess, sys, time

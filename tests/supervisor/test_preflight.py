@@ -7,11 +7,11 @@ from pathlib import Path
 
 from supervisor_helpers import World
 
-from diagnostics.catalog import CATALOG
-from diagnostics.findings import Report
-from supervisor.pipeline import stage_names
-from supervisor.preflight import GB, GpuInventory, preflight
-from supervisor.spec import RunSpec, parse_spec
+from a1x_diagnostics.catalog import CATALOG
+from a1x_diagnostics.findings import Report
+from a1x_supervisor.pipeline import stage_names
+from a1x_supervisor.preflight import GB, GpuInventory, preflight
+from a1x_supervisor.spec import RunSpec, parse_spec
 
 ALL_BINARIES = {"uv", "git", "redis-server", "nvidia-smi"}
 EIGHT_H100 = GpuInventory((85 * GB,) * 8, "test")

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from supervisor_helpers import REPO, World
 
-from diagnostics.findings import Report
-from supervisor.preflight import preflight, render_text
-from supervisor.spec import RunSpec, parse_spec
+from a1x_diagnostics.findings import Report
+from a1x_supervisor.preflight import preflight, render_text
+from a1x_supervisor.spec import RunSpec, parse_spec
 
 TOKEN = "hf_HUBTESTsecret0123456789"
 ALPAMAYO = "nvidia/Alpamayo-1.5-10B"
@@ -222,7 +222,7 @@ def test_offline_with_the_files_cached_asks_nothing(world: World, hub: Hub) -> N
 
 def test_preflight_and_check_load_huggingface_hub_only_when_asking() -> None:
     code = (
-        "import sys; import supervisor.preflight; from a1x_tui.cli import main; "
+        "import sys; import a1x_supervisor.preflight; from a1x_tui.cli import main; "
         "rc = main(['--check', '--example', 'healthy']); "
         "assert 'huggingface_hub' not in sys.modules, 'huggingface_hub imported'; sys.exit(rc)"
     )

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import psutil
 
-from supervisor.executor import LocalExecutor, group_members
-from supervisor.secrets import Scrubber
-from supervisor.stagelog import StageLog
+from a1x_supervisor.executor import LocalExecutor, group_members
+from a1x_supervisor.secrets import Scrubber
+from a1x_supervisor.stagelog import StageLog
 
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d ")
 

@@ -351,7 +351,7 @@ def test_a_new_run_gets_a_private_folder_under_the_workspace(world: World) -> No
     assert done.returncode == 0, done.stdout + done.stderr
     (run_dir,) = (world.ws / "runs").iterdir()
     assert run_dir.name.endswith("-motion") and stat.S_IMODE(run_dir.stat().st_mode) == 0o700
-    from diagnostics.parsing import discover
+    from a1x_diagnostics.parsing import discover
 
     layout = discover(run_dir)  # run.toml beside logs/: a run of ours, its stage logs read with it
     assert layout.kind == "run_dir" and any(src.path == "stages/configure.log" for _, src in layout.files)
@@ -380,8 +380,8 @@ def test_an_existing_run_dir_readable_by_others_is_made_private(world: World) ->
 
 
 def test_a_run_dir_that_cannot_be_made_private_is_refused(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    from supervisor.daemon import Plan, Supervisor
-    from supervisor.rundir import RunDirError, make_private
+    from a1x_supervisor.daemon import Plan, Supervisor
+    from a1x_supervisor.rundir import RunDirError, make_private
 
     world.run_dir.mkdir()
     world.run_dir.chmod(0o755)

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from supervisor_helpers import World
 
-from supervisor.hf_errors import repo_from_url, scan_hf_problem
-from supervisor.secrets import Scrubber, child_environment, read_secret
-from supervisor.spec import SpecError, dump_spec, load_spec, parse_spec
+from a1x_supervisor.hf_errors import repo_from_url, scan_hf_problem
+from a1x_supervisor.secrets import Scrubber, child_environment, read_secret
+from a1x_supervisor.spec import SpecError, dump_spec, load_spec, parse_spec
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -102,7 +102,7 @@ def test_hf_problems_are_classified() -> None:
         (b"\x7fELF\x02\x01\x01\x00\x00\x00", "a binary file, not a run spec"),
         (b'alpamayo_version = "1.5"\n# caf\xe9\n', "not UTF-8 text (line 2), so not a run spec"),
         (
-            (REPO / "configs" / "templates" / "local_motion.toml").read_bytes(),
+            (REPO / "a1x_configs" / "templates" / "local_motion.toml").read_bytes(),
             "a Cosmos-RL training TOML ([train], [policy], [rollout]), not a run spec",
         ),
         (b"", "empty (no TOML key), not a run spec"),
@@ -133,14 +133,14 @@ def test_a_file_where_a_folder_belongs_is_refused_and_the_reverse(tmp_path: Path
     with pytest.raises(SpecError) as err:
         load_spec(spec)
     assert str(err.value) == f"{spec}: paths.model_dir: {tmp_path}/a-file is a file, not a folder"
-    from supervisor.slurm.spec import ClusterSpec
+    from a1x_supervisor.slurm.spec import ClusterSpec
 
     with pytest.raises(ValueError, match="is a folder, not a file"):
         ClusterSpec(method="cosmos-dispatch", dispatch_script=tmp_path)
 
 
 def test_the_commented_closed_loop_example_of_init_is_a_valid_alpagym_spec(tmp_path: Path) -> None:
-    from supervisor.spec import default_spec_text
+    from a1x_supervisor.spec import default_spec_text
 
     text, inside = [], False
     for line in default_spec_text().splitlines():  # the example is the lines after "# [alpagym]", to a blank one

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from a1x_supervisor.slurm.spec import ClusterSpec
+from a1x_supervisor.spec import RunSpec, SpecError, default_spec_text, parse_spec
 from a1x_tui.cli import main
-from supervisor.slurm.spec import ClusterSpec
-from supervisor.spec import RunSpec, SpecError, default_spec_text, parse_spec
 
 
 def _paths(model: type[BaseModel], prefix: str = "") -> list[str]:

@@ -14,11 +14,11 @@ import pytest
 from live_fakes import Rule, Script
 from supervisor_helpers import REPO, World, fake_processes
 
-from diagnostics.live import DiagnosisFactory, FollowOptions
-from supervisor.daemon import Plan, Supervisor
-from supervisor.secrets import Scrubber
-from supervisor.state import FindingsLog
-from supervisor.train_monitor import TrainMonitor, TrainVerdict, load_diagnosis
+from a1x_diagnostics.live import DiagnosisFactory, FollowOptions
+from a1x_supervisor.daemon import Plan, Supervisor
+from a1x_supervisor.secrets import Scrubber
+from a1x_supervisor.state import FindingsLog
+from a1x_supervisor.train_monitor import TrainMonitor, TrainVerdict, load_diagnosis
 
 PREFIX = "[cosmos] 2025-01-01 00:00:00,000 - cosmos - INFO - "
 RUN = "logs_20250101-000000"

@@ -8,12 +8,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from supervisor.cosmos_logs import checkpoint_incomplete_reason, latest_complete_checkpoint
-from supervisor.stages.convert import verify_converted
-from supervisor.stages.curate import verify_curated
-from supervisor.stages.download import verify_download_joint, verify_download_motion
-from supervisor.stages.export import verify_export
-from supervisor.stages.train import verify_trained
+from a1x_supervisor.cosmos_logs import checkpoint_incomplete_reason, latest_complete_checkpoint
+from a1x_supervisor.stages.convert import verify_converted
+from a1x_supervisor.stages.curate import verify_curated
+from a1x_supervisor.stages.download import verify_download_joint, verify_download_motion
+from a1x_supervisor.stages.export import verify_export
+from a1x_supervisor.stages.train import verify_trained
 
 
 def _index(path: Path, rows: dict[int, int], *, column: str = "chunk") -> None:

@@ -15,7 +15,7 @@ from a1x_tui.ui.widgets.findings import FindingsPanel
 
 
 def rendered_toml(tmp: Path) -> Path:
-    from configs.render import TemplateChoices, render_toml
+    from a1x_configs.render import TemplateChoices, render_toml
 
     path = tmp / "train.toml"
     text = render_toml(

@@ -165,7 +165,7 @@ async def test_attached_to_an_alpagym_run_folder_its_closed_loop_findings_and_pl
     """issue 19 point 1: `a1x-tui attach <AlpaGym run>` reads it closed-loop (a fixture built from the
     upstream message strings: tests/fixtures/alpagym/README.md)."""
     run = next((REPO / "tests" / "fixtures" / "alpagym" / "reward_hacking").iterdir())
-    from diagnostics.engine import unknown_reason
+    from a1x_diagnostics.engine import unknown_reason
 
     target = resolve_target(run)
     assert not target.controllable and unknown_reason(target.follow) is None  # attach would not refuse it

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from ui_helpers import REPO
 
+from a1x_diagnostics.engine import check
 from a1x_tui.demo.scenario import Trouble, script
-from diagnostics.engine import check
 
 
 def demo_toml(tmp: Path, **changes: float) -> Path:
-    from configs.render import TemplateChoices, render_toml
-    from diagnostics.config.edit import Edit, edit_text
+    from a1x_configs.render import TemplateChoices, render_toml
+    from a1x_diagnostics.config.edit import Edit, edit_text
 
     text = render_toml(
         TemplateChoices(

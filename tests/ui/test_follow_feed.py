@@ -5,11 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from a1x_tui.ui.feeds.follow import FollowFeed
-from a1x_tui.ui.messages import FindingsChanged, FollowedRunChanged, LinesArrived, LogFileSeen
-from diagnostics.events import Role, Source
-from diagnostics.findings import Evidence, Finding, Severity
-from diagnostics.live import (
+from a1x_diagnostics.events import Role, Source
+from a1x_diagnostics.findings import Evidence, Finding, Severity
+from a1x_diagnostics.live import (
     FileAppeared,
     FindingRaised,
     FindingResolved,
@@ -17,6 +15,8 @@ from diagnostics.live import (
     LinesAppended,
     RunSwitched,
 )
+from a1x_tui.ui.feeds.follow import FollowFeed
+from a1x_tui.ui.messages import FindingsChanged, FollowedRunChanged, LinesArrived, LogFileSeen
 
 ROLLOUT = Source("logs_1/rollout_0.log", Role.ROLLOUT, 0)
 STAGE = Source("stages/train.log", Role.STAGE)

@@ -9,13 +9,13 @@ import pytest
 from rich.segment import Segment
 from ui_helpers import run_async
 
+from a1x_diagnostics.engine import check
+from a1x_diagnostics.printable import printable
 from a1x_tui.cli import main
 from a1x_tui.ui import A1xApp
 from a1x_tui.ui.logstore import LogStore
 from a1x_tui.ui.target import RunTarget
 from a1x_tui.ui.widgets.logview import LogView
-from diagnostics.engine import check
-from diagnostics.printable import printable
 
 BINARY = bytes(range(256)) * 8  # every byte: NUL, ESC, invalid UTF-8 sequences
 
@@ -77,9 +77,9 @@ async def test_the_log_view_shows_a_binary_file_escaped(tmp_path: Path) -> None:
 
 
 def test_the_text_report_and_watch_print_evidence_escaped(capsys: pytest.CaptureFixture[str]) -> None:
+    from a1x_diagnostics.findings import Evidence, Finding, Severity
+    from a1x_diagnostics.report import build_report, render
     from a1x_tui.commands.watch import _Printer
-    from diagnostics.findings import Evidence, Finding, Severity
-    from diagnostics.report import build_report, render
 
     finding = Finding(
         id="vllm_oom", severity=Severity.CRITICAL, title="t", explanation="x\x1b]0;pwned\x07",

@@ -68,8 +68,8 @@ def test_dashboard_read_only_at_80x24(snap_compare: Any) -> None:
 
 def _vllm_oom_diff(tmp: Path) -> str:
     """The real diff of the vllm_oom fix on the recipe's rendered TOML (fixed paths: a fixed picture)."""
-    from configs.render import TemplateChoices, render_toml
-    from diagnostics.config import load_config, plan_fix
+    from a1x_configs.render import TemplateChoices, render_toml
+    from a1x_diagnostics.config import load_config, plan_fix
 
     toml = tmp / "train.toml"
     choices = TemplateChoices(

@@ -35,9 +35,9 @@ def test_a_closed_loop_run_of_ours_follows_its_alpagym_run_folders(tmp_path: Pat
     them (the newest, read closed-loop) and stays controllable; --check of the run dir reads the same."""
     import shutil
 
-    from diagnostics.engine import check
-    from supervisor.launch import prepare_run_dir
-    from supervisor.spec import parse_spec
+    from a1x_diagnostics.engine import check
+    from a1x_supervisor.launch import prepare_run_dir
+    from a1x_supervisor.spec import parse_spec
 
     spec = parse_spec(f"""pipeline = "alpagym"
 [paths]

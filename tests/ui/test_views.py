@@ -6,11 +6,11 @@ from pathlib import Path
 
 from ui_helpers import FIXED_NOW, sample_gpus, sample_state
 
+from a1x_diagnostics.findings import Evidence, Finding, Severity
 from a1x_tui.ui.widgets.banner import banner_text
 from a1x_tui.ui.widgets.findings import diff_text, evidence_prompt, ordered
 from a1x_tui.ui.widgets.gpus import host_text
 from a1x_tui.ui.widgets.stages import human_duration, stage_rows
-from diagnostics.findings import Evidence, Finding, Severity
 
 
 def finding(id_: str, severity: Severity) -> Finding:
@@ -61,7 +61,7 @@ def test_the_banner_says_read_only_or_the_run_state_and_counts_findings(tmp_path
 
 
 def test_the_banner_says_how_the_run_ended_and_never_green_for_a_failed_one() -> None:
-    from diagnostics.findings import Outcome, RunOutcome
+    from a1x_diagnostics.findings import Outcome, RunOutcome
 
     def banner(state: Outcome) -> str:
         outcome = RunOutcome(state=state, summary="x")

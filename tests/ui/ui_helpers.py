@@ -13,6 +13,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from a1x_diagnostics.gpu import DeviceSample, GpuSnapshot, ProcessRole, ProcessSample, RoleKind
+from a1x_diagnostics.live import finding_key
+from a1x_diagnostics.parsing import discover
 from a1x_tui.ui.feeds.follow import SeriesDiagnosis, source_label
 from a1x_tui.ui.messages import (
     FindingsChanged,
@@ -24,9 +27,6 @@ from a1x_tui.ui.messages import (
     RunStateChanged,
     SeriesChanged,
 )
-from diagnostics.gpu import DeviceSample, GpuSnapshot, ProcessRole, ProcessSample, RoleKind
-from diagnostics.live import finding_key
-from diagnostics.parsing import discover
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "cosmos"
@@ -48,7 +48,7 @@ def run_async(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., N
 
 def fixture_messages(path: Path, config: Path | None = None) -> list[Any]:
     """What the follow worker would post for ``path`` once its history is read."""
-    from diagnostics.live._engine import engine_diagnosis
+    from a1x_diagnostics.live._engine import engine_diagnosis
 
     layout = discover(path)
     factory, _ = engine_diagnosis(config)

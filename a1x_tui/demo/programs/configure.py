@@ -1,7 +1,7 @@
 """The demo's ``configure`` stage: the real training TOML, rendered from the run spec.
 
 ``python -m a1x_tui.demo.programs.configure RUN_DIR``. The TOML is the recipe's local template as
-``configs.render`` fills it for the spec (what the real configure stage writes), with one change
+``a1x_configs.render`` fills it for the spec (what the real configure stage writes), with one change
 so the simulated node needs two GPUs: the policy's ``dp_shard_size`` is 1. Its values decide which
 troubles the training scenario plays (``a1x_tui.demo.scenario.Trouble.from_toml``).
 """
@@ -16,11 +16,11 @@ RECORD = "demo-configure.json"
 
 
 def configure(run_dir: Path) -> Path:
-    from configs import render
-    from diagnostics.config.edit import Edit, edit_text
-    from supervisor.rundir import RunDir
-    from supervisor.spec import load_spec
-    from supervisor.stages.configure import template_choices
+    from a1x_configs import render
+    from a1x_diagnostics.config.edit import Edit, edit_text
+    from a1x_supervisor.rundir import RunDir
+    from a1x_supervisor.spec import load_spec
+    from a1x_supervisor.stages.configure import template_choices
 
     rundir = RunDir(run_dir)
     spec = load_spec(rundir.spec_path)

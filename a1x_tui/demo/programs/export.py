@@ -17,7 +17,7 @@ PROVENANCE = "cosmos_export_provenance.json"
 
 
 def main(argv: list[str] | None = None) -> int:
-    from supervisor.cosmos_logs import latest_complete_checkpoint
+    from a1x_supervisor.cosmos_logs import latest_complete_checkpoint
 
     parser = argparse.ArgumentParser(prog="a1x_tui.demo.programs.export")
     parser.add_argument("--log-dir", type=Path, required=True)

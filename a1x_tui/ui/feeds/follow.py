@@ -1,6 +1,6 @@
 """The follow worker: the live follower's messages, turned into the app's, at most four times a second.
 
-It runs ``diagnostics.live.RunFollower`` over the target with the same diagnosis as
+It runs ``a1x_diagnostics.live.RunFollower`` over the target with the same diagnosis as
 ``a1x-tui watch`` (``engine_diagnosis``: the parsers and detectors of ``--check``, plus the TOML's
 lint when one is known), and keeps, per evaluation, the tail of the series the plots draw.
 """
@@ -16,6 +16,8 @@ from typing import Any
 
 from textual.message import Message
 
+from a1x_diagnostics.events import Role, Source
+from a1x_diagnostics.findings import Finding
 from a1x_tui.ui.messages import (
     FindingsChanged,
     FollowedRunChanged,
@@ -28,8 +30,6 @@ from a1x_tui.ui.messages import (
     MetricsChanged,
     SeriesChanged,
 )
-from diagnostics.events import Role, Source
-from diagnostics.findings import Finding
 
 FLUSH_EVERY_S = 0.25  # <= 4 redraws a second from log traffic (SSH-friendly)
 POINTS = 240  # values kept per plotted series
@@ -41,7 +41,7 @@ PLOTTED = (
     "weight_staleness_max",
     "prompt_version_gap",
     "step_time_s",
-    # closed-loop (AlpaGym) runs: diagnostics.alpagym.state.ClosedLoopState.publish
+    # closed-loop (AlpaGym) runs: a1x_diagnostics.alpagym.state.ClosedLoopState.publish
     "cl_collision_rate",
     "cl_offroad_rate",
     "cl_progress",
@@ -103,7 +103,7 @@ class FollowFeed:
         self._diagnosis: SeriesDiagnosis | None = None
 
     def run(self, stop: threading.Event) -> None:
-        from diagnostics.live import FollowOptions, RunFollower, engine_diagnosis  # as `a1x-tui watch` does
+        from a1x_diagnostics.live import FollowOptions, RunFollower, engine_diagnosis  # as `a1x-tui watch` does
 
         def make() -> SeriesDiagnosis:
             # Called again for every new logs_<ts>: the TOML is read then, so one written by the configure
@@ -135,7 +135,7 @@ class FollowFeed:
 
     def flush(self, messages: list[Any]) -> None:
         """Turn a batch of follower messages into the app's (public for tests)."""
-        from diagnostics.live import (
+        from a1x_diagnostics.live import (
             FileAppeared,
             FileReset,
             FindingRaised,
@@ -148,7 +148,7 @@ class FollowFeed:
             MetricsUpdated,
             RunSwitched,
         )
-        from diagnostics.report import env_secrets, redact, redact_finding, redact_outcome
+        from a1x_diagnostics.report import env_secrets, redact, redact_finding, redact_outcome
 
         # What a screen shows is masked as --check masks its report (log lines: in the log store).
         secrets = env_secrets()

@@ -2,7 +2,7 @@
 
 ``a1x-tui gpu-agent`` (and the demo's simulated GPUs) write per-host samples into the run directory,
 so a dashboard on any machine sees every node. Without such files the app samples the local GPUs
-itself with ``diagnostics.gpu.GpuSampler``, joining processes to the run's stages through the
+itself with ``a1x_diagnostics.gpu.GpuSampler``, joining processes to the run's stages through the
 supervisor's recorded pids. Where neither exists, the panel shows the one-line reason.
 """
 
@@ -28,7 +28,7 @@ KnownPids = Callable[[], dict[int, str] | None]
 
 def hosts_from_files(run_dir: Path) -> list[HostGpus]:
     """The latest sample of every host that wrote one under ``run_dir``."""
-    from diagnostics.gpu import read_log
+    from a1x_diagnostics.gpu import read_log
 
     folder = run_dir / "gpu"
     out: list[HostGpus] = []
@@ -78,7 +78,7 @@ class GpuFeed:
                 sampler.stop(timeout=1.0)
 
     def _local_sampler(self) -> Any:
-        from diagnostics.gpu import GpuSampler, RoleResolver
+        from a1x_diagnostics.gpu import GpuSampler, RoleResolver
 
         sampler = GpuSampler(interval_s=self.interval, resolver=RoleResolver(self.known_pids))
         sampler.start()

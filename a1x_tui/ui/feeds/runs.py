@@ -17,17 +17,17 @@ MAX_RUNS = 200
 
 
 def default_roots() -> list[Path]:
+    from a1x_supervisor.spec import default_paths
     from a1x_tui.demo.setup import default_root
-    from supervisor.spec import default_paths
 
     workspace = Path(os.environ.get("A1X_TUI_WORKSPACE") or default_paths()["workspace"]).expanduser()
     return [workspace / "runs", default_root() / "runs"]
 
 
 def _alive(run_dir: Path) -> bool:
-    from supervisor.launch import pid_alive
-    from supervisor.recovery import read_pid
-    from supervisor.rundir import RunDir
+    from a1x_supervisor.launch import pid_alive
+    from a1x_supervisor.recovery import read_pid
+    from a1x_supervisor.rundir import RunDir
 
     pid = read_pid(RunDir(run_dir).pid_path)
     return pid is not None and pid_alive(pid)
@@ -35,7 +35,7 @@ def _alive(run_dir: Path) -> bool:
 
 def list_runs(roots: list[Path]) -> list[RunSummary]:
     """Newest first; a folder without ``run.toml`` is not a run."""
-    from supervisor.state import load_state
+    from a1x_supervisor.state import load_state
 
     found: list[RunSummary] = []
     for root in roots:

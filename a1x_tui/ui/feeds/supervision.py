@@ -24,7 +24,7 @@ from textual.message import Message
 from a1x_tui.ui.messages import CommandFinished, PreflightFinished, RunLaunched, RunStateChanged
 
 if TYPE_CHECKING:
-    from supervisor.spec import RunSpec
+    from a1x_supervisor.spec import RunSpec
 
 POLL_S = 1.0
 
@@ -33,9 +33,9 @@ Post = Callable[[Message], Any]
 
 def read_state(run_dir: Path) -> tuple[dict[str, Any] | None, bool, str | None]:
     """(state, live, note) of a run directory now."""
-    from supervisor.launch import offline_status
-    from supervisor.protocol import NoSupervisor, SupervisorClient
-    from supervisor.rundir import RunDir
+    from a1x_supervisor.launch import offline_status
+    from a1x_supervisor.protocol import NoSupervisor, SupervisorClient
+    from a1x_supervisor.rundir import RunDir
 
     layout = RunDir(run_dir)
     try:
@@ -125,8 +125,8 @@ def run_cli(action: str, args: list[str], post: Post, *, timeout: float = 180.0)
 
 def run_preflight(spec: RunSpec, environ: Mapping[str, str], post: Post) -> None:
     """Preflight of a new run, for the stages it will execute; posts ``PreflightFinished``."""
-    from supervisor.pipeline import select_stages, stage_names
-    from supervisor.preflight import outputs_present, preflight, render_text
+    from a1x_supervisor.pipeline import select_stages, stage_names
+    from a1x_supervisor.preflight import outputs_present, preflight, render_text
 
     try:
         stages = select_stages(stage_names(spec), from_stage=None, only=None)
@@ -146,7 +146,7 @@ def run_preflight(spec: RunSpec, environ: Mapping[str, str], post: Post) -> None
 def launch_run(spec: RunSpec, post: Post, *, skip_preflight: bool, typed_key: str | None) -> None:
     """A new run directory under the workspace and its detached supervisor (``a1x-tui run --detach``);
     posts ``RunLaunched``. A typed W&B key goes into that child's environment only (docs/ui.md)."""
-    from supervisor.launch import new_run_dir, prepare_run_dir
+    from a1x_supervisor.launch import new_run_dir, prepare_run_dir
 
     if not spec.paths.workspace.is_dir():
         post(RunLaunched(None, "", f"paths.workspace {spec.paths.workspace} does not exist"))

@@ -23,6 +23,8 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane, Tabs
 
+from a1x_diagnostics.findings import Finding, RunOutcome
+from a1x_diagnostics.printable import printable
 from a1x_tui.ui.feeds.follow import FollowFeed
 from a1x_tui.ui.feeds.gpus import GpuFeed
 from a1x_tui.ui.feeds.supervision import StateFeed, run_cli
@@ -51,8 +53,6 @@ from a1x_tui.ui.widgets.gpus import GpuPanel
 from a1x_tui.ui.widgets.logs import LogsPanel
 from a1x_tui.ui.widgets.plots import PlotsPanel
 from a1x_tui.ui.widgets.stages import StagesTable, stage_detail
-from diagnostics.findings import Finding, RunOutcome
-from diagnostics.printable import printable
 
 FINAL = ("succeeded", "failed", "stopped", "blocked")
 FOCUS_IN = {"logs": ("#log-view",), "findings": ("#finding-list",), "overview": ("#stages", "#overview-body")}
@@ -329,7 +329,7 @@ class DashboardScreen(Screen[None]):
         )
 
     def _plan(self, key: str, finding: Finding, toml: Path) -> None:
-        from diagnostics.config import ConfigError, FixRefused, load_config, plan_fix
+        from a1x_diagnostics.config import ConfigError, FixRefused, load_config, plan_fix
 
         if not toml.is_file():
             self.post_message(FixPlanned(key, toml, None, f"{toml} does not exist yet (the configure stage writes it)"))
@@ -404,7 +404,7 @@ class DashboardScreen(Screen[None]):
         self.app.push_screen(ConfirmScreen(f"Apply the fix for {shown.finding.id}?", body, confirm="Apply"), answered)
 
     def _apply(self, shown: Shown, plan: FixPlanned) -> None:
-        from diagnostics.config import FixRefused, apply_fix
+        from a1x_diagnostics.config import FixRefused, apply_fix
 
         assert plan.toml is not None
         try:

@@ -12,10 +12,10 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from a1x_diagnostics.printable import printable
 from a1x_tui.ui.feeds.runs import list_runs
 from a1x_tui.ui.messages import NewRunChosen, RunChosen, RunsListed, RunSummary
 from a1x_tui.ui.widgets.banner import STATUS_STYLE
-from diagnostics.printable import printable
 
 REFRESH_S = 5.0
 

@@ -4,7 +4,7 @@ One form (it scrolls at 80×24): open or closed loop (AlpaGym: the release check
 Hydra overrides, local or deploy=slurm), Alpamayo version, reward mode, PAI chunks and clips, W&B (project,
 experiment; the key from the environment, or typed masked — it is passed to the supervisor in its
 environment only, never written), compute shape and replicas, and the paths with the free space
-beside each. "Check" builds the run spec (``supervisor.spec`` validates it) and shows preflight;
+beside each. "Check" builds the run spec (``a1x_supervisor.spec`` validates it) and shows preflight;
 "Start the run" there is the only confirmation. After that nothing is asked again. These screens ask
 and show; preflight and the start of the run are ``feeds.supervision``'s, in a worker thread.
 """
@@ -40,7 +40,7 @@ from a1x_tui.ui.feeds.supervision import launch_run, run_preflight
 from a1x_tui.ui.messages import DiskChecked, PreflightFinished, RunChosen, RunLaunched
 
 if TYPE_CHECKING:
-    from supervisor.spec import RunSpec
+    from a1x_supervisor.spec import RunSpec
 
 
 def _radio(name: str, choices: list[tuple[str, str]], current: str) -> RadioSet:

@@ -13,8 +13,8 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import Static
 
-from diagnostics.findings import Finding, Outcome, RunOutcome, Severity
-from diagnostics.printable import printable
+from a1x_diagnostics.findings import Finding, Outcome, RunOutcome, Severity
+from a1x_diagnostics.printable import printable
 
 STATUS_STYLE = {
     "running": "bold cyan",

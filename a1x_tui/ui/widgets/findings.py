@@ -1,7 +1,7 @@
 """The findings panel: the list (severity, id, title), and the selected finding in full.
 
 In full: the plain explanation, what to do, the evidence lines (Enter opens the log at that line)
-and the fix as the unified diff of the TOML change (``diagnostics.config.plan_fix``, computed by a
+and the fix as the unified diff of the TOML change (``a1x_diagnostics.config.plan_fix``, computed by a
 worker and handed in with ``show_plan``).
 """
 
@@ -20,10 +20,10 @@ from textual.message import Message
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from a1x_diagnostics.detectors import clip_text
+from a1x_diagnostics.findings import Evidence, Finding, Severity
+from a1x_diagnostics.printable import printable
 from a1x_tui.ui.messages import FixPlanned
-from diagnostics.detectors import clip_text
-from diagnostics.findings import Evidence, Finding, Severity
-from diagnostics.printable import printable
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """The GPU panel: per GPU a memory bar and a utilisation bar, then its processes by pipeline role.
 
-Readings are ``diagnostics.gpu`` samples (bytes, percent, °C, mW; ``NA`` where the GPU cannot say).
+Readings are ``a1x_diagnostics.gpu`` samples (bytes, percent, °C, mW; ``NA`` where the GPU cannot say).
 A simulated source (the demo) says so in the panel's first line, in words.
 """
 
@@ -11,8 +11,8 @@ from datetime import datetime
 from rich.text import Text
 from textual.widgets import Static
 
+from a1x_diagnostics.gpu import NA, DeviceSample, ProcessSample
 from a1x_tui.ui.messages import HostGpus
-from diagnostics.gpu import NA, DeviceSample, ProcessSample
 
 GIB = 1024**3
 

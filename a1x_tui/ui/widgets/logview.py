@@ -20,8 +20,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from a1x_diagnostics.printable import printable
 from a1x_tui.ui.logstore import LogLine
-from diagnostics.printable import printable
 
 MAX_WIDTH = 2000
 LABEL_WIDTH = 11

@@ -1,10 +1,10 @@
 """The plots tab: reward mean with its std, trajectory L2, pending rollouts, weight-version gap, step time.
 
-Series come from the diagnostics' metrics (``diagnostics.metrics``: one value per step for the
+Series come from the diagnostics' metrics (``a1x_diagnostics.metrics``: one value per step for the
 Step-line metrics, one per ``Stat:`` line for pending rollouts), cut to the last few hundred values.
 A closed-loop (AlpaGym) run has no trajectory L2 and no pending-rollout counts worth plotting: those
 two places show its collision rate (offroad in the caption) and progress per step, and the episodes
-completed per step (``diagnostics.alpagym.state``: the ``cl_*`` series), beside the same reward plot.
+completed per step (``a1x_diagnostics.alpagym.state``: the ``cl_*`` series), beside the same reward plot.
 """
 
 from __future__ import annotations

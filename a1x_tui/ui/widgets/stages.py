@@ -15,7 +15,7 @@ from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 
-from diagnostics.printable import printable
+from a1x_diagnostics.printable import printable
 
 MARKS = {
     "pending": ("·", "dim"),

@@ -1,0 +1,228 @@
+"""GRPO group collapse, and the logging blind spot that hides it.
+
+Mechanism (docs/reference/cosmos-rl.md §6.5, §13.5, §15; docs/reference/alpamayo-recipe.md §10.6, §14 row 13): the GRPO
+advantage
+is ``(r - mean) / (std + 1e-6)`` within a prompt's group of ``n_generation`` completions, so a group
+whose rewards are all equal contributes exactly zero gradient. Plain GRPO logs nothing about it;
+it shows in the per-step metrics: ``Reward Std: 0.0000`` (a batch std of 0 means every group is
+constant), ``Average loss: 0.00000`` with ``Grad Norm: 0.00000``, or ``rollout/advantage_std`` ≈ 0
+in the Train report; DAPO counts the dropped groups as filtered_positive / filtered_negative.
+Those per-step lines exist only when ``[logging] logger`` is non-empty (Step line: ``console``).
+"""
+
+from __future__ import annotations
+
+from a1x_diagnostics.detectors._base import (
+    DetectorContext,
+    Verdict,
+    batch_per_step,
+    detector,
+    fix,
+    fmt,
+    make_finding,
+    verdict_of,
+)
+from a1x_diagnostics.events import Event, Role, SignalKind, SyncPhase
+from a1x_diagnostics.findings import Evidence, Fix
+from a1x_diagnostics.metrics import Streak
+
+MIN_COLLAPSED_STEPS = 3
+DAPO_COLLAPSE_SHARE = 0.8
+DAPO_MIN_COMPLETIONS = 32
+
+
+def _logger_value(ctx: DetectorContext) -> list[str] | None:
+    value = ctx.config.get("logging.logger")
+    if isinstance(value, str):
+        return [value.lower()]
+    if isinstance(value, (list, tuple)):
+        return [str(v).lower() for v in value]
+    return None
+
+
+def _enable_console(ctx: DetectorContext) -> Fix:
+    current = _logger_value(ctx) or []
+    proposed = [*current, "console"] if "console" not in current else current
+    return fix(
+        ctx.config,
+        "logging.logger",
+        proposed,
+        "the controller prints the per-step `Step:` line only for the console logger (§4.5)",
+    )
+
+
+def _collapse_fixes(ctx: DetectorContext) -> list[Fix]:
+    cfg = ctx.config
+    fixes: list[Fix] = []
+    temp = cfg.number("rollout.sampling_config.temperature")
+    temp = 1.0 if temp is None else temp
+    proposed = 1.0 if temp < 1.0 else round(min(1.5, temp + 0.2), 2)
+    fixes.append(
+        fix(
+            cfg,
+            "rollout.sampling_config.temperature",
+            proposed,
+            "more diverse completions give the group different rewards (recipe §14 row 13)",
+        )
+    )
+    penalty = cfg.number("rollout.sampling_config.repetition_penalty")
+    if penalty is not None and penalty > 1.0:
+        fixes.append(fix(cfg, "rollout.sampling_config.repetition_penalty", 1.0, "recipe §14 row 13"))
+    n_gen = cfg.integer("rollout.n_generation")
+    if n_gen is not None and n_gen < 4:
+        fixes.append(fix(cfg, "rollout.n_generation", 8, "a bigger group is less likely to be all-equal"))
+    return fixes
+
+
+def _streak_evidence(streak: Streak) -> list[Event | None]:
+    return [streak.end, streak.start]
+
+
+@detector("grpo_collapse")
+def grpo_collapse(ctx: DetectorContext) -> Verdict:
+    m = ctx.metrics
+    if ctx.config.get("train.train_policy.bypass_reward") is True:
+        return Verdict.skipped("bypass_reward = true: every reward is 0 by design (distillation)")
+    dapo = m.dapo_counts
+    sampled = dapo.get("sampled", 0)
+    filtered = dapo.get("filtered_positive", 0) + dapo.get("filtered_negative", 0)
+    if m.step_lines == 0 and m.train_reports == 0 and not (sampled + filtered):
+        logger = _logger_value(ctx)
+        if logger is not None and "console" not in logger:
+            return Verdict.blind(
+                f'no Step or Train-report lines: [logging] logger = {logger}; set logger = ["console"] to see rewards'
+            )
+        return Verdict.blind(
+            'no Step or Train-report lines: if steps ran, enable them with [logging] logger = ["console"]'
+        )
+
+    step_series = m.get("step")
+    steps_seen = step_series.seen if step_series is not None else 0
+    needed = MIN_COLLAPSED_STEPS if steps_seen >= MIN_COLLAPSED_STEPS else max(2, steps_seen)
+    findings = []
+    for tracker, what in ((m.collapse_steps, "steps"), (m.collapse_reports, "reports")):
+        current, longest = tracker.current, tracker.longest
+        share = tracker.total / steps_seen if steps_seen else 0.0
+        streak = (
+            current if current.length >= needed else (longest if longest.length >= needed and share >= 0.5 else None)
+        )
+        if streak is None or streak.length < needed:
+            continue
+        first_step = getattr(streak.start, "step", None) or _report_step(streak.start)
+        last_step = getattr(streak.end, "step", None) or _report_step(streak.end)
+        ongoing = streak is current
+        reward = m.last("reward_mean")
+        if what == "steps":
+            detail = (
+                f"{streak.length} consecutive steps ({first_step}–{last_step}) show Reward Std 0 and/or zero loss and "
+                f"grad norm (last: reward std {fmt(m.last('reward_std'), 4)}, loss {fmt(m.last('loss_avg'), 5)}, "
+                f"grad norm {fmt(m.last('grad_norm'), 5)})"
+            )
+        else:
+            detail = (
+                f"{streak.length} consecutive Train reports ({first_step}–{last_step}) have advantage std 0 "
+                f"(rollout/advantage_std {fmt(m.last('advantage_std'), 6)})"
+            )
+        explanation = (
+            f"GRPO has no learning signal: {detail}. Every completion in a group got the same reward, so every "
+            "advantage is exactly 0 and the policy does not change."
+        )
+        if reward is not None:
+            explanation += f" Reward mean is pinned at {fmt(reward, 4)}"
+            explanation += " (the recipe's −1 gate: no usable trajectory)." if abs(reward + 1.0) < 1e-4 else "."
+        if not ongoing:
+            explanation += f" The collapse covered {share:.0%} of the steps; it is not ongoing at the last step."
+        findings.append(
+            make_finding(
+                "grpo_collapse",
+                explanation,
+                _streak_evidence(streak),
+                fixes=_collapse_fixes(ctx),
+                action="Make the reward denser or the data less uniformly easy/hard; "
+                "check the reward function's output.",
+                data={
+                    "collapsed": streak.length,
+                    "first_step": first_step,
+                    "last_step": last_step,
+                    "ongoing": ongoing,
+                    "source": what,
+                },
+            )
+        )
+        break
+
+    total = sampled + filtered
+    if not findings and total >= DAPO_MIN_COMPLETIONS and filtered / total >= DAPO_COLLAPSE_SHARE:
+        last = ctx.store.dynamic_sampling.last
+        findings.append(
+            make_finding(
+                "grpo_collapse",
+                f"DAPO dropped {filtered} of {total} completions ({filtered / total:.0%}) because their groups had "
+                f"identical rewards (filtered_positive {dapo.get('filtered_positive', 0)}, filtered_negative "
+                f"{dapo.get('filtered_negative', 0)}): most prompts give no learning signal.",
+                [last],
+                fixes=_collapse_fixes(ctx),
+                data={"sampled": sampled, "filtered": filtered},
+            )
+        )
+    return verdict_of(*findings)
+
+
+def _report_step(event: object) -> int | None:
+    metrics = getattr(event, "metrics", None)
+    if metrics is None:
+        return None
+    value = metrics.get("train_step")
+    return int(value) if isinstance(value, (int, float)) else None
+
+
+def _training_evidence(ctx: DetectorContext) -> tuple[Event | None, str | None]:
+    """A line proving that steps were trained, when no Step line says so."""
+    for ev in reversed(ctx.store.sync(SyncPhase.RECV_DONE.value).items()):
+        if ev.step is not None and ev.step >= 1:
+            return ev, f"a rollout received the weights of step {ev.step}"
+    saved = ctx.store.checkpoints.get("saved")
+    if saved and saved.last is not None:
+        return saved.last, f"a checkpoint was saved at step {saved.last.step}"
+    done = ctx.store.signal(SignalKind.TRAINING_COMPLETE).last
+    if done is not None:
+        return done, "a policy reported training complete"
+    batch = batch_per_step(ctx)
+    stats = ctx.store.stats
+    if (
+        stats.last is not None
+        and batch
+        and stats.last.samples >= 3 * batch
+        and ctx.store.signal(SignalKind.TRAINING_STARTED)
+    ):
+        return (
+            stats.last,
+            f"the controller accepted {stats.last.samples} completions ({stats.last.samples // batch} steps' worth)",
+        )
+    return None, None
+
+
+@detector("logging_blind")
+def logging_blind(ctx: DetectorContext) -> Verdict:
+    m = ctx.metrics
+    if m.step_lines or m.train_reports:
+        return Verdict.ok()
+    if not ctx.files(Role.CONTROLLER) and not ctx.store.stats:
+        return Verdict.skipped("no controller log: the Step and Train-report lines are printed there")
+    logger = _logger_value(ctx)
+    proof, what = _training_evidence(ctx)
+    if proof is None:
+        if logger is not None and "console" not in logger:
+            return Verdict.ok(f"logger = {logger}, but no step has finished yet")
+        return Verdict.ok("no step has finished yet")
+    located: Evidence | None = ctx.config.locate("logging.logger")
+    setting = f"[logging] logger = {logger}" if logger is not None else "the logger setting is unknown (no config)"
+    finding = make_finding(
+        "logging_blind",
+        f"Training is running ({what}) but no `Step:` or `Train report` line was logged ({setting}). "
+        "Reward, loss and grad norm are invisible, so group collapse and learning progress cannot be checked.",
+        [proof, located],
+        fixes=[_enable_console(ctx)],
+        data={"logger": logger},
+    )
+    return verdict_of(finding)

@@ -1,0 +1,272 @@
+"""The run's outcome, decided from its logs, and the findings for what no specific check explains.
+
+Silence is not health. Whatever the specific detectors conclude, the logs also say how the run ended
+(docs/findings.md "Run outcome"): ``completed`` (the last step equals the total), ``running`` (being
+written, progressing within its usual step time), ``stalled`` (no progress for many step times; before
+the first step, minutes after the last start-up milestone), ``crashed`` (a process ended on an uncaught
+error, a torchrun failure summary, a launcher failure line, a fatal signal), ``terminated`` (stopped from
+outside before its last step), ``incomplete`` (ended, or its logs stop, short of the total any other
+way) and ``not_started``. Only ``completed``, and ``running`` without findings, may be OK; every other
+outcome gets a finding: the specific one where a detector explains it, else ``process_crashed``,
+``stalled`` or ``run_incomplete``. Error lines no finding quotes are ``unexplained_error``.
+
+Mechanism (docs/reference/cosmos-rl.md, launcher exit behaviour and the failures of real runs): the
+launcher keeps going when a replica dies and may exit 0; heartbeats come from a separate process, so a
+hung replica is never declared dead; a job stopped from outside shows torchrun's ``Received 15 death
+signal`` and its ``SignalException``. So the outcome is read from the lines of every process, with the
+logs' own clock (``DetectorContext``: the wall clock only for a run being written).
+"""
+
+from __future__ import annotations
+
+from a1x_diagnostics.detectors._base import (
+    Conclusion,
+    DetectorContext,
+    Verdict,
+    concluding,
+    duration,
+    evidence_list,
+    make_finding,
+    ts_of,
+    verdict_of,
+)
+from a1x_diagnostics.detectors._config import clip_text
+from a1x_diagnostics.detectors._errors import BENIGN, ErrorGroup, benign_reason, exception_text, signature
+from a1x_diagnostics.detectors._probes import Hit
+from a1x_diagnostics.detectors.facts import PROCESS_ROLES, PROGRESS_MARKS, Crash, RunFacts, last_progress
+from a1x_diagnostics.events import Event, Signal, SignalKind, Traceback
+from a1x_diagnostics.findings import Evidence, Finding, Outcome, RunOutcome, Severity
+
+
+# --- the outcome ------------------------------------------------------------------------------------------
+def _step_text(ctx: DetectorContext) -> str:
+    m = ctx.metrics
+    total = m.max_total_steps or m.total_steps
+    if m.step is None:
+        return "before the first step"
+    return f"at step {m.step}/{total if total else '?'}"
+
+
+def decide_outcome(ctx: DetectorContext, facts: RunFacts | None = None) -> RunOutcome:
+    """How the run ended, or where it stands (module doc), with the lines that show it."""
+    facts = RunFacts.of(ctx) if facts is None else facts
+    m = ctx.metrics
+    step, total = m.step, m.max_total_steps or m.total_steps
+    last_step = ctx.store.steps.last or ctx.store.train_reports.last
+
+    def out(state: Outcome, summary: str, items: list[Event | Hit | Evidence | None], **data: object) -> RunOutcome:
+        return RunOutcome(state=state, summary=summary, step=step, total_steps=total,
+                          evidence=evidence_list(items), data=dict(data))
+
+    ends = facts.ends
+    if ctx.finished_training:
+        done = ctx.store.signal(SignalKind.TRAINING_COMPLETE).last
+        summary = f"training completed (step {step}/{total})" if step is not None else "training completed"
+        return out(Outcome.COMPLETED, summary, [last_step or done, *ends[:2]])
+    crashes = facts.crashes
+    if crashes:
+        first = crashes[0]
+        step_then = m.step_at(first.ts) if first.ts is not None else None
+        when = f"at step {step_then}/{total if total else '?'}" if step_then is not None else "before the first step"
+        summary = f"{first.process} crashed {when}" + (f": {first.cause}" if first.cause else "")
+        if step is not None and step_then is not None and step > step_then:
+            summary += f" (training went on to step {step})"
+        if len(crashes) > 1:
+            summary += f" ({len(crashes) - 1} more process(es) ended on an error)"
+        return out(Outcome.CRASHED, summary, [*first.items, last_step],
+                   processes=[c.process for c in crashes])
+    stall, stops = facts.stall, facts.stops
+    if stall is not None:
+        summary = f"no progress for {duration(stall.silent_s)} after {stall.what}"
+        if stall.ended_by is not None:
+            summary += ", then the job was stopped from outside"
+        return out(Outcome.STALLED, summary, [stall.progress, stall.ended_by, last_step],
+                   stalled_s=round(stall.silent_s, 1), limit_s=round(stall.limit_s, 1))
+    if stops:
+        return out(Outcome.TERMINATED, f"stopped from outside {_step_text(ctx)}", [stops[0], last_step, *stops[1:3]])
+    if ends:
+        return out(Outcome.INCOMPLETE, f"the job ended {_step_text(ctx)} without reaching its last step",
+                   [last_step, *ends[:3]])
+    if ctx.current:
+        what = "starting up: no step yet" if step is None else f"running (step {step}/{total if total else '?'})"
+        return out(Outcome.RUNNING, what, [last_step])
+    newest = max((f for f in ctx.files() if f.last_ts is not None), key=lambda f: f.last_ts or 0.0, default=None)
+    tail = newest.last_event if newest is not None else None
+    if step is None:
+        if ctx.closed_loop is not None and not ctx.files(*PROCESS_ROLES):
+            notes = "; ".join(ctx.closed_loop.layout_notes) or "no Cosmos-RL log"
+            return out(Outcome.NOT_STARTED, f"the AlpaGym host wrote its configs, then no training step ({notes}): "
+                       "it stopped before or during the simulator's bring-up, or is in it; the host writes its own "
+                       "lines to its terminal only (save them as host.log in the run folder to have them read)",
+                       [tail])
+        if last_progress(ctx, PROGRESS_MARKS)[0] is None and not ctx.files(*PROCESS_ROLES):
+            return out(Outcome.NOT_STARTED, "no Cosmos-RL start-up or step line in these logs (another trainer's "
+                       "capture, or a run that ended before it started): its progress cannot be read", [tail])
+        return out(Outcome.NOT_STARTED, "no training step: the logs stop before training began, with no exit, "
+                   "error or stop line", [tail])
+    return out(Outcome.INCOMPLETE, f"the logs stop {_step_text(ctx)} with no exit, error or stop line (the job "
+               "was killed with its node, or the logs were copied while it ran)", [last_step, tail])
+
+
+# --- findings for what nothing else explains --------------------------------------------------------------
+def _cited(findings: list[Finding]) -> set[tuple[str, int | None]]:
+    return {(e.file, e.line) for f in findings for e in f.evidence}
+
+
+def _explained(crash: Crash, findings: list[Finding]) -> bool:
+    """A critical finding already quotes this process's log, or one of the crash's lines."""
+    cited = _cited([f for f in findings if f.severity is Severity.CRITICAL])
+    files = {file for file, _ in cited}
+    lines = [i.event if isinstance(i, Hit) else i for i in crash.items]
+    return (crash.file in files and crash.file != "") or any(
+        (e.source.path, e.line) in cited or (e.source.path, getattr(e, "last_line", e.line)) in cited for e in lines
+    )
+
+
+@concluding("process_crashed")
+def process_crashed(c: Conclusion) -> Verdict:
+    if c.outcome.state is not Outcome.CRASHED:
+        return Verdict.ok(f"the run {c.outcome.state.value}" if c.outcome.state is not Outcome.RUNNING else None)
+    findings: list[Finding | None] = []
+    for crash in c.facts.crashes:
+        if _explained(crash, c.findings):
+            continue
+        step_then = c.ctx.metrics.step_at(crash.ts) if crash.ts is not None else None
+        total = c.ctx.metrics.max_total_steps or c.ctx.metrics.total_steps
+        when = f"at step {step_then}/{total}" if step_then is not None else "before the first step"
+        text = f"{crash.process} ended on an error {when}" + (f": {crash.cause}." if crash.cause else ".")
+        if crash.frames:
+            text += " Last frames of its own code: " + "; ".join(crash.frames) + "."
+        text += " No other check explains it."
+        findings.append(make_finding(
+            "process_crashed", text, crash.items,
+            action=f"Read the end of {crash.process}'s log (the evidence): fix the error the traceback names, then "
+            "relaunch (train.resume = true continues from the newest checkpoint).",
+            data={"process": crash.process, "file": crash.file or None, "cause": crash.cause,
+                  "frames": crash.frames, "step": step_then},
+        ))
+    found = verdict_of(*findings)
+    if not found.findings:
+        found.note = "another finding explains the crash"
+    return found
+
+
+@concluding("run_incomplete")
+def run_incomplete(c: Conclusion) -> Verdict:
+    o, ctx = c.outcome, c.ctx
+    stops = c.facts.stops
+    state = o.state
+    if state in (Outcome.COMPLETED, Outcome.RUNNING, Outcome.CRASHED):
+        return Verdict.ok(f"the run {state.value}")
+    if state is Outcome.STALLED:
+        return Verdict.ok("the run stalled: stalled says so" + (", and that the job was then stopped" if stops else ""))
+    explaining = next((f for f in c.findings if f.severity is Severity.CRITICAL), None)
+    if explaining is not None:
+        return Verdict.ok(f"{explaining.id} explains why the run did not reach its last step")
+    last_step = ctx.store.steps.last or ctx.store.train_reports.last
+    where = _step_text(ctx)
+    severity = None
+    if state is Outcome.TERMINATED:
+        stop = stops[0]
+        how = _stop_words(stop)
+        text = f"The job was stopped from outside ({how}) {where}, before its last step."
+        items: list[Event | Hit | Evidence | None] = [stop, last_step, *stops[1:3]]
+        action = "If the stop was not yours, look for who sent it (scancel, a time limit, the host); relaunch " \
+                 "with train.resume = true."
+    elif state is Outcome.NOT_STARTED:
+        severity = Severity.WARNING
+        text = "No training step in these logs and nothing says why: the logs stop before training began."
+        items = [*o.evidence]
+        action = "If the run should have started, read the end of every process's log; a1x-tui needs the Cosmos-RL " \
+                 "logs of a run (logs_<ts>/ and the launcher's output)."
+    else:
+        text = (o.summary[:1].upper() + o.summary[1:] + ".") if o.summary else "The run ended early."
+        items = [*o.evidence]
+        action = "Check how the job ended (the scheduler's record, the host's kernel log for the OOM killer); " \
+                 "relaunch with train.resume = true."
+    finding = make_finding("run_incomplete", text, items, action=action, severity=severity,
+                           data={"outcome": state.value, "step": o.step, "total_steps": o.total_steps})
+    if finding is None:  # no line to quote: say it with the outcome's own words
+        finding = make_finding("run_incomplete", text, [Evidence(file="(run)", text=o.summary)], action=action,
+                               severity=severity, data={"outcome": state.value})
+    return verdict_of(finding)
+
+
+def _stop_words(event: Event) -> str:
+    if isinstance(event, Signal) and event.kind is SignalKind.JOB_CANCELLED:
+        reason = event.fields.get("reason")
+        return f"Slurm cancelled it{' due to ' + str(reason).lower() if reason else ''}"
+    if isinstance(event, Signal) and event.kind is SignalKind.DEATH_SIGNAL:
+        return f"signal {event.fields.get('sig')} to torchrun in {event.source.replica}"
+    if isinstance(event, Signal) and event.kind is SignalKind.PROCESS_FAILED:
+        return f"a process ended with return code {event.fields.get('rc')}"
+    return f"{event.source.replica} got a termination signal"
+
+
+def unclaimed_errors(findings: list[Finding], groups: list[ErrorGroup]) -> list[ErrorGroup]:
+    """Error groups no finding quotes (by line, by signature, or as the traceback right after a quoted
+    line) and that are not on the benign list."""
+    cited = _cited(findings)
+    cited_signatures = {signature(_message_of_evidence(e.text)) for f in findings for e in f.evidence}
+    out = []
+    for g in groups:
+        events = (g.first, g.last)
+        if any((e.source.path, e.line) in cited or (e.source.path, getattr(e, "last_line", e.line)) in cited
+               for e in events):
+            continue
+        if g.signature in cited_signatures:
+            continue
+        if any(isinstance(e, Traceback) and any((e.source.path, e.line - k) in cited for k in (1, 2, 3))
+               for e in events):
+            continue
+        if benign_reason(_group_text(g)) is not None:
+            continue
+        out.append(g)
+    return out
+
+
+def _group_text(g: ErrorGroup) -> str:
+    e = g.first
+    if isinstance(e, Traceback):
+        return exception_text(e)
+    return str(e.fields.get("message") or e.text) if isinstance(e, Signal) else e.text
+
+
+def _message_of_evidence(text: str) -> str:
+    from a1x_diagnostics.parsing.text import message_of
+
+    return message_of(text)
+
+
+@concluding("unexplained_error")
+def unexplained_error(c: Conclusion) -> Verdict:
+    groups = unclaimed_errors(c.findings, list(c.ctx.store.errors.values()))
+    if not groups:
+        note = f"every error line is explained or on the benign list ({len(BENIGN)} entries)"
+        return Verdict.ok(note if c.ctx.store.errors else None)
+    groups.sort(key=lambda g: (ts_of(g.first) or 0.0, g.first.source.path, g.first.line))
+    shown = groups[:4]
+    parts = []
+    for g in shown:
+        where = ", ".join(g.processes[:4]) + (f" and {len(g.processes) - 4} more" if len(g.processes) > 4 else "")
+        parts.append(f"{clip_text(_group_text(g), 200).rstrip('.')} — {g.count}x in {where}")
+    more = f" ({len(groups) - len(shown)} more kinds)" if len(groups) > len(shown) else ""
+    total = sum(g.count for g in groups)
+    text = (f"{total} error line(s) of {len(groups)} kind(s){more} that no check explains: " + "; ".join(parts)
+            + ". They may be harmless, or the first sign of a failure a1x-tui does not know.")
+    items: list[Event | Hit | Evidence | None] = []
+    for g in shown:
+        items.append(g.first)
+        if g.count > 1:
+            items.append(g.last)
+    finding = make_finding(
+        "unexplained_error", text, items,
+        action="Read the quoted lines; if they are a known failure, report it so a check can name it.",
+        data={"groups": [{"message": _group_text(g)[:300], "kind": g.kind, "count": g.count,
+                          "processes": g.processes, "first": f"{g.first.source.path}:{g.first.line}",
+                          "last": f"{g.last.source.path}:{g.last.line}"} for g in groups[:16]]},
+    )
+    return verdict_of(finding)
+
+
+__all__ = ["decide_outcome"]

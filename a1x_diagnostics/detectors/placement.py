@@ -1,0 +1,186 @@
+"""Placement: whether the replicas' GPUs fit the node (``insufficient_gpus``).
+
+Mechanism (docs/reference/cosmos-rl.md §2.2-§2.4, §13.6, §15; docs/reference/alpamayo-recipe.md §8.3, §14 row 2): each
+replica
+needs ``tp × dp_replicate × pp × cp × dp_shard`` GPUs and takes the next contiguous slice of the
+node's GPUs (policies first, then rollouts). One replica bigger than the node raises the
+misleading ``Replica with GPUs larger than 8 occurs but not on Lepton job …`` (the "8" is literal).
+More replicas than GPUs raises nothing: the launcher plans a second worker node (``Number of
+workers required: 2``, ``Multiple worker nodes will be used …``), starts only this node's share,
+and the started replicas wait forever (``Waiting for N more replicas to arrive``, no Stat line).
+"""
+
+from __future__ import annotations
+
+from a1x_diagnostics.detectors._base import (
+    DetectorContext,
+    Verdict,
+    detector,
+    duration,
+    fix,
+    gpus_per_replica,
+    make_finding,
+    run_mode,
+    ts_of,
+    verdict_of,
+)
+from a1x_diagnostics.events import Role, SignalKind
+from a1x_diagnostics.findings import Fix
+
+HANG_AFTER_S = 120.0
+
+
+def _arithmetic(ctx: DetectorContext) -> tuple[str | None, int | None, int | None]:
+    """('policy 1 × 4 + rollout 1 × 1 = 5 GPUs', needed, detected)."""
+    planned: dict[str, tuple[int, int]] = {}
+    for sig in ctx.signals(SignalKind.REPLICAS_PLANNED):
+        role, count, each = sig.fields.get("role"), sig.fields.get("count"), sig.fields.get("gpus_each")
+        if isinstance(role, str) and isinstance(count, int) and isinstance(each, int):
+            planned[role.lower()] = (count, each)
+    if not planned and ctx.config.known:
+        for role in ("policy", "rollout"):
+            count = ctx.config.integer(f"{role}.parallelism.n_init_replicas")
+            each = gpus_per_replica(ctx, role)
+            if count is not None and each is not None:
+                planned[role] = (count, each)
+        if run_mode(ctx) == "colocated" or str(ctx.config.get("train.train_policy.type")) == "sft":
+            planned.pop("rollout", None)
+    detected_sig = ctx.store.signal(SignalKind.GPUS_DETECTED).last
+    detected = detected_sig.fields.get("count") if detected_sig is not None else None
+    detected = detected if isinstance(detected, int) else None
+    if not planned:
+        return None, None, detected
+    planned = {role: ce for role, ce in planned.items() if ce[0] > 0}
+    totals = {role: c * e for role, (c, e) in planned.items()}
+    terms = " + ".join(f"{role} {c} × {e}" for role, (c, e) in planned.items())
+    if run_mode(ctx) == "colocated_separated" and "rollout" in totals:
+        # rollout i runs on policy i's GPUs (§2.3): the two share them
+        needed = max(totals.get("policy", 0), totals["rollout"]) + totals.get("reference", 0)
+        text = f"{terms}, rollouts sharing the policies' GPUs (colocated_separated) = {needed} GPUs"
+    else:
+        needed = sum(totals.values())
+        text = f"{terms} = {needed} GPUs"
+    if detected is not None:
+        text += f", and this node shows {detected}"
+    return text, needed, detected
+
+
+def _shard_fix(ctx: DetectorContext, detected: int | None) -> list[Fix]:
+    shard = ctx.config.integer("policy.parallelism.dp_shard_size")
+    if shard is None or shard <= 1 or detected is None or detected < 2:
+        return []
+    return [
+        fix(
+            ctx.config,
+            "policy.parallelism.dp_shard_size",
+            max(1, min(shard, detected - 1)),
+            "fits the policy on this node next to one rollout GPU: for wiring tests only (recipe §14 row 2)",
+        )
+    ]
+
+
+@detector("insufficient_gpus")
+def insufficient_gpus(ctx: DetectorContext) -> Verdict:
+    arithmetic, needed, detected = _arithmetic(ctx)
+    layout = ctx.hits("gpu_layout")
+    findings = []
+    if layout:
+        kind = layout[0].fields.get("kind") or layout[0].fields.get("reason")
+        if kind == "no_gpus":
+            what = "The launcher found no GPU at all (nvidia-smi failed or CUDA_VISIBLE_DEVICES is empty)."
+        elif kind == "bad_per_node":
+            what = "The launcher only accepts 1, 2, 4 or 8 visible GPUs per node" + (
+                f"; it sees {detected}." if detected else "."
+            )
+        elif kind == "invalid_device":
+            what = (
+                "A process asked for a GPU that does not exist ('invalid device ordinal'): more ranks per node "
+                "than visible GPUs, or CUDA_VISIBLE_DEVICES hides the GPU a rank was given."
+            )
+        elif kind == "larger_than_node":
+            what = (
+                "One replica needs more GPUs than this node has. The launcher words it as 'GPUs larger than 8 … "
+                "not on Lepton job' and asks for --node-ip-list, which is misleading on a single machine."
+            )
+        else:
+            what = "The replicas need more GPUs than are available."
+        if arithmetic:
+            what += f" Needed: {arithmetic}."
+        findings.append(
+            make_finding(
+                "insufficient_gpus",
+                what,
+                [
+                    layout[0],
+                    ctx.store.signal(SignalKind.GPUS_DETECTED).last,
+                    *ctx.signals(SignalKind.REPLICAS_PLANNED)[:2],
+                ],
+                fixes=_shard_fix(ctx, detected),
+                action="Run on a host with enough GPUs (check CUDA_VISIBLE_DEVICES), or use fewer replicas / "
+                "smaller parallelism.",
+                data={"needed": needed, "detected": detected, "reason": kind},
+            )
+        )
+        return verdict_of(*findings)
+
+    if ctx.store.stats or ctx.metrics.step is not None:
+        return Verdict.ok()
+    workers = ctx.store.signal(SignalKind.WORKERS_REQUIRED).last
+    multiple = ctx.store.signal(SignalKind.MULTIPLE_WORKERS).last
+    waiting = ctx.signals(SignalKind.WAITING_FOR_REPLICAS) + ctx.signals(SignalKind.NO_VALID_ROLLOUT)
+    worker_count = workers.fields.get("count") if workers is not None else None
+    planned_second_node = (isinstance(worker_count, int) and worker_count > 1) or multiple is not None
+    first_wait = min(waiting, key=lambda s: s.line) if waiting else None
+    waited = ctx.elapsed_since(ts_of(first_wait)) if first_wait is not None else None
+    missing: list[str] = []
+    for role, file_role in (("policy", Role.POLICY), ("rollout", Role.ROLLOUT)):
+        want = ctx.config.integer(f"{role}.parallelism.n_init_replicas")
+        have = len(ctx.files(file_role))
+        if (
+            want is not None
+            and ctx.files()
+            and have < want
+            and not (role == "rollout" and run_mode(ctx) == "colocated")
+        ):
+            missing.append(f"{want - have} of {want} {role} replica log(s) are missing")
+    overcommitted = needed is not None and detected is not None and needed > detected
+    stuck = waited is not None and waited >= HANG_AFTER_S
+    post_mortem_wait = bool(waiting) and not ctx.live
+    if not (
+        (planned_second_node and (stuck or overcommitted or post_mortem_wait)) or (stuck and (missing or overcommitted))
+    ):
+        if waiting and not stuck:
+            return Verdict.ok("the controller is waiting for replicas; too early to call it a hang")
+        return Verdict.ok()
+    parts = [
+        "The run waits for replicas that were never started: no rollout ever reached the controller (no Stat line)"
+    ]
+    if planned_second_node:
+        parts.append(
+            f"the launcher planned {worker_count or 'more than one'} worker nodes on what is one machine, "
+            "so it launched only the first node's share"
+        )
+    if waited is not None:
+        parts.append(f"the controller has been waiting for {duration(waited)}")
+    parts.extend(missing)
+    explanation = "; ".join(parts) + "."
+    if arithmetic:
+        explanation += f" GPU arithmetic: {arithmetic}."
+    findings.append(
+        make_finding(
+            "insufficient_gpus",
+            explanation,
+            [
+                multiple,
+                workers,
+                waiting[-1] if waiting else None,
+                first_wait,
+                ctx.store.signal(SignalKind.GPUS_DETECTED).last,
+            ],
+            fixes=_shard_fix(ctx, detected),
+            action="Stop the run; launch with fewer replicas (--policy/--rollout) or smaller parallelism so the "
+            "sum fits this node, or start the launcher on every planned node.",
+            data={"needed": needed, "detected": detected, "workers": worker_count, "waited_s": waited},
+        )
+    )
+    return verdict_of(*findings)

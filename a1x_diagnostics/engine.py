@@ -1,0 +1,266 @@
+"""The diagnostics engine: a bounded ``Collector`` of events, and the batch ``check()``.
+
+``Collector.add(event)`` is O(1) amortised with bounded memory (metric series in compact arrays,
+the first/last few events of each kind for evidence); ``Collector.evaluate()`` runs every detector
+on what was collected. ``check(path)`` streams a run's files through one Collector and returns the
+``Report`` that ``a1x-tui --check`` prints. The live follower feeds the same Collector line by line.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from a1x_diagnostics.collect import Collection, read_into
+from a1x_diagnostics.deadline import CheckTimeout as CheckTimeout  # raised by the readers, caught here
+from a1x_diagnostics.detectors import (
+    ConfigLike,
+    DetectorContext,
+    DumpConfig,
+    RunConfig,
+    run_detectors,
+)
+from a1x_diagnostics.findings import CheckResult, Finding, Report, RunOutcome
+from a1x_diagnostics.metrics import SERIES_CAPACITY
+from a1x_diagnostics.report import build_report, merge_findings, unknown_report
+
+if TYPE_CHECKING:
+    from a1x_diagnostics.parsing import RunLayout
+
+
+@dataclass(frozen=True, slots=True)
+class Assessment:
+    findings: list[Finding]
+    checks: list[CheckResult]
+    metrics: dict[str, float | int | str | None]
+    outcome: RunOutcome
+
+
+class Collector(Collection):
+    """Everything the detectors need from a stream of events, in bounded memory (``Collection``), and
+    the detectors run on it (``assess``)."""
+
+    def __init__(self, *, keep: int = 16, series_capacity: int = SERIES_CAPACITY) -> None:
+        super().__init__(keep=keep, series_capacity=series_capacity)
+        self.checks: list[CheckResult] = []
+        # A closed-loop run's reader (``a1x_diagnostics.alpagym.reader.ClosedLoopRun``): set for AlpaGym runs.
+        self.closed_loop: Any = None
+
+    def run_config(self, config: ConfigLike | None = None) -> RunConfig:
+        """The config detectors see: the logged effective config first, then ``config``."""
+        dumps = tuple(DumpConfig(d) for d in self.store.config_dumps if d.config)
+        dumps = tuple(sorted(dumps, key=lambda d: d.event.scope != "full"))
+        return RunConfig(toml=config, dumps=dumps)
+
+    def context(self, now: float | None = None, config: ConfigLike | None = None,
+                activity: float | None = None) -> DetectorContext:
+        closed = None
+        if self.closed_loop is not None:  # hook: the closed-loop series and facts, before every evaluation
+            self.closed_loop.finish(self.metrics)
+            closed = self.closed_loop.state
+        return DetectorContext(store=self.store, metrics=self.metrics, config=self.run_config(config), now=now,
+                               activity=activity, closed_loop=closed)
+
+    def assess(self, now: float | None = None, config: ConfigLike | None = None,
+               activity: float | None = None) -> Assessment:
+        """Every detector on what was collected. ``now``: the wall clock, for a run being written;
+        ``activity``: when a live follower last saw it written (``DetectorContext``)."""
+        findings, checks, outcome = run_detectors(self.context(now, config, activity))
+        self.checks = checks
+        summary = self.metrics.summary()
+        if self.closed_loop is not None:
+            summary.update(self.closed_loop.state.summary())
+        return Assessment(findings, checks, summary, outcome)
+
+    def evaluate(self, now: float | None = None, config: ConfigLike | None = None,
+                 activity: float | None = None) -> list[Finding]:
+        """Findings now; the per-detector verdicts are left in ``self.checks``."""
+        return self.assess(now, config, activity).findings
+
+
+def _read_into(collector: Collector, layout: RunLayout, deadline: float | None) -> None:
+    """Every event of ``layout`` into ``collector`` (``collect.read_into``; an AlpaGym run's role logs
+    only: the closed-loop reader takes the rest). Raises ``CheckTimeout`` past ``deadline``."""
+    if layout.closed_loop is not None:
+        from dataclasses import replace
+
+        from a1x_diagnostics.alpagym.reader import generic_files
+
+        layout = replace(layout, files=generic_files(layout.files))
+    read_into(collector, layout, deadline)
+
+
+Reader = Callable[["Collector", "RunLayout", "float | None"], bool]
+"""Reads a run into a Collector another way (``reader_process.ChildReader.read_into``): True when it
+did, False to leave it to ``check``'s own reading. May raise ``CheckTimeout``."""
+
+
+def _load_toml(config_path: Path, notes: list[str]) -> Any:
+    from a1x_diagnostics.config import ConfigError, load_config
+
+    try:
+        return load_config(config_path)
+    except ConfigError as exc:
+        notes.append(f"--config not used: {exc}")
+        return None
+
+
+# Lint rules that judge this shell's environment: the run's own environment is unknown to --check, and
+# its logs say directly whether W&B worked (wandb_forbidden, the 'Wandb is not available' line).
+_ENVIRONMENT_RULES = frozenset({"wandb_key_missing"})
+
+
+def _lint(loaded: Any, notes: list[str]) -> list[Finding]:
+    from a1x_diagnostics.config import lint_config
+
+    try:
+        return [f for f in lint_config(loaded, env={}) if f.id not in _ENVIRONMENT_RULES]
+    except Exception as exc:  # the linter is another module's; its failure must not lose the log findings
+        notes.append(f"config lint failed: {type(exc).__name__}: {exc}")
+        return []
+
+
+def _closed_loop_toml(found: Any, notes: list[str]) -> Any:
+    """The Cosmos-RL TOML an AlpaGym host generated for its run: the config the detectors see."""
+    if found.cosmos_config is None:
+        return None
+    return _load_toml(found.cosmos_config, notes)
+
+
+def _closed_loop_lint(cl: Any, loaded: Any, config_path: Any, notes: list[str]) -> list[Finding]:
+    """An AlpaGym run's own generated configs, linted as ``a1x-tui lint`` lints them (the open-loop rules
+    its TOML shares, and the Hydra choices of ``resolved_config.yaml``)."""
+    from a1x_diagnostics.alpagym.lint import lint_closed_loop
+
+    try:
+        return [f for f in lint_closed_loop(loaded, cl.config, env={}) if f.id not in _ENVIRONMENT_RULES]
+    except Exception as exc:  # the linter's failure must not lose the log findings
+        notes.append(f"config lint failed: {type(exc).__name__}: {exc}")
+        return []
+
+
+def _no_files_reason(target: str, layout: RunLayout) -> str:
+    reason = f"{target}: no log files in this run"
+    if layout.run_name:
+        # docs/reference/cosmos-rl.md §15: one replica needing more GPUs than the node leaves logs_<ts>/ empty; the
+        # error itself went to the launcher's own output.
+        reason += (
+            f" ({layout.run_name} is empty: the launcher failed before starting any process; its own output "
+            "holds the error, e.g. 'Replica with GPUs larger than 8' when a replica needs more GPUs than the node)"
+        )
+    return reason
+
+
+def _no_events_reason(target: str, layout: RunLayout) -> str:
+    readable = len(layout.files) - len(layout.unreadable)
+    if readable <= 0:
+        return f"{target}: none of the {len(layout.files)} log file(s) could be read"
+    return f"{target}: no Cosmos-RL line in {readable} log file(s) (empty, or not a Cosmos-RL run)"
+
+
+def unknown_reason(path: str | os.PathLike[str], run: str | None = None) -> str | None:
+    """The one line ``check`` would give for ``path`` with status UNKNOWN before any detector runs (no
+    such path, no run there, no log file, no Cosmos-RL line in any file), None when it holds a run.
+
+    For ``a1x-tui attach`` and ``watch``, which refuse what ``--check`` calls UNKNOWN with the same
+    reason. Cheap on a run: the files are read only up to their first Cosmos-RL line."""
+    from a1x_diagnostics.parsing import LayoutError, discover, read_run
+
+    target = str(path)
+    try:
+        layout = discover(Path(path), run)
+    except LayoutError as exc:
+        return str(exc)
+    if layout.closed_loop is not None:
+        return None  # an AlpaGym run folder is a run from the moment the host wrote its configs
+    if not layout.files:
+        return _no_files_reason(target, layout)
+    events = read_run(layout)
+    try:
+        if next(events, None) is not None:
+            return None
+    finally:
+        events.close()  # type: ignore[attr-defined]
+    return _no_events_reason(target, layout)
+
+
+def check(
+    path: str | os.PathLike[str],
+    config_path: str | os.PathLike[str] | None = None,
+    run: str | None = None,
+    now: float | None = None,
+    *,
+    timeout: float | None = None,
+    progress: Callable[[str], None] | None = None,
+    reader: Reader | None = None,
+) -> Report:
+    """Diagnose the run at ``path``; never raises for bad input (the report says UNKNOWN and why).
+
+    ``reader``: reads the run into the Collector instead of this process (``a1x-tui --check``'s child
+    process, ``a1x_diagnostics.reader_process``), where it can; the report is the same either way."""
+    from a1x_diagnostics.parsing import LayoutError, discover
+
+    target = str(path)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    # Read first, so that every report, UNKNOWN ones included, says when the --config was not used.
+    notes: list[str] = []
+    loaded = _load_toml(Path(config_path), notes) if config_path is not None else None
+    try:
+        layout = discover(Path(path), run)
+    except LayoutError as exc:
+        return unknown_report(target, str(exc), run=run, notes=notes)
+    if not layout.files and layout.closed_loop is None:
+        return unknown_report(target, _no_files_reason(target, layout), run=layout.run_name, notes=notes)
+
+    collector = Collector()
+    if layout.closed_loop is not None:  # hook: an AlpaGym run (a1x_diagnostics/alpagym/)
+        from a1x_diagnostics.alpagym.reader import ClosedLoopRun
+
+        collector.closed_loop = ClosedLoopRun(layout.closed_loop)
+        notes.extend(collector.closed_loop.notes)
+        if loaded is None:
+            loaded = _closed_loop_toml(layout.closed_loop, notes)
+    collector.note_files(layout)
+
+    if progress is not None:
+        size = sum(f.size or 0 for f in collector.store.files.values())
+        progress(f"reading {len(layout.files)} file(s), {size / 1e6:.1f} MB")
+    try:
+        if reader is None or collector.closed_loop is not None or not reader(collector, layout, deadline):
+            _read_into(collector, layout, deadline)
+        if collector.closed_loop is not None:
+            from a1x_diagnostics.alpagym.reader import read_into
+
+            read_into(collector, collector.closed_loop, layout.files, deadline=deadline,
+                      unreadable=layout.unreadable.append)
+    except CheckTimeout:
+        return unknown_report(
+            target, f"timed out after {timeout:g} s while reading the logs" if timeout is not None
+            else "timed out while reading the logs", run=layout.run_name, notes=notes
+        )
+    notes.extend(f"unreadable: {u}" for u in layout.unreadable)
+    files = [src.path for _, src in layout.files]
+    if collector.store.event_count == 0 and collector.closed_loop is None:
+        reason = _no_events_reason(target, layout)
+        return unknown_report(target, reason, run=layout.run_name, files=files, notes=notes)
+
+    assessment = collector.assess(now, loaded)
+    findings = assessment.findings
+    if collector.closed_loop is not None:
+        findings = merge_findings(findings, _closed_loop_lint(collector.closed_loop, loaded, config_path, notes))
+    elif loaded is not None:
+        findings = merge_findings(findings, _lint(loaded, notes))
+    return build_report(
+        target=target,
+        run=layout.run_name,
+        findings=findings,
+        checks=assessment.checks,
+        metrics=assessment.metrics,
+        files=files,
+        notes=notes,
+        outcome=assessment.outcome,
+    )

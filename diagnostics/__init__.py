@@ -1,5 +1,0 @@
-"""Log parsing, metrics, detectors, findings and reports for Cosmos-RL / Alpamayo RL runs.
-
-Pure functions over typed events (``diagnostics.events``) wherever possible; no Textual import
-anywhere in this package.
-"""
