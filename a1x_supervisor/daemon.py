@@ -27,7 +27,8 @@ from a1x_supervisor.pipeline import build_stages, select_stages
 from a1x_supervisor.recovery import RunLock, block, read_pid, recover
 from a1x_supervisor.run_context import Controls, Executors, RunContext
 from a1x_supervisor.run_loop import Plan, RunLoop
-from a1x_supervisor.rundir import RunDir, make_private
+from a1x_supervisor.rundir import RunDir, check_owner, make_private
+from a1x_supervisor.runfiles import write_atomic
 from a1x_supervisor.secrets import Scrubber
 from a1x_supervisor.socket_server import SocketServer
 from a1x_supervisor.spec import RunSpec, load_spec
@@ -108,13 +109,14 @@ class Supervisor:
     def serve(self) -> int:
         """Run the plan to its end; 0 when the run succeeded, 1 otherwise."""
         make_private(self.rundir.run_dir)  # RunDirError: refused before anything is written
+        check_owner(self.rundir.run_dir)
         lock = RunLock(self.rundir.lock_path)
         if not lock.acquire():
             owner = read_pid(self.rundir.pid_path)
             raise AlreadySupervised(f"{self.rundir.run_dir}: another supervisor owns this run (pid {owner})")
         server: SocketServer | None = None
         try:
-            self.rundir.pid_path.write_text(f"{os.getpid()}\n", encoding="utf-8")
+            write_atomic(self.rundir.pid_path, f"{os.getpid()}\n")
             if self._install_signals:
                 self._signals()
             self.spec = load_spec(self.rundir.spec_path)

@@ -20,6 +20,7 @@ from a1x_supervisor.executor import Executor, LocalExecutor, ProcessHandle, Stop
 from a1x_supervisor.protocol import NoSupervisor, SupervisorClient
 from a1x_supervisor.recovery import RunLock, lock_is_held
 from a1x_supervisor.rundir import RunDir, RunDirError, make_private
+from a1x_supervisor.runfiles import open_file
 from a1x_supervisor.secrets import Scrubber
 from a1x_supervisor.spec import RunSpec, dump_spec
 from a1x_supervisor.state import EventLog, atomic_write_text, load_state, now_iso
@@ -88,7 +89,7 @@ def _become_daemon(rundir: RunDir, plan: Plan) -> None:
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.close(devnull)
-        out = os.open(str(rundir.daemon_log), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        out = open_file(rundir.daemon_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         os.dup2(out, 1)
         os.dup2(out, 2)
         os.close(out)
