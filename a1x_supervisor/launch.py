@@ -15,7 +15,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from a1x_supervisor.daemon import AlreadySupervised, Plan, Supervisor
+from a1x_supervisor.daemon import AlreadySupervised, Plan, RunClaimed, Supervisor
 from a1x_supervisor.executor import Executor, LocalExecutor, ProcessHandle, StopReport
 from a1x_supervisor.protocol import NoSupervisor, SupervisorClient
 from a1x_supervisor.recovery import RunLock, lock_is_held
@@ -98,7 +98,7 @@ def _become_daemon(rundir: RunDir, plan: Plan) -> None:
         print(f"{now_iso()} supervisor pid {os.getpid()} starting for {rundir.run_dir}", flush=True)
         code = Supervisor(rundir.run_dir, plan, subreaper=True).serve()
         print(f"{now_iso()} supervisor pid {os.getpid()} done (exit {code})", flush=True)
-    except (AlreadySupervised, RunDirError) as exc:
+    except (AlreadySupervised, RunClaimed, RunDirError) as exc:
         print(f"{now_iso()} {exc}", flush=True)
     except BaseException:
         traceback.print_exc()
