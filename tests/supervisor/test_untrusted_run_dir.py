@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -59,62 +60,55 @@ def _untouched(victim: subprocess.Popen[bytes], outside: Path) -> None:
     assert (outside / "events_target").read_text() == "keep\n"
 
 
+@pytest.fixture
+def forged(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[bytes], Path]]:
+    """The forged run directory, the unrelated process it names, and the folder its links point into."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = _victim()
+    try:
+        run = tmp_path / "run"
+        _forge(run, victim.pid, outside)
+        yield run, victim, outside
+    finally:
+        victim.kill()
+        victim.wait()
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="a directory of another user needs root to make")
-def test_root_refuses_a_forged_run_directory_of_another_user(tmp_path: Path) -> None:
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    victim = _victim()
-    try:
-        run = tmp_path / "run"
-        _forge(run, victim.pid, outside)
-        for path in [run, *run.iterdir()]:
-            os.lchown(path, NOBODY, NOBODY)
-        os.chmod(tmp_path, 0o755)
-        for args in COMMANDS:
-            done = _cli(*args, str(run))
-            assert done.returncode == 3, (args, done.stdout, done.stderr)
-            assert done.stderr.count("\n") == 1 and "not by you" in done.stderr, (args, done.stderr)
-            assert "Traceback" not in done.stderr
-        _untouched(victim, outside)
-    finally:
-        victim.kill()
-        victim.wait()
+def test_root_refuses_a_forged_run_directory_of_another_user(forged: tuple[Path, subprocess.Popen[bytes], Path]) -> None:
+    run, victim, outside = forged
+    for path in [run, *run.iterdir()]:
+        os.lchown(path, NOBODY, NOBODY)
+    os.chmod(run.parent, 0o755)
+    for args in COMMANDS:
+        done = _cli(*args, str(run))
+        assert done.returncode == 3, (args, done.stdout, done.stderr)
+        assert done.stderr.count("\n") == 1 and "not by you" in done.stderr, (args, done.stderr)
+        assert "Traceback" not in done.stderr
+    _untouched(victim, outside)
 
 
-def test_a_run_directory_others_may_write_to_is_refused(tmp_path: Path) -> None:
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    victim = _victim()
-    try:
-        run = tmp_path / "run"
-        _forge(run, victim.pid, outside)
-        os.chmod(run, 0o777)
-        for args in COMMANDS:
-            done = _cli(*args, str(run))
-            assert done.returncode == 3, (args, done.stdout, done.stderr)
-            assert "writable by others" in done.stderr and done.stderr.count("\n") == 1, (args, done.stderr)
-        _untouched(victim, outside)
-    finally:
-        victim.kill()
-        victim.wait()
+def test_a_run_directory_others_may_write_to_is_refused(forged: tuple[Path, subprocess.Popen[bytes], Path]) -> None:
+    run, victim, outside = forged
+    os.chmod(run, 0o777)
+    for args in COMMANDS:
+        done = _cli(*args, str(run))
+        assert done.returncode == 3, (args, done.stdout, done.stderr)
+        assert "writable by others" in done.stderr and done.stderr.count("\n") == 1, (args, done.stderr)
+    _untouched(victim, outside)
 
 
-def test_stop_in_a_private_directory_with_forged_records_signals_nothing_and_follows_no_link(tmp_path: Path) -> None:
+def test_stop_in_a_private_directory_with_forged_records_signals_nothing_and_follows_no_link(
+    forged: tuple[Path, subprocess.Popen[bytes], Path],
+) -> None:
     # The caller's own directory, private, but its records name a process the run never started:
     # stop writes nothing through the links and kills nothing it cannot prove is the stage's.
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    victim = _victim()
-    try:
-        run = tmp_path / "run"
-        _forge(run, victim.pid, outside)
-        os.chmod(run, 0o700)
-        done = _cli("stop", str(run))
-        assert "Traceback" not in done.stderr
-        _untouched(victim, outside)
-    finally:
-        victim.kill()
-        victim.wait()
+    run, victim, outside = forged
+    os.chmod(run, 0o700)
+    done = _cli("stop", str(run))
+    assert "Traceback" not in done.stderr
+    _untouched(victim, outside)
 
 
 def test_check_owner_says_what_is_wrong_in_one_line(tmp_path: Path) -> None:
