@@ -75,8 +75,11 @@ def forged(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[bytes], Path
         victim.wait()
 
 
+Forged = tuple[Path, "subprocess.Popen[bytes]", Path]
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="a directory of another user needs root to make")
-def test_root_refuses_a_forged_run_directory_of_another_user(forged: tuple[Path, subprocess.Popen[bytes], Path]) -> None:
+def test_root_refuses_a_forged_run_directory_of_another_user(forged: Forged) -> None:
     run, victim, outside = forged
     for path in [run, *run.iterdir()]:
         os.lchown(path, NOBODY, NOBODY)
