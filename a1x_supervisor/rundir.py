@@ -27,11 +27,10 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from a1x_supervisor.runfiles import RunDirError, check_owner
 from a1x_supervisor.spec import RunSpec
 
-
-class RunDirError(Exception):
-    """A run directory that cannot be made private; ``str()`` is the one line to show."""
+__all__ = ["RunDir", "RunDirError", "check_owner", "make_private", "trusted_run"]
 
 
 def make_private(run_dir: Path) -> None:
@@ -140,3 +139,14 @@ class RunDir:
 
     def is_run_dir(self) -> bool:
         return self.spec_path.is_file()
+
+
+def trusted_run(path: Path) -> RunDir:
+    """The run directory at ``path`` for a command that acts on it (stop, restart, status, attach):
+    ``RunDirError`` with one line when it is not a run directory, or not one this user may trust
+    (``runfiles.check_owner``)."""
+    rundir = RunDir(path.resolve())
+    if not rundir.is_run_dir() and not rundir.state_path.is_file():
+        raise RunDirError(f"{path}: not a run directory (no run.toml or state.json)")
+    check_owner(rundir.run_dir)
+    return rundir

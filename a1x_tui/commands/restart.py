@@ -21,15 +21,16 @@ def run(args: argparse.Namespace) -> int:
     from a1x_supervisor.pipeline import select_stages, stage_names
     from a1x_supervisor.protocol import NoSupervisor, SupervisorClient
     from a1x_supervisor.recovery import lock_is_held
-    from a1x_supervisor.rundir import RunDir
+    from a1x_supervisor.rundir import RunDirError, trusted_run
     from a1x_supervisor.spec import SpecError, load_spec
     from a1x_supervisor.stage import StageError
     from a1x_tui.demo.pipeline import register as register_demo
 
     register_demo()  # a demo run's spec names the demo's pipeline
-    rundir = RunDir(args.run_dir.resolve())
-    if not rundir.is_run_dir():
-        print(f"{args.run_dir}: not a run directory (no run.toml)", file=sys.stderr)
+    try:
+        rundir = trusted_run(args.run_dir)
+    except RunDirError as exc:
+        print(str(exc), file=sys.stderr)
         return 3
     try:
         select_stages(stage_names(load_spec(rundir.spec_path)), from_stage=args.stage, only=None)

@@ -89,7 +89,8 @@ def _safe_print(text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from a1x_supervisor.daemon import AlreadySupervised, Plan, Supervisor
+    from a1x_supervisor.claims import claimed_by_other
+    from a1x_supervisor.daemon import AlreadySupervised, Plan, RunClaimed, Supervisor
     from a1x_supervisor.launch import new_run_dir, prepare_run_dir, start_daemon, wait_until_ready
     from a1x_supervisor.pipeline import select_stages, stage_names
     from a1x_supervisor.preflight import outputs_present, preflight, render_text
@@ -116,6 +117,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if existing is not None and lock_is_held(existing.lock_path):
         print(f"{existing.run_dir}: a supervisor already runs it: a1x-tui status {existing.run_dir}", file=sys.stderr)
+        return 2
+    claimed = claimed_by_other(spec, existing.run_dir if existing is not None else None)
+    if claimed is not None:  # one live run per output folder (a1x_supervisor/claims.py)
+        print(f"{spec_path}: {claimed}", file=sys.stderr)
         return 2
 
     report = None
@@ -152,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
             return Supervisor(
                 rundir.run_dir, plan, subreaper=True, on_event=lambda e: _safe_print(format_event(e))
             ).serve()
-        except (AlreadySupervised, RunDirError) as exc:
+        except (AlreadySupervised, RunClaimed, RunDirError) as exc:
             print(str(exc), file=sys.stderr)
             return 2
 

@@ -3,7 +3,8 @@
 The supervisor sends SIGTERM to the running stage's process group, waits its grace period, then
 SIGKILL, and answers once nothing is left. When no supervisor answers (it crashed), the processes
 ``state.json`` records are stopped directly. Exit: 0 nothing of the run is left running, 1 something
-survived or a supervisor holds the run without answering, 3 not a run directory.
+survived or a supervisor holds the run without answering, 3 not a run directory, or one this user
+must not act on (another user's, or writable by others: docs/supervisor.md).
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ def run(args: argparse.Namespace) -> int:
     from a1x_supervisor.launch import offline_status, pid_alive, stop_orphans
     from a1x_supervisor.protocol import NoSupervisor, SupervisorClient
     from a1x_supervisor.recovery import read_pid
-    from a1x_supervisor.rundir import RunDir
+    from a1x_supervisor.rundir import RunDirError, trusted_run
     from a1x_supervisor.spec import SpecError, load_spec
 
-    rundir = RunDir(args.run_dir.resolve())
-    if not rundir.is_run_dir():
-        print(f"{args.run_dir}: not a run directory (no run.toml)", file=sys.stderr)
+    try:
+        rundir = trusted_run(args.run_dir)
+    except RunDirError as exc:
+        print(str(exc), file=sys.stderr)
         return 3
     try:
         grace = load_spec(rundir.spec_path).supervisor.stop_grace_s
