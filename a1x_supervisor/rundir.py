@@ -146,7 +146,12 @@ def trusted_run(path: Path) -> RunDir:
     ``RunDirError`` with one line when it is not a run directory, or not one this user may trust
     (``runfiles.check_owner``)."""
     rundir = RunDir(path.resolve())
-    if not rundir.is_run_dir() and not rundir.state_path.is_file():
+    try:
+        found = rundir.is_run_dir() or rundir.state_path.is_file()
+    except OSError as exc:  # a folder we may not read (mode 000, another user's)
+        check_owner(rundir.run_dir)
+        raise RunDirError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if not found:
         raise RunDirError(f"{path}: not a run directory (no run.toml or state.json)")
     check_owner(rundir.run_dir)
     return rundir

@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 USAGE_EXIT = 3  # a bad command line is "unknown" to the monitoring-plugin exit codes (0-3), never critical
+FAILED_EXIT = {"fix": 2}  # a command that could not finish (output lost, a file unwritable, Ctrl-C): else 3
 
 
 class _Parser(argparse.ArgumentParser):
@@ -101,16 +102,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     if nowhere is not None:  # started with stdout closed (>&-): as if its reader had gone at once
         _stdout.closed.set()
     sys.stdout = guard  # a TextIO in all but name (the rest is delegated)
+    name = "--check" if "--check" in args_list else (args_list[0] if args_list else "")
+    failed = FAILED_EXIT.get(name, 3)
     try:
-        return _dispatch(args_list)
+        code = _dispatch(args_list)
     except BrokenPipeError:  # written around the guard (os.write): same rule, status unknown
         guard.reader_gone()
-        return 1
+        code = 1
+    except SystemExit:  # argparse's --help, --version and usage errors: as they are, unless output was lost
+        guard.flush()
+        if not _stdout.failure:
+            raise
+        code = failed
+    except KeyboardInterrupt:  # Ctrl-C where the command has no handling of its own: one line, no traceback
+        _say(name, "interrupted (Ctrl-C); nothing more was done")
+        code = failed
+    except OSError as exc:  # a file or folder the command needed could not be read or written
+        where = f"{exc.filename}: " if exc.filename else ""
+        _say(name, f"{where}{exc.strerror or exc}")
+        code = failed
     finally:
         guard.flush()  # here, not in Python's exit flush, where a closed pipe would print a traceback
         sys.stdout = real
         if nowhere is not None:
             nowhere.close()
+    if _stdout.failure:  # the output itself was lost (ENOSPC, EIO): the caller must not trust it
+        _say(name, f"could not write the output to stdout: {_stdout.failure[0].strerror or _stdout.failure[0]}")
+        return failed
+    return code
+
+
+def _say(name: str, text: str) -> None:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        print(f"a1x-tui{' ' + name if name and not name.startswith('-') else ''}: {text}", file=sys.stderr)
 
 
 def _dispatch(args_list: list[str]) -> int:
