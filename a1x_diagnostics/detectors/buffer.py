@@ -27,11 +27,14 @@ from a1x_diagnostics.detectors._base import (
     DetectorContext,
     Verdict,
     batch_per_step,
+    detected_gpus,
     detector,
     duration,
     fix,
     fmt,
+    gpus_per_replica,
     make_finding,
+    policy_gpus_needed,
     run_mode,
     ts_of,
     verdict_of,
@@ -393,6 +396,27 @@ def rollout_buffer_growth(ctx: DetectorContext) -> Verdict:
     return verdict_of(finding)
 
 
+def _starved_fix(ctx: DetectorContext) -> tuple[list[Fix], str]:
+    """More rollout replicas where the node has GPUs for them (§2.2, recipe §14 row 12), else nothing: the batch
+    size is the algorithm's, and the logs do not always say how many GPUs there are."""
+    replicas = ctx.config.integer("rollout.parallelism.n_init_replicas")
+    each = gpus_per_replica(ctx, "rollout")
+    have, _ = detected_gpus(ctx)
+    shard = ctx.config.integer("policy.parallelism.dp_shard_size") or 1
+    now = policy_gpus_needed(ctx, shard)
+    # colocated modes put rollout i on policy i's GPUs: no room for another one there
+    disaggregated = run_mode(ctx) == "disaggregated"
+    if replicas and each and have is not None and now is not None and disaggregated and now + each <= have:
+        return [fix(ctx.config, "rollout.parallelism.n_init_replicas", replicas + 1,
+                    f"one more rollout replica ({now + each} of the {have} GPUs this node has) fills the buffer "
+                    "faster; trade-off: none for the algorithm; the launcher's --rollout N overrides it")], (
+            "Or make each rollout faster (a larger rollout.batch_size where the engine has memory for it).")
+    known = f"this node has {have} GPUs and the replicas use {now}" if have is not None and now is not None else (
+        "the logs do not say how many GPUs this node has (the launcher's `Detected N GPUs` line)")
+    return [], (f"Add rollout replicas (--rollout N) where there are GPUs for them: {known}; or make each rollout "
+                "faster (a larger rollout.batch_size where the engine has memory for it) (recipe §14 row 12).")
+
+
 MIN_STEPS_FOR_STARVATION = 2  # step intervals: a smoke test's 3 steps
 MEDIAN_FROM_STEPS = 8  # from this many intervals the median step decides; fewer: every one must be starved
 STARVED_UTILISATION = 0.3
@@ -430,17 +454,7 @@ def rollout_starved(ctx: DetectorContext) -> Verdict:
     steps = ctx.store.steps.items()
     stats = ctx.store.stats.items()
     zero_stat = next((s for s in reversed(stats) if s.pending == 0), stats[-1] if stats else None)
-    rollout_replicas = ctx.config.integer("rollout.parallelism.n_init_replicas")
-    fixes = []
-    if rollout_replicas:
-        fixes.append(
-            fix(
-                ctx.config,
-                "rollout.parallelism.n_init_replicas",
-                rollout_replicas * 2,
-                "more rollout replicas fill the buffer faster (the launcher's --rollout N overrides this)",
-            )
-        )
+    fixes, action = _starved_fix(ctx)
     finding = make_finding(
         "rollout_starved",
         f"The policy computes for {fmt(compute)} s of each {fmt(wall)} s step ({utilisation:.0%}); the rest "
@@ -448,7 +462,7 @@ def rollout_starved(ctx: DetectorContext) -> Verdict:
         f"{f' ({batch})' if batch else ''} in {empty_share:.0%} of the recent Stat lines.",
         [steps[-1] if steps else None, zero_stat, steps[-2] if len(steps) > 1 else None],
         fixes=fixes,
-        action="Add rollout replicas (--rollout N) or lower train.train_batch_per_replica (recipe §14 row 12).",
+        action=action,
         data={
             "step_wall_s": wall,
             "iteration_s": compute,

@@ -225,10 +225,24 @@ def test_buffer_blind_without_stat_lines_and_skipped_in_colocated_mode() -> None
 def test_rollout_starved_when_policy_idles() -> None:
     # 40 s steps of which 4 s compute; the buffer never holds a batch.
     lines = steady_run(12, 40, step_every=40.0, pending=[0, 0, 24, 0], it=4.0)
-    r = run_logs({"controller.log": lines, "policy_0.log": [config_dump(1, recipe_config())]})
+    launcher = [cosmos(2, "Detected 8 GPUs: 0,1,2,3,4,5,6,7")]
+    r = run_logs({"controller.log": lines, "policy_0.log": [config_dump(1, recipe_config())], "run.out": launcher})
     f = r.one("rollout_starved")
     assert "waits for rollouts" in f.explanation
-    assert any(fx.path == "rollout.parallelism.n_init_replicas" and fx.proposed == 2 for fx in f.fixes)
+    # 1 policy x 4 GPUs + 1 rollout x 1 = 5 of 8: one more rollout replica fits; the batch size is never touched
+    assert [(fx.path, fx.proposed) for fx in f.fixes] == [("rollout.parallelism.n_init_replicas", 2)]
+    assert "6 of the 8 GPUs" in f.fixes[0].why
+
+
+def test_rollout_starved_without_the_gpu_count_proposes_no_layout() -> None:
+    lines = steady_run(12, 40, step_every=40.0, pending=[0, 0, 24, 0], it=4.0)
+    f = run_logs({"controller.log": lines, "policy_0.log": [config_dump(1, recipe_config())]}).one("rollout_starved")
+    assert f.fixes == []
+    assert "do not say how many GPUs" in (f.action or "")
+    launcher = [cosmos(2, "Detected 4 GPUs: 0,1,2,3")]  # 4 + 1 = 5 already: no room
+    f = run_logs({"controller.log": lines, "policy_0.log": [config_dump(1, recipe_config())],
+                  "run.out": launcher}).one("rollout_starved")
+    assert f.fixes == [] and "this node has 4 GPUs and the replicas use 5" in (f.action or "")
 
 
 def test_busy_policy_is_not_starved() -> None:

@@ -276,6 +276,29 @@ def test_insufficient_gpus_misleading_lepton_error_with_arithmetic() -> None:
     assert "Replica with GPUs larger than 8" in f.evidence[0].text
 
 
+def test_insufficient_gpus_shrinks_the_policy_to_what_the_node_has_never_more() -> None:
+    lepton = ["Traceback (most recent call last):",
+              "RuntimeError: Replica with GPUs larger than 8 occurs but not on Lepton job, please specify "
+              "--node-ip-list to provide the IPs of all nodes to enable conenctions to each Rendezvous head node."]
+    config = recipe_config(train__train_batch_per_replica=48, train__train_policy__mini_batch=1)
+    f = run_logs({"launcher.log": ["Detected 2 GPUs: 0, 1", *lepton],
+                  "policy_0.log": [config_dump(1, config)]}).one("insufficient_gpus")
+    # disaggregated: 1 policy x d + 1 rollout x 1 <= 2 GPUs -> d = 1
+    assert [(fx.path, fx.proposed) for fx in f.fixes] == [("policy.parallelism.dp_shard_size", 1)]
+    assert "2 of the 2 GPUs" in f.fixes[0].why and "trade-off" in f.fixes[0].why
+    config = recipe_config(mode="colocated_separated", train__train_batch_per_replica=48)
+    f = run_logs({"launcher.log": ["Detected 2 GPUs: 0, 1", *lepton],
+                  "policy_0.log": [config_dump(1, config)]}).one("insufficient_gpus")
+    assert [(fx.path, fx.proposed) for fx in f.fixes] == [("policy.parallelism.dp_shard_size", 2)]  # shared GPUs
+    config = recipe_config(mode="colocated_separated", train__train_batch_per_replica=9,
+                           train__train_policy__mini_batch=1)
+    f = run_logs({"launcher.log": ["Detected 2 GPUs: 0, 1", *lepton],
+                  "policy_0.log": [config_dump(1, config)]}).one("insufficient_gpus")
+    assert [(fx.path, fx.proposed) for fx in f.fixes] == [("policy.parallelism.dp_shard_size", 1)]  # 9 % 2 != 0
+    f = run_logs({"launcher.log": lepton, "policy_0.log": [config_dump(1, config)]}).one("insufficient_gpus")
+    assert f.fixes == []  # the node's GPU count is not in the logs: no layout is proposed
+
+
 def test_insufficient_gpus_hang_without_error() -> None:
     launcher = [
         "Detected 1 GPUs: 0",
