@@ -12,7 +12,7 @@ from a1x_diagnostics.engine import check
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
-# The algorithm's own settings: what a step trains on, the group, the loss, the optimizer (cosmos-rl.md §8.4).
+# The algorithm's own settings: the batch, the group, the loss, the optimizer (docs/reference/cosmos-rl.md §8.4).
 ALGORITHM = {
     "rollout.n_generation", "train.train_batch_per_replica", "train.optm_lr", "train.train_policy.mu_iterations",
     "train.train_policy.kl_beta", "train.train_policy.epsilon_low", "train.train_policy.epsilon_high",
