@@ -18,6 +18,7 @@ from a1x_diagnostics.config import gpus
 from a1x_diagnostics.config.loader import LoadedConfig, declared_policy_type
 from a1x_diagnostics.config.schema import GRPO_MARKER_KEYS, effective_policy_type
 from a1x_diagnostics.findings import CheckResult, CheckState, Evidence, Finding, Fix, Severity
+from a1x_diagnostics.layout import divisible_split
 
 COMPUTE_CHOICES = ("local", "cluster")
 MAX_MACHINE = 1 << 16  # --gpus / --nodes: far above any machine, so the arithmetic stays small
@@ -176,6 +177,16 @@ def _policy_replicas_per_node(cfg: LoadedConfig, ctx: LintContext) -> int | None
     return None if ctx.multi_node else n_policy
 
 
+def _recipe_skip(cfg: LoadedConfig) -> Skipped | None:
+    """Skipped for a TOML that is not the Alpamayo recipe's (no [custom.alpamayo], neither its backend nor its
+    trainer): the recipe's values and asserts would propose another engine or another reward (R §8.1)."""
+    if cfg.is_set("custom.alpamayo") or cfg.raw("rollout.backend") == RECIPE_BACKEND or cfg.raw(
+        "train.train_policy.trainer_type"
+    ) == RECIPE_TRAINER:
+        return None
+    return Skipped("not an Alpamayo recipe TOML (no [custom.alpamayo], not its backend or trainer)")
+
+
 # --- rules -----------------------------------------------------------------------------------
 
 
@@ -320,26 +331,15 @@ def batch_not_divisible(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
         "policy.parallelism.dp_shard_size",
         "train.train_policy.mini_batch",
     )
-    if batch % dp == 0:
-        m = _largest_divisor_up_to(batch // dp, mini)
-        b.fix("train.train_policy.mini_batch", m, f"{batch} / ({dp} x {m}) = {batch // (dp * m)} mini-batches per rank")
-    else:
-        unit = dp * mini
-        b.fix("train.train_batch_per_replica", max(unit, batch // unit * unit), f"a multiple of {dp} x {mini}")
+    # train_batch_per_replica is the algorithm's batch: only its split changes, never onto more GPUs
+    d, m = divisible_split(batch, dp, mini)
+    if d != dp:
+        b.fix("policy.parallelism.dp_shard_size", d,
+              f"{batch} completions split over {d} GPUs; trade-off: fewer GPUs shard the policy, more memory on each")
+    if m != mini:
+        b.fix("train.train_policy.mini_batch", m,
+              f"{batch} / ({d} x {m}) = {batch // (d * m)} mini-batches per rank; trade-off: more, smaller passes")
     return b.build()
-
-
-def _largest_divisor_up_to(n: int, limit: int) -> int:
-    """The largest divisor of ``n`` (>= 1) that is at most ``limit``: O(sqrt n) whatever ``limit`` is."""
-    best = 1
-    i = 1
-    while i * i <= n:
-        if n % i == 0:
-            for d in (i, n // i):
-                if best < d <= limit:
-                    best = d
-        i += 1
-    return best
 
 
 def _respell(b: _Builder, wrong: str, right: str, value: Any, reader: str) -> None:
@@ -354,6 +354,9 @@ def _respell(b: _Builder, wrong: str, right: str, value: Any, reader: str) -> No
 
 def prefetch_misconfig(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
     """R §9.1, §9.4, §8.5; C §13.3: the recipe's node prefetch, which Cosmos never validates."""
+    skipped = _recipe_skip(cfg)
+    if skipped is not None:
+        return skipped
     b = _Builder(cfg, "prefetch_misconfig")
     for unknown in cfg.unknown_keys:
         if not (unknown.path.startswith(PREFETCH + ".") or unknown.suggestion == PREFETCH):
@@ -496,7 +499,8 @@ def no_group_signal(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
         "advantage is 0 and GRPO learns nothing.",
         "rollout.n_generation",
     )
-    b.fix("rollout.n_generation", 12, "the recipe's value (R §8.5)")
+    b.fix("rollout.n_generation", 12, "the recipe's value (R §8.5): GRPO needs a group to compare; trade-off: "
+          "12 completions per prompt, 12 times the rollout work of one")
     return b.build()
 
 
@@ -504,6 +508,9 @@ def gpu_memory_utilization_range(cfg: LoadedConfig, ctx: LintContext) -> RuleRes
     """C §13.4, §9; R §14 #9: the vLLM memory fraction."""
     value = cfg.get("rollout.gpu_memory_utilization")
     mode = cfg.get("mode")
+    backend = cfg.get("rollout.backend")
+    if not (isinstance(backend, str) and (backend in ("vllm", "vllm_async", "trtllm") or "vllm" in backend.lower())):
+        return Skipped(f"rollout.backend = {backend!r} does not read gpu_memory_utilization (C §9)")
     b = _Builder(cfg, "gpu_memory_utilization_range")
     b.data = {"gpu_memory_utilization": value, "mode": mode}
     if not 0 < value <= 1:
@@ -533,6 +540,9 @@ def gpu_memory_utilization_range(cfg: LoadedConfig, ctx: LintContext) -> RuleRes
 
 def recipe_parallelism_unsupported(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
     """R §8.7, §14 #19: the recipe asserts TP, CP, PP = 1 and compile = false."""
+    skipped = _recipe_skip(cfg)
+    if skipped is not None:
+        return skipped
     b = _Builder(cfg, "recipe_parallelism_unsupported")
     asserts = {
         "tp_size": "TP not supported for ReasoningVLACosmos",
@@ -667,6 +677,9 @@ def policy_oom_config(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
 
 def recommended_value(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
     """R §8.1, §8.4, §8.5: the recipe's own values, and the local vs cluster table."""
+    skipped = _recipe_skip(cfg)
+    if skipped is not None:
+        return skipped
     b = _Builder(cfg, "recommended_value")
     recipe = {"rollout.backend": RECIPE_BACKEND, "train.train_policy.trainer_type": RECIPE_TRAINER}
     for path, wanted in recipe.items():
@@ -687,12 +700,37 @@ def recommended_value(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
         b.fix("validation.enable", False, "the recipe's value")
     shape = ctx.compute_shape
     b.data = {"compute": shape}
+    noted: list[str] = []
     for path, wanted in RECOMMENDED.get(shape or "", {}).items():
         value = cfg.get(path)
-        if value != wanted:
-            b.problem(f"{path} = {value!r} differs from the recipe's {shape} value {wanted!r} (R §8.5).", path)
-            b.fix(path, wanted, f"the recipe's {shape} value (R §8.5)")
+        if value == wanted:
+            continue
+        if path in ALGORITHM_KEYS:
+            noted.append(f"{path} = {wanted!r} (yours {value!r}: an algorithm setting, yours to choose)")
+            continue
+        if path == "policy.parallelism.dp_shard_size" and not _fits(cfg, ctx, wanted):
+            have = "pass --gpus N to check it fits" if ctx.gpus_per_node is None else "it does not fit the GPUs given"
+            noted.append(f"{path} = {wanted!r} (yours {value!r}: {have})")
+            continue  # a layout is proposed only where the GPUs are known to hold it
+        b.problem(f"{path} = {value!r} differs from the recipe's {shape} value {wanted!r} (R §8.5).", path)
+        b.fix(path, wanted, f"the recipe's {shape} value (R §8.5)")
+    if noted and b.problems:
+        return b.build(action=f"The recipe's {shape} table also has " + "; ".join(noted) + ".")
     return b.build()
+
+
+# Settings of the algorithm itself (the batch a step trains, the group size, the learning rate): a finding may
+# name them, a fix never changes them (issue 34: fixes act on the cause, never on the algorithm).
+ALGORITHM_KEYS = frozenset({"train.train_batch_per_replica", "rollout.n_generation", "train.optm_lr"})
+
+
+def _fits(cfg: LoadedConfig, ctx: LintContext, dp_shard: int) -> bool:
+    """The replicas fit the GPUs ``--gpus`` (and ``--nodes``) say the run has with this policy dp_shard_size."""
+    if ctx.gpus_per_node is None:
+        return False
+    data = {**cfg.data, "policy": {**cfg.data.get("policy", {}),
+                                   "parallelism": {**cfg.raw("policy.parallelism", {}), "dp_shard_size": dp_shard}}}
+    return gpus.plan(data, ctx.gpus_per_node).gpus_needed <= ctx.gpus_per_node * (ctx.nodes or 1)
 
 
 def unknown_toml_key(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
@@ -735,7 +773,8 @@ def invalid_value(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
                 "train.train_policy.on_policy",
                 "train.sync_weight_interval",
             )
-            b.fix("train.train_policy.on_policy", False, "the recipe's off-policy setting")
+            b.fix("train.sync_weight_interval", 1,
+                  "on-policy training syncs the weights after every step; trade-off: a weight transfer every step")
     save_mode = cfg.get("train.ckpt.save_mode")
     if save_mode not in ("async", "sync"):
         b.problem(
@@ -758,7 +797,8 @@ def invalid_value(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
         b.problem(bad.message, bad.path)
         if bad.bound is not None:
             b.fix(bad.path, bad.bound.fix, bad.bound.why)
-    _reward_checks(cfg, b)
+    if _recipe_skip(cfg) is None:
+        _reward_checks(cfg, b)
     if cfg.get("custom.alpamayo.idx_rng_enable") and cfg.get("custom.alpamayo.idx_rng_seed") is None:
         b.problem(
             "idx_rng_enable = true without idx_rng_seed: the prefetch server fails with 'idx_rng_enable=true "

@@ -106,9 +106,10 @@ def test_fix_that_does_not_cure_is_refused() -> None:
 
 
 def test_fix_that_adds_a_critical_finding_is_refused() -> None:
-    loaded = load_text(variant(MOTION, {"rollout.n_generation": 8}))
-    with pytest.raises(FixRefused, match=r"new critical finding.*no_group_signal"):
-        plan_fix(loaded, "recommended_value", values={"rollout.n_generation": 1}, context=_context(compute="local"))
+    loaded = load_text(variant(MOTION, {"policy.parallelism.dp_shard_size": 2}))
+    with pytest.raises(FixRefused, match=r"new critical finding.*batch_not_divisible"):
+        plan_fix(loaded, "recommended_value", values={"policy.parallelism.dp_shard_size": 5},
+                 context=_context(compute="local", gpus_per_node=8))
 
 
 def test_finding_from_a_log_report_can_be_applied() -> None:

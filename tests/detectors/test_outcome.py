@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from detector_helpers import T0, cosmos, run_logs, stat, steady_run, step
+from detector_helpers import T0, cosmos, run_logs, steady_run
 
 from a1x_diagnostics.detectors._errors import BENIGN, benign_reason, signature
 from a1x_diagnostics.findings import Outcome, Severity
@@ -141,39 +141,6 @@ def test_an_error_a_finding_quotes_is_not_also_unexplained() -> None:
                       level="ERROR", rank=0)]
     r = run_logs({"controller.log": steady_run(3, 3), "rollout_0.log": rollout})
     assert "unexplained_error" not in r.ids and r.ids & {"vllm_oom", "rollout_generation_failed"}
-
-
-def test_a_smoke_test_held_at_the_throttle_bound_with_discards_is_buffer_growth() -> None:
-    # 6 steps, pending pinned at the bound from the first step, staleness at allowed_outdated_steps, discards
-    lines = []
-    samples = 0
-    for i in range(1, 7):
-        t = 100 + i * 5.0
-        for j in range(2):
-            samples += 8
-            lines.append(cosmos(t - 2 + j, "[Controller] weight staleness: accepted p50=4 p99=4 max=4, "
-                                f"discarded={2 if i > 1 else 0}/8 (allowed_outdated_steps=4, sync_weight_interval=1)"))
-            lines.append(stat(t - 2 + j, samples, 32, in_flight=40, outdated=2 if i > 1 else 0))
-        lines.append(cosmos(t - 0.5, "[Controller] Soft throttle ENGAGED: samples_on_the_fly=40 >= threshold=40 "
-                            "(allowed_outdated_steps=4, rollouts_per_global_batch=8); rollout workers will receive "
-                            "empty payload lists until the counter drops."))
-        lines.append(step(t, i, 6))
-    r = run_logs({"controller.log": lines})
-    f = r.one("rollout_buffer_growth")
-    assert "held back by the soft throttle" in f.explanation and "discarded" in f.explanation
-
-
-def test_a_healthy_smoke_test_at_the_bound_without_discards_is_not_buffer_growth() -> None:
-    """What every recorded tiny healthy run shows in its first steps (tests/fixtures/cosmos/*/healthy)."""
-    lines = []
-    for i in range(1, 5):
-        t = 100 + i * 5.0
-        lines.append(stat(t - 1, 8 * i, 28, in_flight=36))
-        lines.append(cosmos(t - 0.5, "[Controller] Soft throttle ENGAGED: samples_on_the_fly=40 >= threshold=40 "
-                            "(allowed_outdated_steps=4, rollouts_per_global_batch=8); rollout workers will receive "
-                            "empty payload lists until the counter drops."))
-        lines.append(step(t, i, 4))
-    assert "rollout_buffer_growth" not in run_logs({"controller.log": lines}).ids
 
 
 def test_the_outcome_says_which_step_a_crash_happened_at() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ui_helpers import COLLAPSE_RUN, FIXED_NOW, dashboard_messages, iso, sample_state
+from ui_helpers import COLLAPSE_RUN, FIXED_NOW, OOM_RUN, dashboard_messages, fixture_messages, iso, sample_state
 
 from a1x_tui.ui import A1xApp
 from a1x_tui.ui.messages import FindingsChanged, FixPlanned, RunStateChanged, RunSummary
@@ -77,7 +77,8 @@ def _vllm_oom_diff(tmp: Path) -> str:
         output_dir="/runs/20261129-150000-motion/outputs", model_dir="/home/me/alpamayo_model_converted_from_hf",
     )
     toml.write_text(render_toml(choices), encoding="utf-8")
-    (found,) = [m for m in dashboard_messages(RUN) if isinstance(m, FindingsChanged)]
+    # the TOML given names the engine (the recipe's vLLM backend): the run alone (example_hf) has no vLLM key
+    (found,) = [m for m in fixture_messages(OOM_RUN, config=toml) if isinstance(m, FindingsChanged)]
     finding = next(f for f in found.open.values() if f.id == "vllm_oom")
     return plan_fix(load_config(toml), "vllm_oom", finding=finding).diff
 
