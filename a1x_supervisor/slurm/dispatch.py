@@ -136,9 +136,6 @@ def dispatch_argv(
             f"launcher {launcher!r} is relative: the job template runs it from the cosmos_rl package folder, "
             "so give its absolute path"
         )
-    for mount in spec.mounts:
-        if not re.fullmatch(r"[^\s,:]+(:[^\s,:]+){0,2}", mount):
-            raise SlurmSpecError(f"mounts: {mount!r} is not SRC[:DST[:FLAGS]] without commas or spaces")
 
     script = spec.dispatch_script
     if script is None:

@@ -34,6 +34,9 @@ class AgWorld(World):
         v: dict[str, object] = {"deploy": "local", "overrides": ["reward=progress_safety"], "wandb": False,
                                 "live_diagnostics": True, "stop_grace_s": 2.0}
         v.update(overrides)
+        if v["deploy"] == "slurm" and "overrides" not in overrides:
+            # the default experiment's topology is local_disaggregated_2gpu: deploy=slurm needs a Slurm one
+            v["overrides"] = ["reward=progress_safety", "topology=slurm_partial_node_1_2_1"]
         r = self.root
         return f"""
 pipeline = "alpagym"
