@@ -20,7 +20,7 @@ from a1x_diagnostics.findings import Evidence, Finding, Severity
 from a1x_supervisor.slurm.container import NeededPath, describe, job_mounts, unmounted
 from a1x_supervisor.slurm.dispatch import dispatch_argv
 from a1x_supervisor.slurm.plan import ConfigSource, NodePlan, PlanError, cluster_findings, plan_nodes, toml_get
-from a1x_supervisor.slurm.sbatch import SbatchJob, missing_env, write_sbatch
+from a1x_supervisor.slurm.sbatch import MAX_KEEP_DEFAULT, SbatchJob, missing_env, write_sbatch
 from a1x_supervisor.slurm.spec import ClusterSpec, SlurmSpecError
 from a1x_supervisor.slurm.walltime import wall_time_problems
 
@@ -68,14 +68,24 @@ def _plan_and_check(
 
 def checkpoint_ranks(data: Mapping[str, Any]) -> int:
     """Ranks that write a policy checkpoint: tp x cp x pp x dp_shard (docs/reference/cosmos-rl.md §5.3: world size /
-    dp_replicate); 0 when a size is not a plain number (dp_shard_size = -1 is worked out at start)."""
+    dp_replicate). ``dp_shard_size = -1`` counts as 1: the launcher gives a policy replica tp x dp_replicate x pp x
+    cp GPUs for it (§2.2), and the policy then infers dp_shard = world size / (tp x dp_replicate x cp x pp) = 1.
+    0 when a size is not a number Cosmos-RL accepts (the script then waits for every model_rank file's marker)."""
     ranks = 1
     for key in ("tp_size", "cp_size", "pp_size", "dp_shard_size"):
         value = toml_get(data, f"policy.parallelism.{key}", 1)
+        if key == "dp_shard_size" and value == -1:
+            value = 1
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             return 0
         ranks *= value
     return ranks
+
+
+def max_keep(data: Mapping[str, Any]) -> int:
+    """``[train.ckpt] max_keep`` (default 5; -1 keeps every checkpoint: docs/reference/cosmos-rl.md §5.3)."""
+    value = toml_get(data, "train.ckpt.max_keep", MAX_KEEP_DEFAULT)
+    return value if isinstance(value, int) and not isinstance(value, bool) else MAX_KEEP_DEFAULT
 
 
 def prepare_sbatch(
@@ -104,6 +114,7 @@ def prepare_sbatch(
     plan, findings = _plan_and_check(spec, data, src, n_policy, n_rollout)
     if not job.checkpoint_ranks:
         job = replace(job, checkpoint_ranks=checkpoint_ranks(data))
+    job = replace(job, max_keep=max_keep(data))
     missing = missing_env(spec, job, environ)
     if missing:
         raise SubmissionRefused(
