@@ -39,6 +39,8 @@ class Submission:
     plan: NodePlan
     findings: list[Finding] = field(default_factory=list)  # warnings only: criticals refuse
     script: Path | None = None  # sbatch: <run>/slurm/sbatch_script.sh
+    env: dict[str, str] = field(default_factory=dict)  # added to the submission command's environment
+    log_dir: Path | None = None  # must exist before the job starts (747d1bd's batch log; the caller makes it)
 
 
 def _plan_and_check(
@@ -196,4 +198,4 @@ def prepare_dispatch(
             f"in its container ({unseen.evidence[0].text})",
             [*findings, unseen],
         )
-    return Submission(command.argv, plan, findings)
+    return Submission(command.argv, plan, findings, env=dict(command.env), log_dir=command.log_dir)

@@ -166,11 +166,18 @@ def cluster_train_command(
         raise StageError(str(exc), findings=[_finding_json(f) for f in exc.findings]) from None
     except SlurmSpecError as exc:
         raise StageError(f"not submitted: {exc}") from None
+    if submission.log_dir is not None:  # 747d1bd: Slurm fails a job whose --output folder is missing
+        try:
+            submission.log_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StageError(
+                f"not submitted: cannot create {submission.log_dir} for the job's batch log: {exc.strerror or exc}"
+            ) from None
     method = "sbatch" if cluster.method == "sbatch" else "dispatch_job.py"
     return Command(
         argv=submission.argv,
         cwd=spec.paths.workspace,
-        env=env,
+        env={**env, **submission.env},
         path_prepend=path_prepend,
         secrets=secrets,
         label=f"submit to Slurm ({method}): {submission.plan.summary()}",
