@@ -17,7 +17,7 @@ from typing import Any
 
 from a1x_diagnostics.catalog import entry
 from a1x_diagnostics.findings import Evidence, Finding, Severity
-from a1x_supervisor.slurm.container import NeededPath, describe, job_mounts, unmounted
+from a1x_supervisor.slurm.container import MountProbe, NeededPath, describe, job_mounts, mount_problems, unmounted
 from a1x_supervisor.slurm.dispatch import dispatch_argv
 from a1x_supervisor.slurm.plan import ConfigSource, NodePlan, PlanError, cluster_findings, plan_nodes, toml_get
 from a1x_supervisor.slurm.sbatch import MAX_KEEP_DEFAULT, SbatchJob, missing_env, write_sbatch
@@ -146,18 +146,27 @@ def wall_time_findings(spec: ClusterSpec, data: Mapping[str, Any], source: Confi
 
 
 def container_finding(
-    spec: ClusterSpec, needed: Sequence[NeededPath], *, environ: Mapping[str, str], source: ConfigSource
+    spec: ClusterSpec,
+    needed: Sequence[NeededPath],
+    *,
+    environ: Mapping[str, str],
+    source: ConfigSource,
+    probe: MountProbe | None = None,
 ) -> Finding | None:
-    """``container_path_unmounted`` when a path the job opens is not visible in its containers."""
-    missing = unmounted(needed, job_mounts(spec, environ=environ))
-    if not missing:
+    """``container_path_unmounted`` when a path the job opens is not visible in its containers, or a mount of
+    the template cannot be made."""
+    mounts = job_mounts(spec, environ=environ)
+    missing = unmounted(needed, mounts)
+    problems = mount_problems(spec, mounts, environ=environ, probe=probe)
+    if not missing and not problems:
         return None
-    explanation, lines, action, data = describe(spec, missing)
+    explanation, lines, action, data = describe(spec, missing, problems)
     cat = entry("container_path_unmounted")
     evidence = []
-    for m, line in zip(missing, lines, strict=True):
+    for m, line in zip(missing, lines, strict=False):
         at = source.evidence(m.needed.key, line) if m.needed.key else None  # the TOML line of the key
         evidence.append(Evidence(file=source.file, line=at.line if at is not None else None, text=line))
+    evidence += [Evidence(file=source.file, line=None, text=line) for line in problems]
     return Finding(
         id=cat.id,
         severity=cat.severity,
@@ -181,21 +190,24 @@ def prepare_dispatch(
     n_rollout: int | None = None,
     needed: Sequence[NeededPath] = (),
     environ: Mapping[str, str] | None = None,
+    probe: MountProbe | None = None,
 ) -> Submission:
     """Plan and check as dispatch_job.py will place the job; argv = ``python dispatch_job.py ...``.
 
-    ``needed`` are the host paths the job's processes open: each must be visible in the containers
-    (``a1x_supervisor.slurm.container``), else nothing is submitted."""
+    ``needed`` are the host paths the job's processes open: each must be visible in the containers, and
+    the template's mounts must be possible (``a1x_supervisor.slurm.container``), else nothing is submitted.
+    Without ``needed`` the containers are not checked (a cluster without pyxis, as in the real-Slurm tests)."""
     if spec.method != "cosmos-dispatch":
         raise SlurmSpecError("prepare_dispatch needs method = 'cosmos-dispatch'")
     src = source or ConfigSource(str(config_path))
     plan, findings = _plan_and_check(spec, data, src, n_policy, n_rollout)
     command = dispatch_argv(spec, plan, config_path=config_path, launcher=launcher, launcher_args=list(launcher_args))
-    unseen = container_finding(spec, needed, environ=os.environ if environ is None else environ, source=src)
+    env = os.environ if environ is None else environ
+    unseen = container_finding(spec, needed, environ=env, source=src, probe=probe) if needed else None
     if unseen is not None:
         raise SubmissionRefused(
-            f"{src.file}: not submitted: {unseen.id}: {len(unseen.evidence)} path(s) the job needs are not mounted "
-            f"in its container ({unseen.evidence[0].text})",
+            f"{src.file}: not submitted: {unseen.id}: {len(unseen.evidence)} path(s) or mount(s) of the job cannot "
+            f"be seen in its container ({unseen.evidence[0].text})",
             [*findings, unseen],
         )
     return Submission(command.argv, plan, findings, env=dict(command.env), log_dir=command.log_dir)
