@@ -7,8 +7,8 @@ shares where they ask the same question.
 - ``binary_missing``: uv (every stage), docker, git-lfs and redis-server (a local run: AlpaSim's
   services run under docker compose, AlpaGym clones AlpaSim with git-lfs, Cosmos-RL starts redis-server),
   sbatch, squeue and sacct (``deploy = "slurm"``);
-- ``alpagym_env_incomplete``: the rest of what AlpaGym's ``install/check_env.sh`` requires (docs/reference/
-  alpagym.md §5 "Preflight"): uv 0.10.0 or newer, git-lfs set up (``git lfs install``), ``cudnn.h`` and
+- ``alpagym_env_incomplete``: the rest of what AlpaGym's ``install/check_env.sh`` requires
+  (docs/reference/alpagym.md §5 "Preflight"): uv 0.10.0 or newer, git-lfs set up (``git lfs install``), ``cudnn.h`` and
   ``nccl.h`` where it looks for them; the ok note says which were checked;
 - ``host_config_rejected``: ``deploy = "slurm"`` with an experiment of the checkout whose topology is not a
   Slurm one (the host's own refusal, predicted; the spec refuses AlpaGym's shipped ones already);

@@ -188,7 +188,8 @@ def alpagym_topology(experiment: str, overrides: list[str]) -> str | None:
 
 
 def topology_backend(topology: str) -> str | None:
-    """``execution.backend`` of AlpaGym's shipped topologies, by their naming (alpagym.md §2.5); None if unknown."""
+    """``execution.backend`` of AlpaGym's shipped topologies, by their naming (docs/reference/alpagym.md §2.5);
+    None if unknown."""
     if topology.startswith("slurm_"):
         return "slurm"
     if topology.startswith("local_"):
