@@ -96,7 +96,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("horizon_mismatch", C, "The episode horizon does not match expected_valid_steps", "logs", "config"),
     _e("nurec_access_denied", C, "No access to the gated NuRec scenes on Hugging Face", "logs", "preflight"),
     _e("port_conflict", W, "A port the run needs was taken", "logs"),
-    _e("host_config_rejected", C, "The AlpaGym host refused its config", "logs", "config"),
+    _e("host_config_rejected", C, "The AlpaGym host refused its config", "logs", "config", "preflight"),
     _e("reward_hacking", W, "The reward may be gamed or blind: terms never move, or collisions rise with it", "logs"),
     # --- GPU (issue: GPU monitor) ---
     _e("gpu_orphan", C, "GPU memory is held by processes that are not part of this run", "gpu", "preflight"),
@@ -117,6 +117,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     # --- preflight of the alpagym pipeline (issue 19; a1x_supervisor/preflight_alpagym.py) ---
     _e("alpagym_checkout_missing", C, "The AlpaGym checkout is not where the spec says", "preflight"),
     _e("docker_unusable", C, "Docker cannot run AlpaSim's services (compose, daemon or NVIDIA toolkit)", "preflight"),
+    _e("alpagym_env_incomplete", C, "The machine lacks what AlpaGym's install/check_env.sh requires", "preflight"),
 )
 
 CATALOG: dict[str, CatalogEntry] = {e.id: e for e in _ENTRIES}
@@ -201,7 +202,11 @@ RAISED_IN: dict[str, tuple[str, ...]] = {
     "horizon_mismatch": ("a1x_diagnostics/detectors/closed_loop.py", "a1x_diagnostics/alpagym/lint.py"),
     "nurec_access_denied": ("a1x_diagnostics/detectors/closed_loop.py", "a1x_supervisor/preflight_alpagym.py"),
     "port_conflict": ("a1x_diagnostics/detectors/closed_loop.py",),
-    "host_config_rejected": ("a1x_diagnostics/detectors/closed_loop.py", "a1x_diagnostics/alpagym/lint.py"),
+    "host_config_rejected": (
+        "a1x_diagnostics/detectors/closed_loop.py",
+        "a1x_diagnostics/alpagym/lint.py",
+        "a1x_supervisor/preflight_alpagym.py",
+    ),
     "reward_hacking": ("a1x_diagnostics/detectors/closed_loop.py",),
     "gpu_orphan": ("a1x_diagnostics/gpu/detect.py",),
     "vllm_oom_risk": ("a1x_diagnostics/gpu/detect.py",),
@@ -223,6 +228,7 @@ RAISED_IN: dict[str, tuple[str, ...]] = {
     "checkpoint_after_time_limit": ("a1x_supervisor/preflight.py", "a1x_supervisor/slurm/submit.py"),
     "alpagym_checkout_missing": ("a1x_supervisor/preflight_alpagym.py",),
     "docker_unusable": ("a1x_supervisor/preflight_alpagym.py",),
+    "alpagym_env_incomplete": ("a1x_supervisor/preflight_alpagym.py",),
 }
 
 

@@ -447,7 +447,7 @@ def _check_container_paths(
 ) -> None:
     """cosmos-dispatch: every path the job opens must be visible in its containers (docs/slurm.md)."""
     from a1x_configs import render
-    from a1x_supervisor.slurm.container import describe, job_mounts, unmounted
+    from a1x_supervisor.slurm.container import describe, job_mounts, mount_problems, unmounted
     from a1x_supervisor.stages.train_cluster import dispatch_needed_paths
 
     cid = "container_path_unmounted"
@@ -468,12 +468,15 @@ def _check_container_paths(
         data_var=data_var,
         data_dir=spec.data_dir,
         environ=env,
+        workspace=spec.paths.workspace,
     )
-    missing = unmounted(needed, job_mounts(cluster, environ=env))
-    if not missing:
+    mounts = job_mounts(cluster, environ=env)
+    missing = unmounted(needed, mounts)
+    problems = mount_problems(cluster, mounts, environ=env)
+    if not missing and not problems:
         checks.ok(cid, f"{len(needed)} path(s) of the job are mounted in its containers at the same path")
         return
-    explanation, lines, action, data = describe(cluster, missing)
+    explanation, lines, action, data = describe(cluster, missing, problems)
     checks.finding(cid, explanation, evidence=lines, action=action, **data)
 
 

@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import tomlkit
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from tomlkit.items import Table
 
 from a1x_diagnostics.inputs import InputError, read_input
 from a1x_supervisor.path_checks import must_be_folder as must_be_folder  # named here too: the wizard checks answers
 from a1x_supervisor.slurm.spec import ClusterSpec
+from a1x_supervisor.spec_values import no_controls, plain_name
 
 AlpamayoVersion = Literal["1", "1.5"]
 RewardMode = Literal["motion", "joint"]
@@ -77,11 +78,22 @@ class DataSpec(_Section):
         description="--labels; empty = the recipe's default for the reward mode",
     )
 
+    @field_validator("cameras", "calibration", "labels")
+    @classmethod
+    def _feature_names(cls, values: list[str], info: ValidationInfo) -> list[str]:
+        # PAI feature names: download_pai.py turns each into a folder of the dataset (a1x_supervisor/spec_values.py).
+        return [plain_name(v, f"data.{info.field_name}") for v in values]
+
 
 class WandbSpec(_Section):
     enabled: bool = Field(False, description="log to Weights & Biases (needs WANDB_API_KEY in the environment)")
     project: str = Field("Alpamayo_RL", description="[logging].project_name")
     experiment: str = Field("ReasoningVLA_Post_Training", description="[logging].experiment_name")
+
+    @field_validator("project", "experiment")
+    @classmethod
+    def _names(cls, value: str, info: ValidationInfo) -> str:
+        return no_controls(value, f"wandb.{info.field_name}")
 
 
 class ReplicaSpec(_Section):
@@ -145,12 +157,44 @@ class SupervisorSpec(_Section):
         "INFO", description="COSMOS_LOG_LEVEL for training (the recipe entry defaults to DEBUG)"
     )
 
+    @field_validator("cosmos_log_level")
+    @classmethod
+    def _level(cls, value: str) -> str:
+        if not value.isascii() or not value.isalpha():
+            raise ValueError(f"cosmos_log_level: {value!r} is not a log level name (DEBUG, INFO, WARNING, ERROR)")
+        return value
+
 
 # docs/reference/alpagym.md §2.2-§2.4: the Hydra keys the alpagym pipeline sets itself, so an override
 # of them would make the supervisor's record of the run wrong (where it runs, which model it trains).
 _OWNED_OVERRIDES = (
     "run_root", "policy.model.path", "experiment", "deploy", "command", "execution.resolved_config_path",
 )
+# docs/reference/alpagym.md §2.5: the topology each experiment AlpaGym ships selects. The topology decides
+# execution.backend (local_* -> local_process, slurm_* -> slurm), and deploy=slurm (command=submit) is refused
+# by AlpaGym's own validation unless the backend is Slurm's.
+ALPAGYM_EXPERIMENT_TOPOLOGY = {
+    "alpamayo_1_5_local_2gpu_smoke": "local_disaggregated_2gpu",
+    "alpamayo_1_5_clrl_test_run": "slurm_full_node_1_3_4",
+}
+ALPAGYM_SUBMIT_REFUSAL = "command=submit requires execution.backend to be a Slurm backend"
+
+
+def alpagym_topology(experiment: str, overrides: list[str]) -> str | None:
+    """The topology the host CLI composes: a ``topology=`` override (the command line wins over the
+    experiment's defaults list), else the one a shipped experiment selects; None when unknown here."""
+    chosen = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == "topology"]
+    return chosen[-1] if chosen else ALPAGYM_EXPERIMENT_TOPOLOGY.get(experiment)
+
+
+def topology_backend(topology: str) -> str | None:
+    """``execution.backend`` of AlpaGym's shipped topologies, by their naming (docs/reference/alpagym.md §2.5);
+    None if unknown."""
+    if topology.startswith("slurm_"):
+        return "slurm"
+    if topology.startswith("local_"):
+        return "local_process"
+    return None
 
 
 class AlpaGymSpec(_Section):
@@ -181,16 +225,17 @@ class AlpaGymSpec(_Section):
     @field_validator("experiment")
     @classmethod
     def _experiment_name(cls, value: str) -> str:
-        if not value or not all(c.isalnum() or c in "_-./" for c in value):
-            raise ValueError(f"{value!r} is not an experiment name (letters, digits, _ - . /)")
-        return value
+        # A Hydra config name of AlpaGym's experiment group (its files are flat: docs/reference/alpagym.md §2.1);
+        # '/' or '..' would reach other config groups or files.
+        return plain_name(value, "alpagym.experiment")
 
     @field_validator("overrides")
     @classmethod
     def _hydra_overrides(cls, values: list[str]) -> list[str]:
         for value in values:
+            no_controls(value, "alpagym.overrides")
             key = value.split("=", 1)[0].lstrip("+~")
-            if "=" not in value or not key or any(c.isspace() for c in key) or "\x00" in value:
+            if "=" not in value or not key or any(c.isspace() for c in key):
                 raise ValueError(f"{value!r} is not a Hydra override (key=value)")
             if key in _OWNED_OVERRIDES:
                 raise ValueError(f"{value!r}: {key} is set by the pipeline from the spec, not by an override")
@@ -272,6 +317,17 @@ class RunSpec(_Section):
                 )
             if self.alpamayo_version != "1.5":
                 raise ValueError('pipeline = "alpagym" trains Alpamayo 1.5 only (docs/reference/alpagym.md §2.3)')
+            ag = self.alpagym
+            topology = alpagym_topology(ag.experiment, ag.overrides)
+            if ag.deploy == "slurm" and topology is not None and topology_backend(topology) == "local_process":
+                raise ValueError(
+                    f'alpagym.deploy = "slurm" with topology {topology} (execution.backend=local_process'
+                    + (f", from experiment {ag.experiment}" if topology == ALPAGYM_EXPERIMENT_TOPOLOGY.get(
+                        ag.experiment) else "")
+                    + f"): AlpaGym refuses it ({ALPAGYM_SUBMIT_REFUSAL!r}); add a Slurm topology to "
+                    '[alpagym] overrides (e.g. "topology=slurm_partial_node_1_2_1") or use experiment '
+                    "alpamayo_1_5_clrl_test_run (docs/reference/alpagym.md §2.5)"
+                )
         elif self.alpagym is not None and self.pipeline != "demo-alpagym":
             raise ValueError('an [alpagym] section needs pipeline = "alpagym"')
         return self

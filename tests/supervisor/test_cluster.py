@@ -398,6 +398,13 @@ def test_a_cosmos_dispatch_job_is_linked_into_the_run(world: World, monkeypatch:
 def test_a_cosmos_dispatch_job_whose_paths_its_containers_cannot_see_is_not_submitted(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from a1x_supervisor.slurm import container
+
+    # A login node without /lustre, HOME on NFS (what a1x_supervisor/slurm/container.py asks this node).
+    probe = container.MountProbe(
+        exists=lambda p: not str(p).startswith("/lustre") and p.exists(), fs_type=lambda _p: "nfs"
+    )
+    monkeypatch.setattr(container, "DEFAULT_PROBE", probe)
     script = world.root / "dispatch_job.py"
     script.write_text("raise SystemExit('must not run')\n")
     cluster = _dispatch_cluster(world, script, mounted=False)
@@ -405,18 +412,27 @@ def test_a_cosmos_dispatch_job_whose_paths_its_containers_cannot_see_is_not_subm
     assert _supervisor(world).serve() == 1
     train = world.stage("train")
     assert train["status"] == "failed" and train["commands"] == []
-    assert "not submitted: container_path_unmounted: 5 path(s) the job needs are not mounted" in train["reason"]
+    assert "not submitted: container_path_unmounted: 6 path(s) or mount(s) of the job cannot be seen" in train["reason"]
     finding = next(f for f in train["failure"]["findings"] if f["id"] == "container_path_unmounted")
     lines = [e["text"] for e in finding["evidence"]]
     entry = world.ws / "recipes/alpamayo1_x_rl/models/reasoning_vla/alpamayo_cosmos_rl_post_training_entry.py"
+    def needs(folder: Path) -> str:  # each line names the mount it needs (HEAD: [cluster] mounts)
+        return f" (needs the mount {folder}:{folder})"
+
     assert lines == [
-        f"the entry script: {entry} is not mounted in the container",
-        f"policy.model_name_or_path (the converted model): {world.root / 'model'} is not mounted in the container",
+        f"the entry script: {entry} is not mounted in the container{needs(entry.parent)}",
+        f"policy.model_name_or_path (the converted model): {world.root / 'model'} is not mounted in the container"
+        + needs(world.root / "model"),
         # HEAD's dispatch_job.py puts train.output_dir under output_root (docs/reference/cosmos-rl.md §11.1)
-        f"output_root (train.output_dir goes under it): {world.root / 'jobs'} is not mounted in the container",
-        f"ALPAMAYO_PAI_LOCAL_DIR (the PAI data): {world.root / 'pai'} is not mounted in the container",
+        f"output_root (train.output_dir goes under it): {world.root / 'jobs'} is not mounted in the container"
+        + needs(world.root / "jobs"),
+        f"ALPAMAYO_PAI_LOCAL_DIR (the PAI data): {world.root / 'pai'} is not mounted in the container"
+        + needs(world.root / "pai"),
         f"the Hugging Face cache (HF_HOME; the VLM's processor files): {world.root / 'hfhome' / 'hub'} is not "
-        "mounted in the container",
+        f"mounted in the container{needs(world.root / 'hfhome' / 'hub')}",
+        # no /lustre on this machine: the default --mount-dirs cannot be made (pyxis fails on a missing source)
+        "dispatch_job.py's default --mount-dirs mounts /lustre whether it exists or not, and it does not exist on "
+        "this node: pyxis fails every step of the job on a missing mount source",
     ]
     assert f'mounts = ["/lustre:/lustre/", "{world.ws}' in finding["action"]
 

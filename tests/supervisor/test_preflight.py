@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from supervisor_helpers import World
 
 from a1x_diagnostics.catalog import CATALOG
@@ -175,22 +176,33 @@ repo_root = "/lustre/cosmos-rl"
 """
 
 
-def test_a_cosmos_dispatch_run_names_each_path_its_containers_cannot_see(world: World) -> None:
+def test_a_cosmos_dispatch_run_names_each_path_its_containers_cannot_see(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from a1x_supervisor.slurm import container
+
+    # This node as a login node: /lustre is there, HOME on NFS (a1x_supervisor/slurm/container.py asks).
+    probe = container.MountProbe(exists=lambda p: str(p).startswith("/lustre") or p.exists(), fs_type=lambda _p: "nfs")
+    monkeypatch.setattr(container, "DEFAULT_PROBE", probe)
     spec = _spec(world, compute="cluster", alpamayo_version="1", cluster=DISPATCH)
     env = {"HF_TOKEN": "hf_abcdefgh", "HF_HOME": str(world.root / "hfhome"), "HOME": str(world.root)}
     report = _run(world, spec, stages=["train"], binaries={"python", "scontrol"}, env=env)
     finding = next(f for f in report.findings if f.id == "container_path_unmounted")
     assert report.exit_code == 2 and finding.severity.value == "critical"
     r = world.root
+    only = " (747d1bd's template mounts only /lustre at its own path)"
     assert [e.text for e in finding.evidence] == [
         # Alpamayo 1: the configure stage's copy of the entry in the new run's config/ (under <workspace>/runs)
         f"the entry script: {world.ws}/runs/<run>/config/alpamayo_cosmos_rl_post_training_entry.py is not mounted "
-        "in the container",
-        f"policy.model_name_or_path (the converted model): {r / 'model'} is not mounted in the container",
-        f"train.output_dir (checkpoints): {r / 'outputs'} is not mounted in the container",
-        f"ALPAMAYO_PAI_LOCAL_DIR (the PAI data): {r / 'pai'} is not mounted in the container",
+        f"in the container{only}",
+        f"policy.model_name_or_path (the converted model): {r / 'model'} is not mounted in the container{only}",
+        f"train.output_dir (checkpoints): {r / 'outputs'} is not mounted in the container{only}",
+        f"ALPAMAYO_PAI_LOCAL_DIR (the PAI data): {r / 'pai'} is not mounted in the container{only}",
         f"the Hugging Face cache (HF_HOME; the VLM's processor files): {r / 'hfhome' / 'hub'} is not mounted in "
-        "the container",
+        f"the container{only}",
+        # 747d1bd's template mounts ~/.cache/huggingface whether it exists or not (docs/reference/cosmos-rl.md §11.2)
+        f"747d1bd's template (the Hugging Face cache) mounts {r}/.cache/huggingface whether it exists or not, and it "
+        "does not exist on this node: pyxis fails every step of the job on a missing mount source",
     ]
     assert finding.action is not None and finding.action.startswith("move them under /lustre")
     # HEAD takes a mounts list, which replaces its default /lustre (output_root is there): with both, it passes.
@@ -198,7 +210,8 @@ def test_a_cosmos_dispatch_run_names_each_path_its_containers_cannot_see(world: 
     half = _run(world, _spec(world, compute="cluster", cluster=head), stages=["train"], env=env)
     lost = next(f for f in half.findings if f.id == "container_path_unmounted")
     assert [e.text for e in lost.evidence] == [
-        "output_root (train.output_dir goes under it): /lustre/jobs is not mounted in the container"
+        "output_root (train.output_dir goes under it): /lustre/jobs is not mounted in the container (needs the "
+        "mount /lustre/jobs:/lustre/jobs)"
     ]
     assert lost.action == f'set [cluster] mounts = ["{r}:{r}", "/lustre/jobs:/lustre/jobs"] (it replaces the default)'
     head = head.replace(f'mounts = ["{r}:{r}"]', f'mounts = ["/lustre:/lustre", "{r}:{r}"]')
