@@ -89,6 +89,9 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("checkpointing_disabled", W, "Checkpointing is disabled: the run will leave nothing to export", "config"),
     _e("recommended_value", W, "A value differs from the recipe's recommended local/cluster value", "config"),
     _e("invalid_value", C, "A TOML value is invalid", "config"),
+    # --- the TOML as Cosmos-RL's own parser reads it (issue 38; docs/reference/cosmos-rl.md §8.1) ---
+    _e("toml_rejected", C, "Cosmos-RL's TOML parser (toml 0.10.2) refuses the file", "config"),
+    _e("toml_misread", C, "Cosmos-RL's TOML parser reads a value differently from the file", "config"),
     # --- closed-loop runs: AlpaGym + AlpaSim (issue 19; docs/reference/alpagym.md) ---
     _e("alpasim_bringup_failed", C, "The AlpaSim simulator did not come up", "logs"),
     _e("episode_failures", W, "Simulator episodes fail and are retried or dropped", "logs"),
@@ -195,6 +198,8 @@ RAISED_IN: dict[str, tuple[str, ...]] = {
     "checkpointing_disabled": ("a1x_diagnostics/config/rules.py",),
     "recommended_value": ("a1x_diagnostics/config/rules.py",),
     "invalid_value": ("a1x_diagnostics/config/rules.py",),
+    "toml_rejected": ("a1x_diagnostics/config/rules.py",),
+    "toml_misread": ("a1x_diagnostics/config/rules.py",),
     "alpasim_bringup_failed": ("a1x_diagnostics/detectors/closed_loop.py",),
     "episode_failures": ("a1x_diagnostics/detectors/closed_loop.py",),
     "nonfinite_values": ("a1x_diagnostics/detectors/closed_loop.py",),

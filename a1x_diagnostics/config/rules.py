@@ -15,6 +15,7 @@ from typing import Any
 
 from a1x_diagnostics.catalog import entry
 from a1x_diagnostics.config import gpus
+from a1x_diagnostics.config.cosmos_toml import MISSING, shown
 from a1x_diagnostics.config.loader import LoadedConfig, declared_policy_type
 from a1x_diagnostics.config.schema import GRPO_MARKER_KEYS, effective_policy_type
 from a1x_diagnostics.findings import CheckResult, CheckState, Evidence, Finding, Fix, Severity
@@ -717,6 +718,65 @@ def unknown_toml_key(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
     return b.build()
 
 
+TOML_REJECTED_EXIT = "the launcher exits at start with 'Error reading config file ...'"
+
+
+def toml_rejected(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
+    """C §8.1: Cosmos-RL parses the TOML with the toml package 0.10.2 (TOML 0.5), not TOML 1.0; a file it
+    refuses never starts. (A file neither parser reads is refused at load: report.py.)"""
+    rejected = cfg.cosmos.rejected if cfg.cosmos is not None else None
+    if rejected is None:
+        return None
+    b = _Builder(cfg, "toml_rejected")
+    where = f"line {rejected.line}: " if rejected.line else ""
+    byte = f" ({rejected.byte})" if rejected.byte else ""
+    if rejected.reader == "controller":
+        b.problem(
+            f"Cosmos-RL's launcher reads the file, but the copy it writes for the controller (toml.dump) does not "
+            f"load again: {rejected.problem}. The controller exits at start with 'Failed to load or parse config "
+            "file ...'."
+        )
+    else:
+        b.problem(
+            f"Cosmos-RL's TOML parser (toml 0.10.2, not a TOML 1.0 parser) refuses {where}{rejected.problem}"
+            f"{byte}: {TOML_REJECTED_EXIT}."
+        )
+    if rejected.line:
+        text = cfg.text_line(rejected.line)
+        b.evidence.append(Evidence(file=str(cfg.path), line=rejected.line, text=text if text is not None else ""))
+    b.data = {"line": rejected.line, "problem": rejected.problem, "reader": rejected.reader, "byte": rejected.byte}
+    return b.build(action=rejected.hint or "write the line the way TOML 0.5 allows (docs/config.md)")
+
+
+def toml_misread(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
+    """C §8.1: what Cosmos-RL reads differs from what the file says in TOML 1.0 (the launcher's toml 0.10.2,
+    then the controller's reading of the launcher's toml.dump copy)."""
+    if not cfg.misreads:
+        return None
+    b = _Builder(cfg, "toml_misread")
+    for m in cfg.misreads:
+        who = "the launcher (toml 0.10.2)" if m.reader == "launcher" else "the controller (from the launcher's copy)"
+        if m.seen is MISSING:
+            seen = "drops it"
+        elif m.written is MISSING:
+            seen = f"reads a key the file does not have: {m.path} = {shown(m.seen)}"
+        else:
+            seen = f"reads {shown(m.seen)}"
+        written = f"{m.path} = {shown(m.written)}" if m.written is not MISSING else m.path
+        b.problem(f"{written}: {who} {seen}.", m.path.split("[")[0])
+    if cfg.cosmos is not None and cfg.cosmos.bom:
+        b.problem("The file starts with a UTF-8 byte-order mark (bytes EF BB BF), which toml reads as part of the "
+                  "first key.")
+    b.data = {
+        "paths": [m.path for m in cfg.misreads],
+        "seen": {m.path: shown(m.seen) for m in cfg.misreads},
+    }
+    return b.build(
+        action="write each value so that TOML 0.5 reads it the same: arrays of one type, no table after a value "
+        "in an array, UTF-8 without a byte-order mark (docs/config.md)"
+    )
+
+
 def invalid_value(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
     """C §8.5 (747d1bd validators) and the recipe's own checks (R §9.1, §10, §7)."""
     b = _Builder(cfg, "invalid_value")
@@ -813,6 +873,8 @@ def _reward_checks(cfg: LoadedConfig, b: _Builder) -> None:
 Rule = Callable[[LoadedConfig, LintContext], RuleResult]
 
 RULES: dict[str, Rule] = {
+    "toml_rejected": toml_rejected,
+    "toml_misread": toml_misread,
     "placeholder_path": placeholder_path,
     "insufficient_gpus": insufficient_gpus,
     "batch_not_divisible": batch_not_divisible,

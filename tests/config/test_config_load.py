@@ -102,7 +102,9 @@ def test_syntax_error_names_file_table_and_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(path)
     message = str(info.value)
-    assert message.startswith(f"{path}: [train] (line 3): TOML syntax error")
+    assert message.startswith(f"{path}: [train] (line 3): Cosmos-RL's TOML parser (toml 0.10.2) refuses it: ")
+    assert "TOML 1.0: Unexpected character: '/' (col 13)" in message  # tomlkit's reason too
+    assert info.value.finding_id == "toml_rejected"
     assert "\n" not in message
 
 
@@ -127,7 +129,8 @@ def test_wrong_type_inside_the_policy_union_has_no_member_tag() -> None:
 def test_duplicate_key_is_a_config_error_with_line() -> None:
     with pytest.raises(ConfigError) as info:
         load_text("[train]\nepoch = 1\nepoch = 2\n")
-    assert info.value.line == 3 and "already exists" in str(info.value)
+    assert info.value.line == 3 and "Duplicate keys!" in str(info.value)
+    assert 'Key "epoch" already exists' in str(info.value)
 
 
 def test_unreadable_file_is_flagged_as_such(tmp_path: Path) -> None:
