@@ -87,8 +87,10 @@ _ALPAMAYO: dict[str, Callable[[StageContext], StageSpec]] = {
 
 
 def _alpamayo_names(spec: RunSpec) -> list[str]:
-    """Every stage in ``STAGE_NAMES`` order: curate is motion-only, grader joint-only, p2p closed-loop only."""
-    skip = ("grader" if spec.reward_mode == "motion" else "curate", "p2p")
+    """Every stage in ``STAGE_NAMES`` order: curate for motion data, grader for a reward that grades the
+    reasoning (a1x_diagnostics.recipe_entries), p2p closed-loop only."""
+    entry = spec.entry
+    skip = ("curate" if entry.reasoning_data else "", "" if entry.grader else "grader", "p2p")
     return [name for name in STAGE_NAMES if name not in skip]
 
 

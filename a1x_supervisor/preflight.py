@@ -137,10 +137,12 @@ def _check_disk(
     if "convert" in todo:
         needs.append((hf_hub_cache(env), MODEL_BYTES, "model weights in the Hugging Face cache (convert)"))
     if "download" in todo:
-        if spec.reward_mode == "motion":
-            needs.append((spec.paths.pai_dir, MOTION_DATA_BYTES, "motion PAI data (download)"))
+        if spec.entry.reasoning_data:
+            needs.append(
+                (spec.paths.reasoning_dir, JOINT_DATA_BYTES, f"{spec.reward_mode} PAI reasoning data (download)")
+            )
         else:
-            needs.append((spec.paths.reasoning_dir, JOINT_DATA_BYTES, "joint PAI reasoning data (download)"))
+            needs.append((spec.paths.pai_dir, MOTION_DATA_BYTES, "motion PAI data (download)"))
     if "export" in todo:
         needs.append((spec.paths.export_dir, EXPORT_BYTES, "exported checkpoint (export)"))
     checks.disk(
@@ -366,13 +368,18 @@ def _check_recipe(spec: RunSpec, stages: Sequence[str], checks: Checks) -> None:
         "export": "scripts/convert_cosmos_rl_checkpoint.py",
     }
     needed += [path for stage, path in scripts.items() if stage in stages]
+    entry = spec.entry
+    if "configure" in stages or "train" in stages:  # the entry script the reward mode trains with (R §8.1)
+        needed.append(entry.path)
     missing = [p for p in needed if not (ws / p).is_file()]
     if missing:
+        upstream = f" (reward_mode {entry.mode!r}: {entry.upstream})" if entry.upstream else ""
         checks.finding(
             cid,
             f"paths.workspace ({ws}) must be an alpamayo-recipes checkout: every stage runs from its root.",
-            evidence=[f"{ws / p} does not exist" for p in missing],
-            action="git clone https://github.com/NVlabs/alpamayo-recipes and set paths.workspace to it",
+            evidence=[f"{ws / p} does not exist" + (upstream if p == entry.path else "") for p in missing],
+            action="git clone https://github.com/NVlabs/alpamayo-recipes and set paths.workspace to it"
+            + (f"; the {entry.mode} reward's entry script comes from {entry.upstream}" if upstream else ""),
         )
     else:
         checks.ok(cid, f"{ws} is an alpamayo-recipes checkout")
@@ -380,8 +387,8 @@ def _check_recipe(spec: RunSpec, stages: Sequence[str], checks: Checks) -> None:
 
 def _check_grader(spec: RunSpec, stages: Sequence[str], todo: Sequence[str], checks: Checks) -> None:
     cid = "grader_missing"
-    if spec.reward_mode != "joint" or "train" not in todo:
-        checks.other(cid, CheckState.SKIPPED, "only joint training reads the grader")
+    if not spec.entry.grader or "train" not in todo:
+        checks.other(cid, CheckState.SKIPPED, "only a reward that grades the reasoning reads the grader")
         return
     if "grader" in stages:
         checks.ok(cid, f"the grader stage caches Lingo-Judge into {spec.paths.grader_dir}")
@@ -408,7 +415,7 @@ def _check_env_vars(
         return
     # §8.1: the entry raises 'Missing required env var ...' when its data dir variable is unset; the
     # supervisor sets it from the spec, so it is missing only when that directory cannot exist.
-    var = "ALPAMAYO_PAI_LOCAL_DIR" if spec.reward_mode == "motion" else "ALPAMAYO_PAI_REASONING_LOCAL_DIR"
+    var = spec.entry.data_env
     data_dir = spec.data_dir
     if "download" not in stages and not data_dir.is_dir():
         checks.finding(
@@ -458,13 +465,13 @@ def _check_container_paths(
     entry = spec.paths.workspace / render.entry_script(spec.reward_mode)
     if spec.alpamayo_version == "1":  # the configure stage writes a copy into <run>/config (R §8.1)
         entry = (run_dir or spec.paths.workspace / "runs" / "<run>") / "config" / entry.name
-    data_var = "ALPAMAYO_PAI_LOCAL_DIR" if spec.reward_mode == "motion" else "ALPAMAYO_PAI_REASONING_LOCAL_DIR"
+    data_var = spec.entry.data_env
     needed = dispatch_needed_paths(
         cluster,
         entry=entry,
         model=str(spec.paths.model_dir),
         output_dir=str(spec.paths.output_dir),
-        grader=str(spec.paths.grader_dir) if spec.reward_mode == "joint" else None,
+        grader=str(spec.paths.grader_dir) if spec.entry.grader else None,
         data_var=data_var,
         data_dir=spec.data_dir,
         environ=env,
@@ -549,7 +556,7 @@ def outputs_present(spec: RunSpec, stage: str) -> bool:
     data = spec.data
     if stage == "convert":
         return verify_converted(spec.paths.model_dir, alpamayo_model=spec.alpamayo_model).ok
-    if stage == "download" and spec.reward_mode == "motion":
+    if stage == "download" and not spec.entry.reasoning_data:
         return verify_download_motion(
             spec.paths.pai_dir,
             chunk_ids=data.chunk_ids,

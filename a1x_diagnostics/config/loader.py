@@ -26,7 +26,6 @@ from a1x_diagnostics.config.cosmos_toml import CosmosReading, Misread, read_like
 from a1x_diagnostics.config.schema import (
     NEWER_THAN_747,
     SHIPPED_BUT_IGNORED,
-    CustomSection,
     GrpoPolicy,
     RecipeConfig,
     SftPolicy,
@@ -34,6 +33,7 @@ from a1x_diagnostics.config.schema import (
 )
 from a1x_diagnostics.findings import Evidence
 from a1x_diagnostics.inputs import InputError, read_input
+from a1x_diagnostics.recipe_entries import ENTRIES, SHIPPED_UNREAD
 
 _TOP_LEVEL_SCALARS = ("redis", "eth_ips", "mode")
 # The recipe's TOMLs are a few KB; a file far larger is not one, and parsing it costs its size many
@@ -199,12 +199,14 @@ def declared_policy_type(data: dict[str, Any]) -> str:
 def _find_unknown(
     data: dict[str, Any], model: type[BaseModel], prefix: tuple[str, ...], policy_type: str, out: list[tuple[str, ...]]
 ) -> None:
+    """Keys Cosmos-RL's schema does not know. ``[custom]`` is not Cosmos-RL's (``_custom_unread``)."""
     fields = model.model_fields
     for key, value in data.items():
         path = (*prefix, key)
+        if model is RecipeConfig and key == "custom":
+            continue
         if key not in fields:
-            if model is not CustomSection:
-                out.append(path)
+            out.append(path)
             continue
         if path == ("train", "train_policy"):
             sub: type[BaseModel] | None = GrpoPolicy if policy_type == "grpo" else SftPolicy
@@ -268,6 +270,50 @@ def _index_inline_tables(data: dict[str, Any], locations: dict[tuple[str, ...], 
                 walk(value, sub, loc if loc is not None and not loc.header else None)
 
     walk(data, (), None)
+
+
+def _custom_leaves(node: Any, prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
+    if isinstance(node, dict) and node:
+        return [leaf for k, v in node.items() for leaf in _custom_leaves(v, (*prefix, str(k)))]
+    return [prefix]
+
+
+def _custom_unread(data: dict[str, Any], locations: dict[tuple[str, ...], KeyLocation]) -> list[UnknownKey]:
+    """Keys under ``[custom]`` that no entry script of the recipe reads (``a1x_diagnostics.recipe_entries``);
+    a close match to a key some entry reads in the same table is the suggestion. Which of the rest the entry
+    in use reads is the lint's to say (it knows the entry)."""
+    out: list[UnknownKey] = []
+    custom = data.get("custom")
+    if not isinstance(custom, dict):
+        return out
+    known = {k for e in ENTRIES.values() for k in e.reads} | set(SHIPPED_UNREAD)
+    for path in _custom_leaves(custom, ("custom",)):
+        if len(path) < 2 or path == ("custom", "alpamayo"):
+            continue  # an empty [custom] or [custom.alpamayo]
+        if path[:2] != ("custom", "alpamayo"):
+            table = ".".join(path[:2])
+            note = f"no entry script of the recipe reads [{table}] (only [custom.alpamayo]); your own may"
+        else:
+            rel = ".".join(path[2:])
+            if rel in known or any(k.startswith(rel + ".") for k in known):
+                continue  # an empty [table] of known keys, or a key some entry reads
+            siblings = [k.rpartition(".")[2] for k in known if k.rpartition(".")[0] == rel.rpartition(".")[0]]
+            close = difflib.get_close_matches(path[-1], siblings, n=1, cutoff=0.75)
+            if close:
+                loc = locations.get(path)
+                out.append(
+                    UnknownKey(
+                        path=".".join(path),
+                        line=loc.line if loc else None,
+                        text=loc.text if loc else "",
+                        suggestion=".".join((*path[:-1], close[0])),
+                    )
+                )
+                continue
+            note = "no entry script of the recipe reads it (" + ", ".join(e.name for e in ENTRIES.values()) + ")"
+        loc = locations.get(path)
+        out.append(UnknownKey(".".join(path), loc.line if loc else None, loc.text if loc else "", None, note))
+    return out
 
 
 _POSITION = re.compile(r"\s+at line \d+ col \d+$")
@@ -368,6 +414,7 @@ def _parse_config(text: str, path: Path) -> LoadedConfig:
     unknown_paths: list[tuple[str, ...]] = []
     _find_unknown(data, RecipeConfig, (), policy_type, unknown_paths)
     unknown = [_describe_unknown(p, policy_type, locations) for p in unknown_paths]
+    unknown += _custom_unread(data, locations)
     loaded = LoadedConfig(
         path=path,
         text=text,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from a1x_diagnostics.catalog import entry
 from a1x_diagnostics.config.loader import ConfigError, LoadedConfig, load_config
-from a1x_diagnostics.config.rules import LintContext, make_context, run_rules
+from a1x_diagnostics.config.rules import LintContext, custom_notes, make_context, run_rules
 from a1x_diagnostics.findings import (
     CheckResult,
     CheckState,
@@ -73,6 +73,7 @@ def report_for(loaded: LoadedConfig, ctx: LintContext) -> Report:
     findings, checks = run_rules(loaded, ctx)
     status = overall_status(findings)
     notes = [f"{u.message} (line {u.line})" for u in loaded.unknown_keys if u.note and "harmless" in u.note]
+    notes += custom_notes(loaded, ctx)
     if loaded.toml10_problem:
         notes.append(
             f"Cosmos-RL's parser (toml 0.10.2) reads this file, but it is not TOML 1.0 ({loaded.toml10_problem}): "
@@ -109,10 +110,12 @@ def lint_report(
     nodes: int | None = None,
     compute: str | None = None,
     env: Mapping[str, str] | None = None,
+    entry: str | None = None,
 ) -> Report:
-    """Load and lint ``path``; a file Cosmos-RL could not load is itself a critical finding."""
+    """Load and lint ``path``; a file Cosmos-RL could not load is itself a critical finding. ``entry`` is
+    the entry script cosmos-rl will run, when known: ``[custom]`` keys are judged against it."""
     path = Path(path)
-    ctx = make_context(gpus_per_node=gpus_per_node, nodes=nodes, compute=compute, env=env)
+    ctx = make_context(gpus_per_node=gpus_per_node, nodes=nodes, compute=compute, env=env, entry=entry)
     try:
         loaded = load_config(path)
     except ConfigError as error:

@@ -19,6 +19,7 @@ from a1x_diagnostics.config.cosmos_toml import MISSING, shown
 from a1x_diagnostics.config.loader import LoadedConfig, declared_policy_type
 from a1x_diagnostics.config.schema import GRPO_MARKER_KEYS, effective_policy_type
 from a1x_diagnostics.findings import CheckResult, CheckState, Evidence, Finding, Fix, Severity
+from a1x_diagnostics.recipe_entries import ENTRIES, SHIPPED_UNREAD, Entry, entry_named, readers
 
 COMPUTE_CHOICES = ("local", "cluster")
 MAX_MACHINE = 1 << 16  # --gpus / --nodes: far above any machine, so the arithmetic stays small
@@ -57,6 +58,12 @@ class LintContext:
     nodes: int | None = None
     compute: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    entry: str | None = None  # the entry script cosmos-rl will run (a path or its name), when known
+
+    @property
+    def entry_script(self) -> Entry | None:
+        """The recipe's entry that ``entry`` names; None when unknown or a script of the user's own."""
+        return entry_named(self.entry) if self.entry else None
 
     @property
     def multi_node(self) -> bool:
@@ -560,8 +567,8 @@ def recipe_parallelism_unsupported(cfg: LoadedConfig, ctx: LintContext) -> RuleR
 
 
 def grader_missing(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
-    """R §7, §14 #5: the joint reward loads the Lingo-Judge grader at the first reward."""
-    if not cfg.is_set("custom.alpamayo.reward.reasoning_weight"):
+    """R §7, §14 #5: the joint rewards load the Lingo-Judge grader at the first reward."""
+    if not cfg.is_set("custom.alpamayo.reward.reasoning_weight") and not reward_entry(cfg, ctx).grader:
         return Skipped("motion reward: no reasoning grader needed")
     key = "custom.alpamayo.reasoning_grading_model_path"
     value = cfg.raw(key)
@@ -700,6 +707,8 @@ def unknown_toml_key(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
     """C §8.3, §8.7 #10; R §14 #26: Cosmos-RL silently ignores keys it does not know."""
     b = _Builder(cfg, "unknown_toml_key")
     for unknown in cfg.unknown_keys:
+        if unknown.path.startswith("custom."):
+            continue  # read by the entry script, not Cosmos-RL: notes (custom_notes), prefetch_misconfig
         if unknown.path.startswith(PREFETCH + ".") or unknown.suggestion == PREFETCH:
             continue  # prefetch_misconfig explains those
         if unknown.note and "harmless" in unknown.note:
@@ -714,8 +723,63 @@ def unknown_toml_key(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
             b.fix(key, value, "top-level keys go above the first [table]")
         elif unknown.note and unknown.note.startswith("exists in newer"):
             b.fix(unknown.path, None, "has no effect at 747d1bd")
-    b.data = {"keys": [u.path for u in cfg.unknown_keys]}
+    b.data = {"keys": [u.path for u in cfg.unknown_keys if not u.path.startswith("custom.")]}
     return b.build()
+
+
+def custom_notes(cfg: LoadedConfig, ctx: LintContext) -> list[str]:
+    """Keys under ``[custom]`` that the entry script in use does not read, as notes naming it: Cosmos-RL
+    hands ``[custom]`` to the entry script unread (C §8.3), so only the script can ignore a key, and a
+    newer entry may read what an older one does not (R §8.1: the collision entry's ``collision_weight``)."""
+    entry = ctx.entry_script
+    notes: list[str] = []
+    if ctx.entry and entry is None:
+        notes.append(f"{ctx.entry} is not one of the recipe's entry scripts: [custom] keys are not checked against it")
+        return notes
+    names = ", ".join(e.name for e in ENTRIES.values())
+    for u in cfg.unknown_keys:
+        if not u.path.startswith("custom.") or u.path.startswith(PREFETCH + ".") or u.suggestion == PREFETCH:
+            continue  # prefetch_misconfig explains the prefetch keys
+        parent, _, key = u.path.rpartition(".")
+        hint = f"; did you mean {u.suggestion.rpartition('.')[2]}?" if u.suggestion else ""
+        where = f" (line {u.line})" if u.line else ""
+        if entry is not None:
+            notes.append(f"[{parent}] {key}: {entry.name}, the entry script in use, does not read it{hint}{where}")
+        elif parent.startswith("custom.alpamayo"):
+            notes.append(f"[{parent}] {key}: no entry script of the recipe reads it ({names}){hint}{where}")
+        else:
+            notes.append(f"[{parent}] {key}: the recipe's entry scripts read only [custom.alpamayo]; yours may{where}")
+    if entry is None:
+        return notes
+    for dotted in _custom_alpamayo_leaves(cfg.data):
+        if dotted in entry.reads or dotted in SHIPPED_UNREAD or not readers(dotted):
+            continue
+        others = ", ".join(e.name for e in readers(dotted))
+        path = f"custom.alpamayo.{dotted}"
+        parent, _, key = path.rpartition(".")
+        loc = cfg.locate(path)
+        where = f" (line {loc.line})" if loc is not None and loc.line else ""
+        notes.append(
+            f"[{parent}] {key}: {entry.name}, the entry script in use, does not read it ({others} does){where}"
+        )
+    return notes
+
+
+def _custom_alpamayo_leaves(data: dict[str, Any]) -> list[str]:
+    node = data.get("custom", {}).get("alpamayo") if isinstance(data.get("custom"), dict) else None
+    if not isinstance(node, dict):
+        return []
+    return _leaf_paths(node)
+
+
+def _leaf_paths(node: dict[str, Any], prefix: str = "") -> list[str]:
+    out: list[str] = []
+    for key, value in node.items():
+        if isinstance(value, dict):
+            out += _leaf_paths(value, f"{prefix}{key}.")
+        else:
+            out.append(f"{prefix}{key}")
+    return out
 
 
 TOML_REJECTED_EXIT = "the launcher exits at start with 'Error reading config file ...'"
@@ -818,7 +882,7 @@ def invalid_value(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
         b.problem(bad.message, bad.path)
         if bad.bound is not None:
             b.fix(bad.path, bad.bound.fix, bad.bound.why)
-    _reward_checks(cfg, b)
+    _reward_checks(cfg, ctx, b)
     if cfg.get("custom.alpamayo.idx_rng_enable") and cfg.get("custom.alpamayo.idx_rng_seed") is None:
         b.problem(
             "idx_rng_enable = true without idx_rng_seed: the prefetch server fails with 'idx_rng_enable=true "
@@ -836,19 +900,24 @@ def invalid_value(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
     return b.build()
 
 
-def _reward_checks(cfg: LoadedConfig, b: _Builder) -> None:
-    """R §10: the reward functions require their weights under [custom.alpamayo.reward]."""
-    joint = cfg.is_set("custom.alpamayo.reward.reasoning_weight") or cfg.is_set(
+def reward_entry(cfg: LoadedConfig, ctx: LintContext) -> Entry:
+    """The entry whose reward the TOML feeds: the one in use when known, else the one its keys point to
+    (``collision_weight``: collision; ``reasoning_weight`` or a grader path: joint; else motion)."""
+    if ctx.entry_script is not None:
+        return ctx.entry_script
+    if cfg.is_set("custom.alpamayo.reward.collision_weight"):
+        return ENTRIES["collision"]
+    if cfg.is_set("custom.alpamayo.reward.reasoning_weight") or cfg.is_set(
         "custom.alpamayo.reasoning_grading_model_path"
-    )
-    shipped = (
-        {"traj_l2_weight": 0.2, "comfort_weight": 0.0, "reasoning_weight": 0.3}
-        if joint
-        else {
-            "traj_l2_weight": 0.4,
-            "comfort_weight": 0.1,
-        }
-    )
+    ):
+        return ENTRIES["joint"]
+    return ENTRIES["motion"]
+
+
+def _reward_checks(cfg: LoadedConfig, ctx: LintContext, b: _Builder) -> None:
+    """R §10: the reward functions require their weights under [custom.alpamayo.reward]."""
+    entry = reward_entry(cfg, ctx)
+    shipped = {k: entry.rewards[k] for k in entry.required_rewards}
     if not isinstance(cfg.raw("custom.alpamayo.reward"), dict):
         b.problem(
             "[custom.alpamayo.reward] is missing: the reward fails at the first rollout with 'Reward config "
@@ -865,9 +934,8 @@ def _reward_checks(cfg: LoadedConfig, b: _Builder) -> None:
             "custom.alpamayo.reward",
         )
         shipped = {k: shipped[k] for k in missing}
-    mode = "joint" if joint else "motion"
     for key, value in shipped.items():
-        b.fix(f"custom.alpamayo.reward.{key}", value, f"the recipe's {mode} value (R §8.4)")
+        b.fix(f"custom.alpamayo.reward.{key}", value, f"the recipe's {entry.mode} value (R §8.4)")
 
 
 Rule = Callable[[LoadedConfig, LintContext], RuleResult]
@@ -932,6 +1000,7 @@ def make_context(
     nodes: int | None = None,
     compute: str | None = None,
     env: Mapping[str, str] | None = None,
+    entry: str | None = None,
 ) -> LintContext:
     if compute is not None and compute not in COMPUTE_CHOICES:
         raise ValueError(f"compute must be one of {', '.join(COMPUTE_CHOICES)}, got {compute!r}")
@@ -939,7 +1008,11 @@ def make_context(
         if value is not None and not 1 <= value <= MAX_MACHINE:
             raise ValueError(f"{name} must be between 1 and {MAX_MACHINE}, got {value}")
     return LintContext(
-        gpus_per_node=gpus_per_node, nodes=nodes, compute=compute, env=dict(os.environ if env is None else env)
+        gpus_per_node=gpus_per_node,
+        nodes=nodes,
+        compute=compute,
+        env=dict(os.environ if env is None else env),
+        entry=entry or None,
     )
 
 
@@ -950,9 +1023,10 @@ def lint_config(
     nodes: int | None = None,
     compute: str | None = None,
     env: Mapping[str, str] | None = None,
+    entry: str | None = None,
 ) -> list[Finding]:
     """Config-only findings for a loaded TOML; ``env`` defaults to this process's environment."""
-    ctx = make_context(gpus_per_node=gpus_per_node, nodes=nodes, compute=compute, env=env)
+    ctx = make_context(gpus_per_node=gpus_per_node, nodes=nodes, compute=compute, env=env, entry=entry)
     return run_rules(loaded, ctx)[0]
 
 

@@ -184,7 +184,7 @@ def stage(ctx: StageContext) -> StageSpec:
             alpamayo_version=spec.alpamayo_version,
             model_dir=paths.model_dir,
             output_dir=paths.output_dir,
-            grader_dir=paths.grader_dir if spec.reward_mode == "joint" else None,
+            grader_dir=paths.grader_dir if spec.entry.grader else None,
         )
 
     return StageSpec(

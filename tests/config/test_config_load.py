@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from config_helpers import JOINT, MOTION, load_text, text_of, variant
+from config_helpers import JOINT, MOTION, findings, load_text, text_of, variant
 
 from a1x_diagnostics.config import ConfigError, load_config
 
@@ -76,8 +76,10 @@ def test_unknown_table_is_one_unknown_key() -> None:
     assert [u.path for u in cfg.unknown_keys] == ["rollout.bogus"]
 
 
-def test_custom_tables_other_than_alpamayo_are_free() -> None:
-    assert load_text("[custom.mine]\nanything = 1\n").unknown_keys == []
+def test_custom_tables_other_than_alpamayo_are_the_entry_scripts_not_cosmos_rls() -> None:
+    (unknown,) = load_text("[custom.mine]\nanything = 1\n").unknown_keys
+    assert unknown.note == "no entry script of the recipe reads [custom.mine] (only [custom.alpamayo]); your own may"
+    assert "unknown_toml_key" not in findings("[custom.mine]\nanything = 1\n")  # a note of lint, no warning
 
 
 def test_locate_key_inline_table_and_missing_key() -> None:
