@@ -3,7 +3,7 @@
 Ids are a public contract (agents match on them). ``docs/findings.md`` lists the same ids; a
 test keeps the two in step. ``origin`` says which kind of input raises it: ``logs`` (``--check``,
 ``watch``), ``config`` (``lint``, ``--check --config``), ``gpu`` (NVML, on the node) or
-``preflight`` (before a run).
+``preflight`` (before a run) or ``stage`` (a supervised stage's verification).
 """
 
 from __future__ import annotations
@@ -107,6 +107,8 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("gpu_idle", W, "A training replica's GPU has been idle for a long stretch", "gpu"),
     _e("gpu_memory_near_limit", W, "GPU memory is near its limit", "gpu"),
     _e("gpu_unavailable", W, "NVML is not available on this node", "gpu", "preflight"),
+    # --- a supervised stage's verdict (issue 38; docs/supervisor.md "Evaluate") ---
+    _e("export_regressed", W, "The exported model predicts worse trajectories than the model it started from", "stage"),
     # --- preflight (issue: supervisor) ---
     _e("gpus_too_few", C, "Fewer usable GPUs than the replicas need", "preflight"),
     _e("disk_space_low", C, "Not enough free disk for what the stages will write", "preflight"),
@@ -213,6 +215,7 @@ RAISED_IN: dict[str, tuple[str, ...]] = {
     "gpu_idle": ("a1x_diagnostics/gpu/detect.py",),
     "gpu_memory_near_limit": ("a1x_diagnostics/gpu/detect.py",),
     "gpu_unavailable": ("a1x_diagnostics/gpu/detect.py",),
+    "export_regressed": ("a1x_supervisor/stages/evaluate.py",),
     "gpus_too_few": (
         "a1x_supervisor/preflight.py",
         "a1x_diagnostics/alpagym/lint.py",

@@ -37,7 +37,9 @@ EXPORT_BYTES = 22 * GB  # the exported VLM is about the size of the model (§12.
 # §8.5: GPUs per policy replica (dp_shard_size) for the two compute shapes; a rollout replica uses 1.
 POLICY_GPUS = {"local": 4, "cluster": 8}
 ROLLOUT_GPUS = 1
-HF_STAGES = ("convert", "download", "grader", "train")
+HF_STAGES = ("convert", "download", "grader", "train", "evaluate")
+# docs/reference/alpamayo-recipe.md §13 (an estimate): the evaluation loads one ~10 B model in bf16 on one GPU.
+EVAL_GPU_MEMORY = 24 * GB
 
 
 def gpus_needed(spec: RunSpec) -> int:
@@ -94,10 +96,16 @@ def _check_gpus(
 ) -> None:
     cid = "gpus_too_few"
     if "train" not in todo:
-        checks.other(cid, CheckState.SKIPPED, "no training in this run")
+        if "evaluate" in todo:
+            _check_eval_gpu(checks, env, probe)
+        else:
+            checks.other(cid, CheckState.SKIPPED, "no training or evaluation in this run")
         return
     if spec.compute == "cluster":
-        checks.other(cid, CheckState.SKIPPED, "cluster compute: the scheduler places the replicas")
+        if "evaluate" in todo:  # the scheduler places the replicas; the evaluation runs on this node
+            _check_eval_gpu(checks, env, probe)
+        else:
+            checks.other(cid, CheckState.SKIPPED, "cluster compute: the scheduler places the replicas")
         return
     need = gpus_needed(spec)
     inventory = (probe or (lambda: probe_gpus(env)))()
@@ -128,6 +136,27 @@ def _check_gpus(
         )
     else:
         checks.ok(cid, f"{len(big)} usable GPU(s) for {need} needed ({inventory.source})")
+
+
+def _check_eval_gpu(checks: Checks, env: Mapping[str, str], probe: GpuProbe | None) -> None:
+    """The evaluate stage alone: one GPU that holds a ~10 B model in bf16 (docs/reference/alpamayo-recipe.md §13)."""
+    inventory = (probe or (lambda: probe_gpus(env)))()
+    if isinstance(inventory, str):
+        checks.other("gpus_too_few", CheckState.BLIND, f"GPUs unknown: {inventory}")
+        return
+    if not any(m is None or m >= EVAL_GPU_MEMORY for m in inventory.memory):
+        seen = f"{len(inventory.memory)} GPU(s) visible ({inventory.source})"
+        checks.finding(
+            "gpus_too_few",
+            "The evaluate stage runs the exported model on one GPU of this node with about 24 GB for its bf16 "
+            f"weights and sampling (docs/reference/alpamayo-recipe.md §13); {seen}.",
+            evidence=[f"{seen}; needed: 1 GPU of at least 24 GB"],
+            action="run it on a node with a GPU (check CUDA_VISIBLE_DEVICES), or leave it out: --skip evaluate",
+            visible=len(inventory.memory),
+            needed=1,
+        )
+    else:
+        checks.ok("gpus_too_few", f"a GPU for the evaluation ({inventory.source})")
 
 
 def _check_disk(
@@ -180,7 +209,7 @@ _HUB_IDS = ("hf_token_invalid", "gated_repo", "hf_rate_limit", "hf_cache_missing
 
 def _check_hub(spec: RunSpec, todo: Sequence[str], checks: Checks, env: Mapping[str, str], *, ask: bool) -> None:
     """The token, the gated repositories and the offline cache, through huggingface_hub (``a1x_supervisor.hub``)."""
-    users = [s for s in todo if s in ("convert", "download", "train")]
+    users = [s for s in todo if s in ("convert", "download", "train", "evaluate")]
     if not users:
         for cid in _HUB_IDS:
             checks.other(cid, CheckState.SKIPPED, "no stage reads from the Hugging Face Hub")

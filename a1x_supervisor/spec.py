@@ -75,6 +75,27 @@ class DataSpec(_Section):
     )
 
 
+class EvaluateSpec(_Section):
+    """The ``evaluate`` stage (docs/supervisor.md "Evaluate"): the recipe notebook's inference on curated clips
+    for the exported and the base model (docs/reference/alpamayo-recipe.md §13)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+    clips: int = Field(
+        8, ge=1, le=10_000, description="curated clips both models are run on (the first N of the index)"
+    )
+    samples: int = Field(
+        6, ge=1, le=64, description="trajectories sampled per clip (the notebook's num_traj_samples); minADE: the best"
+    )
+    tolerance: float = Field(
+        0.10,
+        ge=0.0,
+        le=10.0,
+        description="export_regressed when the trained model's mean minADE exceeds the base's by more than this "
+        "fraction",
+    )
+
+
 class WandbSpec(_Section):
     enabled: bool = Field(False, description="log to Weights & Biases (needs WANDB_API_KEY in the environment)")
     project: str = Field("Alpamayo_RL", description="[logging].project_name")
@@ -208,6 +229,7 @@ class RunSpec(_Section):
     data: DataSpec = Field(default_factory=DataSpec)
     wandb: WandbSpec = Field(default_factory=WandbSpec)
     replicas: ReplicaSpec = Field(default_factory=ReplicaSpec)
+    evaluate: EvaluateSpec = Field(default_factory=EvaluateSpec)
     paths: PathsSpec
     supervisor: SupervisorSpec = Field(default_factory=SupervisorSpec)
     cluster: ClusterSpec | None = Field(
@@ -511,6 +533,7 @@ _SECTION_MODELS: dict[str, type[BaseModel]] = {
     "data": DataSpec,
     "wandb": WandbSpec,
     "replicas": ReplicaSpec,
+    "evaluate": EvaluateSpec,
     "paths": PathsSpec,
     "supervisor": SupervisorSpec,
     "cluster": ClusterSpec,
