@@ -119,6 +119,10 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("recipe_checkout_missing", C, "The alpamayo-recipes checkout is not where the spec says", "preflight"),
     _e("container_path_unmounted", C, "A path the job needs is not mounted in its container", "preflight"),
     _e("checkpoint_after_time_limit", C, "The job cannot save a checkpoint before its time limit", "preflight"),
+    # --- the env stage's install (issue 38; a1x_supervisor/preflight_install.py) ---
+    _e("python_version_mismatch", C, "No Python the recipe requires for the a1x_rl venv", "preflight"),
+    _e("nvcc_missing", C, "No CUDA toolkit (nvcc) for building flash-attn", "preflight"),
+    _e("nvcc_cuda_mismatch", C, "nvcc's CUDA version does not match torch's", "preflight"),
     # --- preflight of the alpagym pipeline (issue 19; a1x_supervisor/preflight_alpagym.py) ---
     _e("alpagym_checkout_missing", C, "The AlpaGym checkout is not where the spec says", "preflight"),
     _e("docker_unusable", C, "Docker cannot run AlpaSim's services (compose, daemon or NVIDIA toolkit)", "preflight"),
@@ -229,6 +233,9 @@ RAISED_IN: dict[str, tuple[str, ...]] = {
     "recipe_checkout_missing": ("a1x_supervisor/preflight.py",),
     "container_path_unmounted": ("a1x_supervisor/preflight.py", "a1x_supervisor/slurm/submit.py"),
     "checkpoint_after_time_limit": ("a1x_supervisor/preflight.py", "a1x_supervisor/slurm/submit.py"),
+    "python_version_mismatch": ("a1x_supervisor/preflight_install.py",),
+    "nvcc_missing": ("a1x_supervisor/preflight_install.py",),
+    "nvcc_cuda_mismatch": ("a1x_supervisor/preflight_install.py",),
     "alpagym_checkout_missing": ("a1x_supervisor/preflight_alpagym.py",),
     "docker_unusable": ("a1x_supervisor/preflight_alpagym.py",),
 }

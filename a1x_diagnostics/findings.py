@@ -18,7 +18,8 @@ SCHEMA_VERSION = "1.3"  # 1.1: the run outcome (``Report.outcome``); OK only for
 # 1.2: closed-loop (AlpaGym) runs: eight finding ids (docs/findings.md "Closed-loop runs"), the ``closed_loop``
 # metrics (episodes, collision and offroad rates...) and ``simulator`` as a log role; nothing removed or renamed
 # 1.3: toml_rejected and toml_misread (a TOML Cosmos-RL's own parser refuses is toml_rejected, no longer
-# invalid_value), export_regressed (the evaluate stage); nothing removed or renamed (docs/findings.md)
+# invalid_value), export_regressed (the evaluate stage), python_version_mismatch, nvcc_missing and
+# nvcc_cuda_mismatch (preflight); nothing removed or renamed (docs/findings.md)
 
 
 class Severity(str, Enum):

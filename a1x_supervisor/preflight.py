@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 from a1x_diagnostics.findings import CheckState, Report
 from a1x_supervisor.preflight_checks import GB, Checks, GpuProbe, machine, probe_gpus
 from a1x_supervisor.preflight_checks import GpuInventory as GpuInventory  # the spec of a probe, for callers
+from a1x_supervisor.preflight_install import Runner, check_install, run_command
+from a1x_supervisor.preflight_install import disk_needs as install_disk_needs
 from a1x_supervisor.secrets import hf_token_file, read_secret, secret_source, wandb_login, wandb_netrc
 from a1x_supervisor.slurm.container import hf_hub_cache
 from a1x_supervisor.slurm.spec import ClusterSpec
@@ -59,13 +61,15 @@ def preflight(
     skip_verified: Callable[[str], bool] | None = None,
     run_dir: Path | None = None,
     hub: bool = True,
+    run: Runner | None = None,
 ) -> Report:
     """Check the machine for the ``stages`` a run will execute.
 
     ``skip_verified(stage)`` says whether a stage's outputs already verify (its disk needs then
     do not count). ``run_dir`` is the run directory when it is known (a new run's goes under
     ``<workspace>/runs``). ``hub`` asks the Hugging Face Hub (``HF_ENDPOINT``) about the token and
-    the gated repositories (``a1x_supervisor.hub``). The other callables exist for tests.
+    the gated repositories (``a1x_supervisor.hub``). The other callables exist for tests (``run``: the
+    commands the install checks run, ``uv python find`` and ``nvcc --version``).
     """
     if spec.pipeline == "alpagym":  # its own checks (docker, 2 x 40 GB, NuRec): a1x_supervisor/stages/alpagym
         from a1x_supervisor.preflight_alpagym import alpagym_preflight
@@ -87,6 +91,7 @@ def preflight(
     _check_container_paths(spec, todo, checks, env, run_dir)
     _check_wall_time(spec, todo, checks)
     _check_reused_outputs(spec, stages, todo, checks)
+    check_install(spec, todo, checks, env, find, run or run_command)
 
     return checks.report(target, stages)
 
@@ -174,12 +179,15 @@ def _check_disk(
             needs.append((spec.paths.pai_dir, MOTION_DATA_BYTES, "motion PAI data (download)"))
     if "export" in todo:
         needs.append((spec.paths.export_dir, EXPORT_BYTES, "exported checkpoint (export)"))
+    if "env" in todo:
+        needs += install_disk_needs(spec, env)
     checks.disk(
         "disk_space_low",
         needs,
         free_of,
         explanation="A stage would run out of disk: the model weights are about 22 GB, motion PAI data 5-10 GB, "
-        "joint PAI data 85-90 GB (docs/reference/alpamayo-recipe.md §1).",
+        "joint PAI data 85-90 GB (docs/reference/alpamayo-recipe.md §1), the uv cache about 12 GB for the "
+        "training stack's wheels (§2.2).",
         action="free disk space or point the spec's paths (and HF_HOME) at a larger filesystem",
     )
 
