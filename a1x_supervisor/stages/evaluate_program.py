@@ -54,7 +54,7 @@ class Backend(Protocol):
     def load_clip(self, clip_id: str) -> Any: ...
     def load_model(self, path: Path) -> Any: ...
     def predict(self, model: Any, clip: Any, *, samples: int, seed: int) -> Prediction: ...
-    def unload(self, model: Any) -> None: ...
+    def release(self) -> None: ...  # after the caller dropped its model: free its memory
 
 
 class RecipeBackend:
@@ -131,10 +131,9 @@ class RecipeBackend:
         texts = [str(t) for t in _flatten(first.tolist() if hasattr(first, "tolist") else first)]
         return Prediction(pred_xy=pred_xy, gt_xy=gt_xy, cot=texts)
 
-    def unload(self, model: Any) -> None:
+    def release(self) -> None:
         import gc
 
-        del model
         gc.collect()
         self.torch.cuda.empty_cache()
 
@@ -247,7 +246,8 @@ def evaluate(
             row = clip_result(clip_id, pred, reasoning=reasoning)
             rows.append(row)
             say(f"[evaluate] {label} clip {i + 1}/{len(ids)} {clip_id}: minADE {row['min_ade_m']:.3f} m")
-        backend.unload(model)
+        model = None  # the only reference: the next model loads into a free GPU
+        backend.release()
         results[label] = {"path": str(path), "clips": rows, "aggregate": aggregate(rows)}
     return {
         "version": 1,

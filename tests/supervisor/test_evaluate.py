@@ -73,7 +73,7 @@ NOTEBOOK_CLIP = [
         {"temperature": 0.6, "top_p": 0.98, "num_traj_samples": 6, "max_generation_length": 256, "return_extra": True},
     ),
 ]
-OURS = {"torch.manual_seed", "torch.cuda.manual_seed_all", "torch.cuda.empty_cache"}  # seeds and memory: ours
+OURS = {"torch.manual_seed", "torch.cuda.manual_seed_all", "torch.cuda.empty_cache", "models alive at load"}
 
 
 def test_the_program_makes_the_notebooks_calls(tmp_path: Path) -> None:
@@ -94,7 +94,12 @@ def test_the_program_makes_the_notebooks_calls(tmp_path: Path) -> None:
         expected += NOTEBOOK_CLIP * 2
     assert calls == expected
     seeds = [c["args"][0] for c in _calls(tmp_path) if c["call"] == "torch.manual_seed"]
-    assert seeds == [0, 1, 0, 1]  # each clip sampled from the same seed for both models
+    assert seeds == [0, 1, 0, 1]  # each clip sampled from the same seed for both models (ours)
+    # ours too: the first model is gone and the GPU cache emptied before the second loads (one GPU holds one)
+    assert [c["args"][0] for c in _calls(tmp_path) if c["call"] == "models alive at load"] == [0, 0]
+    names = [c["call"] for c in _calls(tmp_path)]
+    loads = [i for i, n in enumerate(names) if n == "RLWrapperReasoningVLA.from_pretrained"]
+    assert "torch.cuda.empty_cache" in names[loads[0] : loads[1]]
 
 
 def test_min_ade_per_clip_and_in_aggregate(tmp_path: Path) -> None:

@@ -1,13 +1,15 @@
 """Stand-in RLWrapperReasoningVLA: its behaviour comes from standin_model.json in the model folder."""
 
+import gc
 import json
 import math
 import os
+import weakref
 
 from _record import record
 from torch import Tensor
 
-_calls = {"n": 0}
+_alive = weakref.WeakSet()  # the models not yet freed: a second load should find none
 
 
 class RLWrapperReasoningVLA:
@@ -15,7 +17,9 @@ class RLWrapperReasoningVLA:
 
     @classmethod
     def from_pretrained(cls, path, **kwargs):
+        gc.collect()
         record("RLWrapperReasoningVLA.from_pretrained", path, **kwargs)
+        record("models alive at load", len(_alive))
         if not os.path.isdir(path):
             raise OSError(f"{path} does not appear to have a file named config.json")
         conf_path = os.path.join(path, "standin_model.json")
@@ -26,6 +30,7 @@ class RLWrapperReasoningVLA:
         if conf.get("fail_load"):
             raise RuntimeError(conf["fail_load"])
         model = cls()
+        _alive.add(model)
         model.conf = conf
         model.clip = -1
         return model
