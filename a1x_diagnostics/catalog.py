@@ -3,7 +3,7 @@
 Ids are a public contract (agents match on them). ``docs/findings.md`` lists the same ids; a
 test keeps the two in step. ``origin`` says which kind of input raises it: ``logs`` (``--check``,
 ``watch``), ``config`` (``lint``, ``--check --config``), ``gpu`` (NVML, on the node) or
-``preflight`` (before a run).
+``preflight`` (before a run) or ``stage`` (a supervised stage's verification).
 """
 
 from __future__ import annotations
@@ -89,6 +89,9 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("checkpointing_disabled", W, "Checkpointing is disabled: the run will leave nothing to export", "config"),
     _e("recommended_value", W, "A value differs from the recipe's recommended local/cluster value", "config"),
     _e("invalid_value", C, "A TOML value is invalid", "config"),
+    # --- the TOML as Cosmos-RL's own parser reads it (issue 38; docs/reference/cosmos-rl.md §8.1) ---
+    _e("toml_rejected", C, "Cosmos-RL's TOML parser (toml 0.10.2) refuses the file", "config"),
+    _e("toml_misread", C, "Cosmos-RL's TOML parser reads a value differently from the file", "config"),
     # --- closed-loop runs: AlpaGym + AlpaSim (issue 19; docs/reference/alpagym.md) ---
     _e("alpasim_bringup_failed", C, "The AlpaSim simulator did not come up", "logs"),
     _e("episode_failures", W, "Simulator episodes fail and are retried or dropped", "logs"),
@@ -104,6 +107,8 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("gpu_idle", W, "A training replica's GPU has been idle for a long stretch", "gpu"),
     _e("gpu_memory_near_limit", W, "GPU memory is near its limit", "gpu"),
     _e("gpu_unavailable", W, "NVML is not available on this node", "gpu", "preflight"),
+    # --- a supervised stage's verdict (issue 38; docs/supervisor.md "Evaluate") ---
+    _e("export_regressed", W, "The exported model predicts worse trajectories than the model it started from", "stage"),
     # --- preflight (issue: supervisor) ---
     _e("gpus_too_few", C, "Fewer usable GPUs than the replicas need", "preflight"),
     _e("disk_space_low", C, "Not enough free disk for what the stages will write", "preflight"),
@@ -114,6 +119,10 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("recipe_checkout_missing", C, "The alpamayo-recipes checkout is not where the spec says", "preflight"),
     _e("container_path_unmounted", C, "A path the job needs is not mounted in its container", "preflight"),
     _e("checkpoint_after_time_limit", C, "The job cannot save a checkpoint before its time limit", "preflight"),
+    # --- the env stage's install (issue 38; a1x_supervisor/preflight_install.py) ---
+    _e("python_version_mismatch", C, "No Python the recipe requires for the a1x_rl venv", "preflight"),
+    _e("nvcc_missing", C, "No CUDA toolkit (nvcc) for building flash-attn", "preflight"),
+    _e("nvcc_cuda_mismatch", C, "nvcc's CUDA version does not match torch's", "preflight"),
     # --- preflight of the alpagym pipeline (issue 19; a1x_supervisor/preflight_alpagym.py) ---
     _e("alpagym_checkout_missing", C, "The AlpaGym checkout is not where the spec says", "preflight"),
     _e("docker_unusable", C, "Docker cannot run AlpaSim's services (compose, daemon or NVIDIA toolkit)", "preflight"),
@@ -196,6 +205,8 @@ RAISED_IN: dict[str, tuple[str, ...]] = {
     "checkpointing_disabled": ("a1x_diagnostics/config/rules.py",),
     "recommended_value": ("a1x_diagnostics/config/rules.py",),
     "invalid_value": ("a1x_diagnostics/config/rules.py",),
+    "toml_rejected": ("a1x_diagnostics/config/rules.py",),
+    "toml_misread": ("a1x_diagnostics/config/rules.py",),
     "alpasim_bringup_failed": ("a1x_diagnostics/detectors/closed_loop.py",),
     "episode_failures": ("a1x_diagnostics/detectors/closed_loop.py",),
     "nonfinite_values": ("a1x_diagnostics/detectors/closed_loop.py",),
@@ -213,6 +224,7 @@ RAISED_IN: dict[str, tuple[str, ...]] = {
     "gpu_idle": ("a1x_diagnostics/gpu/detect.py",),
     "gpu_memory_near_limit": ("a1x_diagnostics/gpu/detect.py",),
     "gpu_unavailable": ("a1x_diagnostics/gpu/detect.py",),
+    "export_regressed": ("a1x_supervisor/stages/evaluate.py",),
     "gpus_too_few": (
         "a1x_supervisor/preflight.py",
         "a1x_diagnostics/alpagym/lint.py",
@@ -226,6 +238,9 @@ RAISED_IN: dict[str, tuple[str, ...]] = {
     "recipe_checkout_missing": ("a1x_supervisor/preflight.py",),
     "container_path_unmounted": ("a1x_supervisor/preflight.py", "a1x_supervisor/slurm/submit.py"),
     "checkpoint_after_time_limit": ("a1x_supervisor/preflight.py", "a1x_supervisor/slurm/submit.py"),
+    "python_version_mismatch": ("a1x_supervisor/preflight_install.py",),
+    "nvcc_missing": ("a1x_supervisor/preflight_install.py",),
+    "nvcc_cuda_mismatch": ("a1x_supervisor/preflight_install.py",),
     "alpagym_checkout_missing": ("a1x_supervisor/preflight_alpagym.py",),
     "docker_unusable": ("a1x_supervisor/preflight_alpagym.py",),
     "alpagym_env_incomplete": ("a1x_supervisor/preflight_alpagym.py",),

@@ -14,9 +14,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.2"  # 1.1: the run outcome (``Report.outcome``); OK only for a completed or healthy running run
+SCHEMA_VERSION = "1.3"  # 1.1: the run outcome (``Report.outcome``); OK only for a completed or healthy running run
 # 1.2: closed-loop (AlpaGym) runs: eight finding ids (docs/findings.md "Closed-loop runs"), the ``closed_loop``
 # metrics (episodes, collision and offroad rates...) and ``simulator`` as a log role; nothing removed or renamed
+# 1.3: toml_rejected and toml_misread (a TOML Cosmos-RL's own parser refuses is toml_rejected, no longer
+# invalid_value), export_regressed (the evaluate stage), python_version_mismatch, nvcc_missing and
+# nvcc_cuda_mismatch (preflight); nothing removed or renamed (docs/findings.md)
 
 
 class Severity(str, Enum):
@@ -122,7 +125,7 @@ class CheckResult(BaseModel):
 class Report(BaseModel):
     """What ``a1x-tui --check`` (and ``lint``, ``preflight``) prints with ``--format json``."""
 
-    schema_version: Literal["1.2"] = "1.2"
+    schema_version: Literal["1.3"] = "1.3"
     tool: str = "a1x-tui"
     kind: Literal["check", "lint", "preflight", "watch"] = "check"
     target: str = Field(description="the path that was examined")

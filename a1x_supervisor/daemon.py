@@ -148,7 +148,9 @@ class Supervisor:
             outputs: dict[str, str] = dict(previous.outputs) if previous else {}
             stages = build_stages(self.spec, self.rundir, outputs)
             self._stage_names = [s.name for s in stages]
-            selected = select_stages(self._stage_names, from_stage=self.plan.from_stage, only=self.plan.only)
+            selected = select_stages(
+                self._stage_names, from_stage=self.plan.from_stage, only=self.plan.only, skip=self.plan.skip
+            )
             self.store = StateStore(self.rundir.state_path, self._initial_state(previous, stages, outputs), scrubber)
             self.store.update()
             if self._on_event is not None:

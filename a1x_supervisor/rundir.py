@@ -12,6 +12,7 @@
     <run>/supervisor.log      the daemon's own stdout/stderr
     <run>/stages/<stage>.log  each stage's output, one timestamped line per line
     <run>/config/             the training TOML, the entry-script copy, configure.json
+    <run>/evaluate/           evaluation.json: minADE per clip of the exported and the base model
     <run>/logs/               cosmos-rl --log-dir (unless the spec names another)
     <run>/alpagym/            pipeline = "alpagym": the AlpaGym host's run_root, one run folder per attempt
     <run>/slurm/              compute = "cluster": the Slurm job's layout (part_<N>/run_<M>/, latest_run);
@@ -106,6 +107,10 @@ class RunDir:
     @property
     def configure_record(self) -> Path:
         return self.config_dir / "configure.json"
+
+    @property
+    def evaluation_path(self) -> Path:
+        return self.run_dir / "evaluate" / "evaluation.json"
 
     def log_dir(self, spec: RunSpec) -> Path:
         """Where the training logs are: the Slurm layout for cluster runs, the AlpaGym run folders of a

@@ -17,12 +17,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from tomlkit.items import Table
 
 from a1x_diagnostics.inputs import InputError, read_input
+from a1x_diagnostics.recipe_entries import REWARD_MODES, Entry, entry_for
 from a1x_supervisor.path_checks import must_be_folder as must_be_folder  # named here too: the wizard checks answers
 from a1x_supervisor.slurm.spec import ClusterSpec
 from a1x_supervisor.spec_values import no_controls, plain_name
 
 AlpamayoVersion = Literal["1", "1.5"]
-RewardMode = Literal["motion", "joint"]
 Compute = Literal["local", "cluster"]
 
 # docs/reference/alpamayo-recipe.md §4: release checkpoints per version; §8.1/§14 #16: Hydra config per version.
@@ -36,10 +36,7 @@ DEFAULT_CAMERAS = [
     "camera_front_tele_30fov",
 ]
 DEFAULT_CALIBRATION = ["camera_intrinsics", "sensor_extrinsics", "vehicle_dimensions"]
-DEFAULT_LABELS: dict[str, list[str]] = {
-    "motion": ["egomotion"],
-    "joint": ["egomotion", "egomotion.offline", "obstacle.offline"],
-}
+# The labels of each reward mode's download: a1x_diagnostics.recipe_entries (Entry.labels).
 
 CLOSED_LOOP_PIPELINES = ("alpagym", "demo-alpagym")
 OPEN_LOOP_ONLY_PATHS = ("pai_dir", "reasoning_dir", "grader_dir", "output_dir")  # closed loop: unused
@@ -69,7 +66,7 @@ class DataSpec(_Section):
     )
     num_clips: int = Field(16, ge=1, le=MAX_CLIPS, description="motion: clips curated into clip_index_mini.parquet")
     num_reasoning_clips: int = Field(
-        16, ge=1, le=MAX_CLIPS, description="joint: --num-reasoning-clips for download_pai.py"
+        16, ge=1, le=MAX_CLIPS, description="joint, collision: --num-reasoning-clips for download_pai.py"
     )
     cameras: list[str] = Field(default_factory=lambda: list(DEFAULT_CAMERAS), description="--camera")
     calibration: list[str] = Field(default_factory=lambda: list(DEFAULT_CALIBRATION), description="--calibration")
@@ -83,6 +80,27 @@ class DataSpec(_Section):
     def _feature_names(cls, values: list[str], info: ValidationInfo) -> list[str]:
         # PAI feature names: download_pai.py turns each into a folder of the dataset (a1x_supervisor/spec_values.py).
         return [plain_name(v, f"data.{info.field_name}") for v in values]
+
+
+class EvaluateSpec(_Section):
+    """The ``evaluate`` stage (docs/supervisor.md "Evaluate"): the recipe notebook's inference on curated clips
+    for the exported and the base model (docs/reference/alpamayo-recipe.md §13)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+    clips: int = Field(
+        8, ge=1, le=10_000, description="curated clips both models are run on (the first N of the index)"
+    )
+    samples: int = Field(
+        6, ge=1, le=64, description="trajectories sampled per clip (the notebook's num_traj_samples); minADE: the best"
+    )
+    tolerance: float = Field(
+        0.10,
+        ge=0.0,
+        le=10.0,
+        description="export_regressed when the trained model's mean minADE exceeds the base's by more than this "
+        "fraction",
+    )
 
 
 class WandbSpec(_Section):
@@ -105,8 +123,11 @@ class PathsSpec(_Section):
     workspace: Path = Field(description="the alpamayo-recipes checkout (commands run from its root)")
     model_dir: Path = Field(description="converted training checkpoint (convert writes it)")
     pai_dir: Path = Field(description="motion PAI data (ALPAMAYO_PAI_LOCAL_DIR)")
-    reasoning_dir: Path = Field(description="joint PAI reasoning data (ALPAMAYO_PAI_REASONING_LOCAL_DIR)")
-    grader_dir: Path = Field(description="Lingo-Judge grader (joint)")
+    reasoning_dir: Path = Field(
+        description="PAI reasoning data (joint: ALPAMAYO_PAI_REASONING_LOCAL_DIR, collision: "
+        "ALPAMAYO_PAI_REASONING_OBSTACLE_LOCAL_DIR)"
+    )
+    grader_dir: Path = Field(description="Lingo-Judge grader (joint, collision)")
     output_dir: Path = Field(description="[train].output_dir: Cosmos-RL checkpoints")
     export_dir: Path = Field(description="exported Hugging Face checkpoints, one fresh folder per export")
     log_dir: Path | None = Field(None, description="cosmos-rl --log-dir; empty = <run dir>/logs")
@@ -244,11 +265,16 @@ class AlpaGymSpec(_Section):
 
 class RunSpec(_Section):
     alpamayo_version: AlpamayoVersion = Field("1.5", description='"1" or "1.5"')
-    reward_mode: RewardMode = Field("motion", description='"motion" or "joint" (reasoning + motion)')
+    reward_mode: str = Field(
+        "motion",
+        description=" or ".join(f'"{m}"' for m in REWARD_MODES)
+        + " (the recipe's entry scripts: docs/reference/alpamayo-recipe.md §8.1)",
+    )
     compute: Compute = Field("local", description='"local" (one node) or "cluster" (the recipe\'s cluster values)')
     data: DataSpec = Field(default_factory=DataSpec)
     wandb: WandbSpec = Field(default_factory=WandbSpec)
     replicas: ReplicaSpec = Field(default_factory=ReplicaSpec)
+    evaluate: EvaluateSpec = Field(default_factory=EvaluateSpec)
     paths: PathsSpec
     supervisor: SupervisorSpec = Field(default_factory=SupervisorSpec)
     cluster: ClusterSpec | None = Field(
@@ -276,6 +302,12 @@ class RunSpec(_Section):
             data = {**data, "paths": paths}
         return data
 
+    @field_validator("reward_mode")
+    @classmethod
+    def _known_reward_mode(cls, value: str) -> str:
+        entry_for(value)  # ValueError naming the modes
+        return value
+
     @field_validator("alpamayo_version", mode="before")
     @classmethod
     def _version_as_text(cls, value: Any) -> Any:
@@ -286,7 +318,7 @@ class RunSpec(_Section):
     @model_validator(mode="after")
     def _motion_needs_chunks(self) -> RunSpec:
         # docs/reference/alpamayo-recipe.md §5: without --chunk-ids download_pai.py fetches every chunk.
-        if self.reward_mode == "motion" and not self.data.chunk_ids:
+        if not self.entry.reasoning_data and not self.data.chunk_ids:
             raise ValueError("data.chunk_ids is empty: a motion download needs explicit PAI chunk ids")
         return self
 
@@ -347,13 +379,18 @@ class RunSpec(_Section):
         return ALPAMAYO_MODEL_IDS[self.alpamayo_version]
 
     @property
+    def entry(self) -> Entry:
+        """The recipe's entry script for this reward mode and what it reads (a1x_diagnostics.recipe_entries)."""
+        return entry_for(self.reward_mode)
+
+    @property
     def labels(self) -> list[str]:
-        return list(self.data.labels) or list(DEFAULT_LABELS[self.reward_mode])
+        return list(self.data.labels) or list(self.entry.labels)
 
     @property
     def data_dir(self) -> Path:
-        """The PAI directory the training entry reads for this reward mode."""
-        return self.paths.pai_dir if self.reward_mode == "motion" else self.paths.reasoning_dir
+        """The PAI directory the training entry reads for this reward mode (its ``entry.data_env``)."""
+        return self.paths.reasoning_dir if self.entry.reasoning_data else self.paths.pai_dir
 
     def digest(self) -> str:
         """A short fingerprint of every choice (the configure stage reruns when it changes)."""
@@ -552,6 +589,7 @@ _SECTION_MODELS: dict[str, type[BaseModel]] = {
     "data": DataSpec,
     "wandb": WandbSpec,
     "replicas": ReplicaSpec,
+    "evaluate": EvaluateSpec,
     "paths": PathsSpec,
     "supervisor": SupervisorSpec,
     "cluster": ClusterSpec,

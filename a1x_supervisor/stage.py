@@ -25,9 +25,11 @@ STAGE_NAMES: tuple[str, ...] = (
     "train",
     "export",
     "verify",
+    "evaluate",
 )
-"""Every stage in pipeline order. ``curate`` is motion-only, ``grader`` joint-only; ``p2p`` (the NCCL
-peer-to-peer check) is the alpagym pipeline's only (docs/supervisor.md "The alpagym pipeline")."""
+"""Every stage in pipeline order. ``curate`` is for motion data, ``grader`` for a reward that grades the
+reasoning; ``p2p`` (the NCCL peer-to-peer check) is the alpagym pipeline's only (docs/supervisor.md "The
+alpagym pipeline"), ``evaluate`` the Alpamayo pipeline's (docs/supervisor.md "Evaluate")."""
 
 
 class StageError(Exception):

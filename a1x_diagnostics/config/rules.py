@@ -15,10 +15,12 @@ from typing import Any
 
 from a1x_diagnostics.catalog import entry
 from a1x_diagnostics.config import gpus
+from a1x_diagnostics.config.cosmos_toml import MISSING, shown
 from a1x_diagnostics.config.loader import LoadedConfig, declared_policy_type
 from a1x_diagnostics.config.schema import GRPO_MARKER_KEYS, effective_policy_type
 from a1x_diagnostics.findings import CheckResult, CheckState, Evidence, Finding, Fix, Severity
 from a1x_diagnostics.layout import divisible_split
+from a1x_diagnostics.recipe_entries import ENTRIES, SHIPPED_UNREAD, Entry, entry_named, readers
 
 COMPUTE_CHOICES = ("local", "cluster")
 MAX_MACHINE = 1 << 16  # --gpus / --nodes: far above any machine, so the arithmetic stays small
@@ -57,6 +59,12 @@ class LintContext:
     nodes: int | None = None
     compute: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    entry: str | None = None  # the entry script cosmos-rl will run (a path or its name), when known
+
+    @property
+    def entry_script(self) -> Entry | None:
+        """The recipe's entry that ``entry`` names; None when unknown or a script of the user's own."""
+        return entry_named(self.entry) if self.entry else None
 
     @property
     def multi_node(self) -> bool:
@@ -569,8 +577,8 @@ def recipe_parallelism_unsupported(cfg: LoadedConfig, ctx: LintContext) -> RuleR
 
 
 def grader_missing(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
-    """R §7, §14 #5: the joint reward loads the Lingo-Judge grader at the first reward."""
-    if not cfg.is_set("custom.alpamayo.reward.reasoning_weight"):
+    """R §7, §14 #5: the joint rewards load the Lingo-Judge grader at the first reward."""
+    if not cfg.is_set("custom.alpamayo.reward.reasoning_weight") and not reward_entry(cfg, ctx).grader:
         return Skipped("motion reward: no reasoning grader needed")
     key = "custom.alpamayo.reasoning_grading_model_path"
     value = cfg.raw(key)
@@ -737,6 +745,8 @@ def unknown_toml_key(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
     """C §8.3, §8.7 #10; R §14 #26: Cosmos-RL silently ignores keys it does not know."""
     b = _Builder(cfg, "unknown_toml_key")
     for unknown in cfg.unknown_keys:
+        if unknown.path.startswith("custom."):
+            continue  # read by the entry script, not Cosmos-RL: notes (custom_notes), prefetch_misconfig
         if unknown.path.startswith(PREFETCH + ".") or unknown.suggestion == PREFETCH:
             continue  # prefetch_misconfig explains those
         if unknown.note and "harmless" in unknown.note:
@@ -751,8 +761,122 @@ def unknown_toml_key(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
             b.fix(key, value, "top-level keys go above the first [table]")
         elif unknown.note and unknown.note.startswith("exists in newer"):
             b.fix(unknown.path, None, "has no effect at 747d1bd")
-    b.data = {"keys": [u.path for u in cfg.unknown_keys]}
+    b.data = {"keys": [u.path for u in cfg.unknown_keys if not u.path.startswith("custom.")]}
     return b.build()
+
+
+def custom_notes(cfg: LoadedConfig, ctx: LintContext) -> list[str]:
+    """Keys under ``[custom]`` that the entry script in use does not read, as notes naming it: Cosmos-RL
+    hands ``[custom]`` to the entry script unread (C §8.3), so only the script can ignore a key, and a
+    newer entry may read what an older one does not (R §8.1: the collision entry's ``collision_weight``)."""
+    entry = ctx.entry_script
+    notes: list[str] = []
+    if ctx.entry and entry is None:
+        notes.append(f"{ctx.entry} is not one of the recipe's entry scripts: [custom] keys are not checked against it")
+        return notes
+    names = ", ".join(e.name for e in ENTRIES.values())
+    for u in cfg.unknown_keys:
+        if not u.path.startswith("custom.") or u.path.startswith(PREFETCH + ".") or u.suggestion == PREFETCH:
+            continue  # prefetch_misconfig explains the prefetch keys
+        parent, _, key = u.path.rpartition(".")
+        hint = f"; did you mean {u.suggestion.rpartition('.')[2]}?" if u.suggestion else ""
+        where = f" (line {u.line})" if u.line else ""
+        if entry is not None:
+            notes.append(f"[{parent}] {key}: {entry.name}, the entry script in use, does not read it{hint}{where}")
+        elif parent.startswith("custom.alpamayo"):
+            notes.append(f"[{parent}] {key}: no entry script of the recipe reads it ({names}){hint}{where}")
+        else:
+            notes.append(f"[{parent}] {key}: the recipe's entry scripts read only [custom.alpamayo]; yours may{where}")
+    if entry is None:
+        return notes
+    for dotted in _custom_alpamayo_leaves(cfg.data):
+        if dotted in entry.reads or dotted in SHIPPED_UNREAD or not readers(dotted):
+            continue
+        others = ", ".join(e.name for e in readers(dotted))
+        path = f"custom.alpamayo.{dotted}"
+        parent, _, key = path.rpartition(".")
+        loc = cfg.locate(path)
+        where = f" (line {loc.line})" if loc is not None and loc.line else ""
+        notes.append(
+            f"[{parent}] {key}: {entry.name}, the entry script in use, does not read it ({others} does){where}"
+        )
+    return notes
+
+
+def _custom_alpamayo_leaves(data: dict[str, Any]) -> list[str]:
+    node = data.get("custom", {}).get("alpamayo") if isinstance(data.get("custom"), dict) else None
+    if not isinstance(node, dict):
+        return []
+    return _leaf_paths(node)
+
+
+def _leaf_paths(node: dict[str, Any], prefix: str = "") -> list[str]:
+    out: list[str] = []
+    for key, value in node.items():
+        if isinstance(value, dict):
+            out += _leaf_paths(value, f"{prefix}{key}.")
+        else:
+            out.append(f"{prefix}{key}")
+    return out
+
+
+TOML_REJECTED_EXIT = "the launcher exits at start with 'Error reading config file ...'"
+
+
+def toml_rejected(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
+    """C §8.1: Cosmos-RL parses the TOML with the toml package 0.10.2 (TOML 0.5), not TOML 1.0; a file it
+    refuses never starts. (A file neither parser reads is refused at load: report.py.)"""
+    rejected = cfg.cosmos.rejected if cfg.cosmos is not None else None
+    if rejected is None:
+        return None
+    b = _Builder(cfg, "toml_rejected")
+    where = f"line {rejected.line}: " if rejected.line else ""
+    byte = f" ({rejected.byte})" if rejected.byte else ""
+    if rejected.reader == "controller":
+        b.problem(
+            f"Cosmos-RL's launcher reads the file, but the copy it writes for the controller (toml.dump) does not "
+            f"load again: {rejected.problem}. The controller exits at start with 'Failed to load or parse config "
+            "file ...'."
+        )
+    else:
+        b.problem(
+            f"Cosmos-RL's TOML parser (toml 0.10.2, not a TOML 1.0 parser) refuses {where}{rejected.problem}"
+            f"{byte}: {TOML_REJECTED_EXIT}."
+        )
+    if rejected.line:
+        text = cfg.text_line(rejected.line)
+        b.evidence.append(Evidence(file=str(cfg.path), line=rejected.line, text=text if text is not None else ""))
+    b.data = {"line": rejected.line, "problem": rejected.problem, "reader": rejected.reader, "byte": rejected.byte}
+    return b.build(action=rejected.hint or "write the line the way TOML 0.5 allows (docs/config.md)")
+
+
+def toml_misread(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
+    """C §8.1: what Cosmos-RL reads differs from what the file says in TOML 1.0 (the launcher's toml 0.10.2,
+    then the controller's reading of the launcher's toml.dump copy)."""
+    if not cfg.misreads:
+        return None
+    b = _Builder(cfg, "toml_misread")
+    for m in cfg.misreads:
+        who = "the launcher (toml 0.10.2)" if m.reader == "launcher" else "the controller (from the launcher's copy)"
+        if m.seen is MISSING:
+            seen = "drops it"
+        elif m.written is MISSING:
+            seen = f"reads a key the file does not have: {m.path} = {shown(m.seen)}"
+        else:
+            seen = f"reads {shown(m.seen)}"
+        written = f"{m.path} = {shown(m.written)}" if m.written is not MISSING else m.path
+        b.problem(f"{written}: {who} {seen}.", m.path.split("[")[0])
+    if cfg.cosmos is not None and cfg.cosmos.bom:
+        b.problem("The file starts with a UTF-8 byte-order mark (bytes EF BB BF), which toml reads as part of the "
+                  "first key.")
+    b.data = {
+        "paths": [m.path for m in cfg.misreads],
+        "seen": {m.path: shown(m.seen) for m in cfg.misreads},
+    }
+    return b.build(
+        action="write each value so that TOML 0.5 reads it the same: arrays of one type, no table after a value "
+        "in an array, UTF-8 without a byte-order mark (docs/config.md)"
+    )
 
 
 def invalid_value(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
@@ -798,7 +922,7 @@ def invalid_value(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
         if bad.bound is not None:
             b.fix(bad.path, bad.bound.fix, bad.bound.why)
     if _recipe_skip(cfg) is None:
-        _reward_checks(cfg, b)
+        _reward_checks(cfg, ctx, b)
     if cfg.get("custom.alpamayo.idx_rng_enable") and cfg.get("custom.alpamayo.idx_rng_seed") is None:
         b.problem(
             "idx_rng_enable = true without idx_rng_seed: the prefetch server fails with 'idx_rng_enable=true "
@@ -816,19 +940,24 @@ def invalid_value(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
     return b.build()
 
 
-def _reward_checks(cfg: LoadedConfig, b: _Builder) -> None:
-    """R §10: the reward functions require their weights under [custom.alpamayo.reward]."""
-    joint = cfg.is_set("custom.alpamayo.reward.reasoning_weight") or cfg.is_set(
+def reward_entry(cfg: LoadedConfig, ctx: LintContext) -> Entry:
+    """The entry whose reward the TOML feeds: the one in use when known, else the one its keys point to
+    (``collision_weight``: collision; ``reasoning_weight`` or a grader path: joint; else motion)."""
+    if ctx.entry_script is not None:
+        return ctx.entry_script
+    if cfg.is_set("custom.alpamayo.reward.collision_weight"):
+        return ENTRIES["collision"]
+    if cfg.is_set("custom.alpamayo.reward.reasoning_weight") or cfg.is_set(
         "custom.alpamayo.reasoning_grading_model_path"
-    )
-    shipped = (
-        {"traj_l2_weight": 0.2, "comfort_weight": 0.0, "reasoning_weight": 0.3}
-        if joint
-        else {
-            "traj_l2_weight": 0.4,
-            "comfort_weight": 0.1,
-        }
-    )
+    ):
+        return ENTRIES["joint"]
+    return ENTRIES["motion"]
+
+
+def _reward_checks(cfg: LoadedConfig, ctx: LintContext, b: _Builder) -> None:
+    """R §10: the reward functions require their weights under [custom.alpamayo.reward]."""
+    entry = reward_entry(cfg, ctx)
+    shipped = {k: entry.rewards[k] for k in entry.required_rewards}
     if not isinstance(cfg.raw("custom.alpamayo.reward"), dict):
         b.problem(
             "[custom.alpamayo.reward] is missing: the reward fails at the first rollout with 'Reward config "
@@ -845,14 +974,15 @@ def _reward_checks(cfg: LoadedConfig, b: _Builder) -> None:
             "custom.alpamayo.reward",
         )
         shipped = {k: shipped[k] for k in missing}
-    mode = "joint" if joint else "motion"
     for key, value in shipped.items():
-        b.fix(f"custom.alpamayo.reward.{key}", value, f"the recipe's {mode} value (R §8.4)")
+        b.fix(f"custom.alpamayo.reward.{key}", value, f"the recipe's {entry.mode} value (R §8.4)")
 
 
 Rule = Callable[[LoadedConfig, LintContext], RuleResult]
 
 RULES: dict[str, Rule] = {
+    "toml_rejected": toml_rejected,
+    "toml_misread": toml_misread,
     "placeholder_path": placeholder_path,
     "insufficient_gpus": insufficient_gpus,
     "batch_not_divisible": batch_not_divisible,
@@ -910,6 +1040,7 @@ def make_context(
     nodes: int | None = None,
     compute: str | None = None,
     env: Mapping[str, str] | None = None,
+    entry: str | None = None,
 ) -> LintContext:
     if compute is not None and compute not in COMPUTE_CHOICES:
         raise ValueError(f"compute must be one of {', '.join(COMPUTE_CHOICES)}, got {compute!r}")
@@ -917,7 +1048,11 @@ def make_context(
         if value is not None and not 1 <= value <= MAX_MACHINE:
             raise ValueError(f"{name} must be between 1 and {MAX_MACHINE}, got {value}")
     return LintContext(
-        gpus_per_node=gpus_per_node, nodes=nodes, compute=compute, env=dict(os.environ if env is None else env)
+        gpus_per_node=gpus_per_node,
+        nodes=nodes,
+        compute=compute,
+        env=dict(os.environ if env is None else env),
+        entry=entry or None,
     )
 
 
@@ -928,9 +1063,10 @@ def lint_config(
     nodes: int | None = None,
     compute: str | None = None,
     env: Mapping[str, str] | None = None,
+    entry: str | None = None,
 ) -> list[Finding]:
     """Config-only findings for a loaded TOML; ``env`` defaults to this process's environment."""
-    ctx = make_context(gpus_per_node=gpus_per_node, nodes=nodes, compute=compute, env=env)
+    ctx = make_context(gpus_per_node=gpus_per_node, nodes=nodes, compute=compute, env=env, entry=entry)
     return run_rules(loaded, ctx)[0]
 
 

@@ -58,6 +58,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from a1x_diagnostics.recipe_entries import entry_named
 from a1x_supervisor.slurm.plan import CosmosRev, NodePlan, Packing, RoleName
 from a1x_supervisor.slurm.spec import ClusterSpec, SlurmSpecError
 from a1x_supervisor.spec_values import control_chars
@@ -84,11 +85,6 @@ FIND_CONTROLLER_SH = (
     '"launch_controller.sh"))\''
 )
 
-# docs/reference/alpamayo-recipe.md §3 / §8.1: the dataset variable each training entry requires at import.
-ENTRY_DATA_ENV = {
-    "alpamayo_cosmos_rl_post_training_entry.py": "ALPAMAYO_PAI_LOCAL_DIR",
-    "alpamayo_cosmos_rl_post_training_reasoning_entry.py": "ALPAMAYO_PAI_REASONING_LOCAL_DIR",
-}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -141,7 +137,8 @@ def node_sets(plan: NodePlan) -> list[NodeSet]:
 def required_env(spec: ClusterSpec, job: SbatchJob) -> list[str]:
     """Variables every step must see: the entry's dataset variable unless the spec sets it, and pass_env."""
     names = []
-    data_var = ENTRY_DATA_ENV.get(Path(job.entry).name)
+    entry = entry_named(job.entry)  # docs/reference/alpamayo-recipe.md §3 / §8.1: the variable it requires
+    data_var = entry.data_env if entry is not None else None
     if data_var is not None and data_var not in spec.env:
         names.append(data_var)
     names += [n for n in spec.pass_env if n not in names]

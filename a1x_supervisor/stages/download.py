@@ -97,7 +97,7 @@ def stage(ctx: StageContext) -> StageSpec:
 
     def prepare() -> list[Command]:
         common = ("--camera", *spec.data.cameras, "--calibration", *spec.data.calibration, "--labels", *spec.labels)
-        if spec.reward_mode == "motion":
+        if not spec.entry.reasoning_data:
             if not spec.data.chunk_ids:
                 raise StageError(
                     "refusing to download without chunk ids (it would fetch the whole dataset): set data.chunk_ids"
@@ -131,7 +131,7 @@ def stage(ctx: StageContext) -> StageSpec:
 
     def verify() -> VerifyResult:
         text = ctx.stage_log_text("download")
-        if spec.reward_mode == "motion":
+        if not spec.entry.reasoning_data:
             return verify_download_motion(
                 paths.pai_dir,
                 chunk_ids=spec.data.chunk_ids,
@@ -151,7 +151,7 @@ def stage(ctx: StageContext) -> StageSpec:
 
     return StageSpec(
         name="download",
-        title="download PAI " + ("motion chunks" if spec.reward_mode == "motion" else "reasoning clips"),
+        title="download PAI " + ("reasoning clips" if spec.entry.reasoning_data else "motion chunks"),
         prepare=prepare,
         verify=verify,
         progress=HfDownload,

@@ -145,7 +145,7 @@ def cluster_train_command(
                 n_rollout=spec.replicas.rollout,
             )
         else:
-            data_var = "ALPAMAYO_PAI_LOCAL_DIR" if spec.reward_mode == "motion" else "ALPAMAYO_PAI_REASONING_LOCAL_DIR"
+            data_var = spec.entry.data_env
             needed = dispatch_needed_paths(
                 cluster,
                 entry=Path(entry),

@@ -30,6 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--from", dest="from_stage", metavar="STAGE", help="start at STAGE (it runs even if done)")
     group.add_argument("--only", metavar="STAGE", help="run only STAGE (it runs even if done)")
+    parser.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        metavar="STAGE",
+        help="leave STAGE out (repeatable), e.g. --skip evaluate",
+    )
     parser.add_argument("--foreground", action="store_true", help="supervise in this terminal instead of a daemon")
     parser.add_argument("--detach", action="store_true", help="return once the supervisor is up")
     parser.add_argument("--skip-preflight", action="store_true", help="start even if preflight finds problems")
@@ -111,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         spec_path = existing.spec_path
     try:
         spec = load_spec(spec_path)
-        stages = select_stages(stage_names(spec), from_stage=args.from_stage, only=args.only)
+        stages = select_stages(stage_names(spec), from_stage=args.from_stage, only=args.only, skip=args.skip)
     except (SpecError, StageError) as exc:
         print(str(exc), file=sys.stderr)
         return 2
@@ -146,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
     plan = Plan(
         from_stage=args.from_stage,
         only=args.only,
+        skip=tuple(args.skip),
         preflight=None
         if report is None
         else {"status": report.status.value, "summary": report.summary, "findings": [f.id for f in report.findings]},

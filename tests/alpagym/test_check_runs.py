@@ -41,9 +41,9 @@ def test_a_healthy_closed_loop_run_is_ok_completed_with_its_closed_loop_metrics(
     assert "host.log" in report.files
 
 
-def test_the_schema_says_1_2() -> None:
-    assert SCHEMA_VERSION == "1.2"
-    assert run("healthy").schema_version == "1.2"
+def test_the_schema_says_1_3() -> None:
+    assert SCHEMA_VERSION == "1.3"
+    assert run("healthy").schema_version == "1.3"
 
 
 @pytest.mark.parametrize(

@@ -72,6 +72,10 @@ def _events(world: World, kind: str) -> list[dict[str, Any]]:
 # -- the spec -------------------------------------------------------------------------------------------
 
 
+
+def _train(state: dict[str, Any]) -> dict[str, Any]:
+    return next(st for st in state["stages"] if st["name"] == "train")
+
 def test_the_cluster_section_round_trips_and_init_shows_an_example(tmp_path: Path) -> None:
     w = World(root=tmp_path, env={})
     spec = parse_spec(w.spec_text(compute="cluster", cluster=CLUSTER + 'output_root = "out"\n'), base=tmp_path)
@@ -184,12 +188,12 @@ def test_a_pending_job_shows_its_reason_and_stop_cancels_it(world: World, monkey
         # Slurm names either reason for it, and may change its mind while it waits (PartitionConfig, then
         # PartitionNodeLimit after tests/slurm's jobs): status shows the one it gives now, explained.
         never = ("PartitionConfig", "PartitionNodeLimit")
-        state = world.wait_state(lambda s: (s["stages"][-3].get("slurm") or {}).get("reason") in never)
+        state = world.wait_state(lambda s: (_train(s).get("slurm") or {}).get("reason") in never)
         status = world.cli("status", str(world.run_dir))
         assert any(line in status.stdout for line in (
             "PENDING (PartitionConfig: the partition cannot give this request",
             "PENDING (PartitionNodeLimit: more nodes than the partition allows)")), status.stdout
-        job_id = state["stages"][-3]["slurm"]["job_id"]
+        job_id = _train(state)["slurm"]["job_id"]
         done = world.cli("stop", str(world.run_dir))
         assert done.returncode == 0, done.stdout + done.stderr
     finally:
@@ -209,7 +213,7 @@ def test_stop_cancels_a_running_job_and_leaves_no_process(world: World, monkeypa
     thread = threading.Thread(target=sup.serve)
     thread.start()
     try:
-        world.wait_state(lambda s: (s["stages"][-3].get("slurm") or {}).get("state") == "RUNNING")
+        world.wait_state(lambda s: (_train(s).get("slurm") or {}).get("state") == "RUNNING")
         deadline = time.monotonic() + 20
         while len(world.calls()) < 2 and time.monotonic() < deadline:  # controller and launcher started
             time.sleep(0.1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,22 @@ from a1x_supervisor.pipeline import stage_names
 from a1x_supervisor.preflight import GB, GpuInventory, preflight
 from a1x_supervisor.spec import RunSpec, parse_spec
 
-ALL_BINARIES = {"uv", "git", "redis-server", "nvidia-smi"}
+ALL_BINARIES = {"uv", "git", "redis-server", "nvidia-smi", "nvcc"}
 EIGHT_H100 = GpuInventory((85 * GB,) * 8, "test")
+
+
+def fake_commands(nvcc: str = "12.8", python: str | None = "/usr/bin/python3.12") -> Callable[..., tuple[int, str]]:
+    """What the install checks run: `nvcc --version` and `uv python find` (a1x_supervisor/preflight_install.py)."""
+
+    def run(argv: list[str], cwd: Path | None) -> tuple[int, str]:
+        if argv[-1] == "--version":
+            return 0, f"nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release {nvcc}, V{nvcc}.93"
+        if argv[1:] == ["python", "find"]:
+            missing = "error: No interpreter found for Python ==3.12.* in managed installations"
+            return (0, python) if python else (2, missing)
+        raise AssertionError(argv)
+
+    return run
 
 
 def _spec(world: World, **overrides: object) -> RunSpec:
@@ -31,6 +46,7 @@ def _run(
     binaries: set[str] = ALL_BINARIES,
     env: dict[str, str] | None = None,
     stages: list[str] | None = None,
+    run: Callable[..., tuple[int, str]] | None = None,
 ) -> Report:
     # The Hub is not asked here: tests/supervisor/test_preflight_hub.py asks a local one.
     return preflight(
@@ -44,6 +60,7 @@ def _run(
         disk_free=lambda _p: free,
         which=lambda name: f"/usr/bin/{name}" if name in binaries else None,
         hub=False,
+        run=run or fake_commands(),
     )
 
 
@@ -75,12 +92,14 @@ def test_too_few_or_too_small_gpus(world: World) -> None:
 
 def test_disk_token_binaries_and_checkout(world: World) -> None:
     spec = _spec(world, reward_mode="joint")
-    report = _run(world, spec, free=40 * GB, binaries={"git"}, env={"HF_HOME": str(world.root / "hfhome")})
+    env = {"HF_HOME": str(world.root / "hfhome"), "UV_CACHE_DIR": str(world.root / "uvcache")}
+    report = _run(world, spec, free=40 * GB, binaries={"git"}, env=env)
     assert {"disk_space_low", "hf_token_missing", "binary_missing"} <= _ids(report)
     disk = next(f for f in report.findings if f.id == "disk_space_low")
-    # one filesystem: 22 GB model + 90 GB joint data + 22 GB export
-    assert disk.evidence[0].text.startswith("40.0 GB free, about 134 GB needed on one filesystem: 22 GB in ")
+    # one filesystem: 22 GB model + 90 GB joint data + 22 GB export + 12 GB of wheels in the uv cache (env)
+    assert disk.evidence[0].text.startswith("40.0 GB free, about 146 GB needed on one filesystem: 22 GB in ")
     assert f"90 GB in {world.root / 'reasoning'} for joint PAI reasoning data (download)" in disk.evidence[0].text
+    assert f"12 GB in {world.root / 'uvcache'} for the uv cache" in disk.evidence[0].text
     missing = next(f for f in report.findings if f.id == "binary_missing").data["missing"]
     assert missing == ["uv", "redis-server", "nvidia-smi"]
     (world.root / "hfhome" / "token").write_text("hf_fromfile_123")  # `hf auth login` writes this
