@@ -54,7 +54,7 @@ COMMANDS = {
     "init": ["init", "--out", "-"],
     "version": ["--version"],
     "help": ["lint", "--help"],
-    "fix diff": ["fix", str(TOML), "--finding", "invalid_value"],
+    "fix diff": ["fix", str(TOML), "--finding", "checkpointing_disabled"],
 }
 
 

@@ -93,8 +93,11 @@ async def test_choices_preflight_one_confirmation_then_the_dashboard(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     launched: list[dict[str, Any]] = []
+    real_run = subprocess.run
 
     def fake_run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        if "run" not in argv:  # preflight's own probes (uv, nvcc) run for real: only the launch is faked
+            return real_run(argv, **kwargs)
         launched.append({"argv": argv, "env": kwargs["env"]})
         return subprocess.CompletedProcess(argv, 0, "run ...: supervisor pid 1, detached", "")
 
