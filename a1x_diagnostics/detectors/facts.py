@@ -10,7 +10,7 @@ from datetime import datetime
 
 from a1x_diagnostics.closed_loop_events import PROGRESS_MARKS as CLOSED_LOOP_PROGRESS
 from a1x_diagnostics.closed_loop_events import STARTUP_MARKS as CLOSED_LOOP_STARTUP
-from a1x_diagnostics.detectors._config import clip_text
+from a1x_diagnostics.detectors._config import clip_text, duration
 from a1x_diagnostics.detectors._context import DetectorContext, ts_of
 from a1x_diagnostics.detectors._errors import exception_text, stopped_from_outside
 from a1x_diagnostics.detectors._probes import Hit
@@ -311,7 +311,8 @@ def usual_step_s(ctx: DetectorContext) -> float | None:
     return max(paces) if paces else None
 
 
-def find_stall(ctx: DetectorContext, stops: list[Event] | None = None) -> Stall | None:
+def find_stall(ctx: DetectorContext, stops: list[Event] | None = None,
+               ends: list[Signal] | None = None) -> Stall | None:
     """No progress for longer than the run's own pace allows, up to the end of its record: a stop from
     outside (``stops``: ``terminations(ctx)``), the job's own end, the newest line, or (for a run being
     written) the present."""
@@ -326,7 +327,7 @@ def find_stall(ctx: DetectorContext, stops: list[Event] | None = None) -> Stall 
         usual = usual_step_s(ctx)
         if usual is not None:
             limit = max(STALL_FACTOR * usual, STALL_FLOOR_S)
-            rule = f"{STALL_FACTOR:g} x the usual step, at least {duration_words(STALL_FLOOR_S)}"
+            rule = f"{STALL_FACTOR:g} x the usual step, at least {duration(STALL_FLOOR_S)}"
         else:
             limit, rule = STALL_ONE_STEP_S, "one step logged and no step time: 10 min"
         what = f"the last step ({m.step}/{m.total_steps})"
@@ -339,17 +340,18 @@ def find_stall(ctx: DetectorContext, stops: list[Event] | None = None) -> Stall 
         began = _startup_began(ctx)
         took = since - began if began is not None else 0.0
         limit = min(max(STARTUP_FACTOR * took, STARTUP_FLOOR_S), STARTUP_CEILING_S)
-        rule = (f"{STARTUP_FACTOR:g} x the start-up so far ({duration_words(took)}), within "
-                f"[{duration_words(STARTUP_FLOOR_S)}, {duration_words(STARTUP_CEILING_S)}]")
+        rule = (f"{STARTUP_FACTOR:g} x the start-up so far ({duration(took)}), within "
+                f"[{duration(STARTUP_FLOOR_S)}, {duration(STARTUP_CEILING_S)}]")
         label = "a rollout reached the controller" if name == "stat" else f"{facts.source.replica}: {name}"
         what = f"the last sign of progress before any step ({label.replace('_', ' ')})"
         progress = _event_at(ctx, facts, facts.marks[name].line) if name else None
     if _paused(ctx):
         limit = max(limit, PAUSE_S)
-        rule += f"; a checkpoint save or validation had begun: at least {duration_words(PAUSE_S)}"
-    ends = [e for e in (terminations(ctx) if stops is None else stops) if (_stamped(ctx, e) or 0.0) >= since]
-    ended_by = ends[0] if ends else None
-    own_end = min((t for s in self_ended(ctx) if (t := ts_of(s)) is not None and t >= since), default=None)
+        rule += f"; a checkpoint save or validation had begun: at least {duration(PAUSE_S)}"
+    stopped = [e for e in (terminations(ctx) if stops is None else stops) if (_stamped(ctx, e) or 0.0) >= since]
+    ended_by = stopped[0] if stopped else None
+    own_ends = self_ended(ctx) if ends is None else ends
+    own_end = min((t for s in own_ends if (t := ts_of(s)) is not None and t >= since), default=None)
     if ended_by is not None:
         end = _stamped(ctx, ended_by)
         if end is not None and own_end is not None and own_end < end:
@@ -364,13 +366,6 @@ def find_stall(ctx: DetectorContext, stops: list[Event] | None = None) -> Stall 
     if silent < limit:
         return None
     return Stall(since, silent, limit, what, progress, ended_by, usual, until_ts=end, rule=rule)
-
-
-def duration_words(seconds: float) -> str:
-    """``90 s``, ``3 min``, ``30 min``: a limit as the finding states it."""
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.0f} min"
 
 
 def _paused(ctx: DetectorContext) -> bool:
@@ -405,8 +400,8 @@ class RunFacts:
 
     @classmethod
     def of(cls, ctx: DetectorContext) -> RunFacts:
-        stops = terminations(ctx)
-        return cls(collect_crashes(ctx), stops, find_stall(ctx, stops), self_ended(ctx), user_stop(ctx))
+        stops, ends = terminations(ctx), self_ended(ctx)
+        return cls(collect_crashes(ctx), stops, find_stall(ctx, stops, ends), ends, user_stop(ctx))
 
 
 def user_stop(ctx: DetectorContext) -> Signal | None:
