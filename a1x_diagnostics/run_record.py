@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from pathlib import Path
 
@@ -24,14 +25,16 @@ STATE_FILE = "state.json"
 TRAIN_STAGE = "train"
 _STOPPING = "[a1x-tui] stopping:"
 _TAIL_BYTES = 1 << 20  # the stop is near the end of the stage log
+_LOGS_TS = re.compile(r"logs_\d{8}-\d{6}")
 
 
 def launcher_log_dir(capture: Path, printed: str | None) -> Path | None:
     """The log folder a launcher capture names, where it can be reached: the printed path, else a folder of
-    that name beside the capture. None when neither holds a file."""
-    if not printed:
-        return None
-    named = Path(printed)
+    that name beside the capture. None when neither holds a file, or the name is not a ``logs_<ts>`` folder's
+    (a line of a log never makes ``--check`` read elsewhere)."""
+    named = Path(printed or "")
+    if not _LOGS_TS.fullmatch(named.name):
+        return None  # the launcher always writes into a logs_<YYYYmmdd-HHMMSS> folder (§3.1): nothing else is read
     candidates = [named if named.is_absolute() else capture.parent / named, capture.parent / named.name]
     for folder in candidates:
         try:

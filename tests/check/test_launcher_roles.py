@@ -83,3 +83,27 @@ def test_without_the_launchers_lines_the_run_is_still_not_ok(tmp_path: Path) -> 
     report = check(run)
     assert report.status.value == "warning" and report.outcome.state is Outcome.INCOMPLETE  # type: ignore[union-attr]
     assert "step 3/8" in report.summary
+
+
+def test_a_launcher_output_makes_check_read_only_a_logs_ts_folder(tmp_path: Path) -> None:
+    # the folder comes from a line of the file: anything but the launcher's logs_<YYYYmmdd-HHMMSS> is not read
+    elsewhere = tmp_path / "private"
+    elsewhere.mkdir()
+    (elsewhere / "notes.log").write_text("Traceback (most recent call last):\nValueError: secret\n")
+    out = (HEALTHY / "run.out").read_text().replace("/workspace/out/healthy/logs_20261129-135902", str(elsewhere))
+    capture = tmp_path / "run.out"
+    capture.write_text(out)
+    report = check(capture)
+    assert report.files == ["run.out"] and "secret" not in report.model_dump_json()
+
+
+def test_a_launcher_output_reads_the_folder_at_the_path_it_printed(tmp_path: Path) -> None:
+    logs = tmp_path / "out" / "logs_20261129-135902"
+    shutil.copytree(next(HEALTHY.glob("logs_2*")), logs)
+    out = (HEALTHY / "run.out").read_text().replace("/workspace/out/healthy", str(tmp_path / "out"))
+    capture = tmp_path / "elsewhere" / "run.out"
+    capture.parent.mkdir()
+    capture.write_text(out)
+    report = check(capture)
+    assert report.status.value == "ok" and report.run == "logs_20261129-135902"
+    assert f"{logs}/controller.log" in report.files and "run.out" in report.files
