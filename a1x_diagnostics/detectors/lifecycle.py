@@ -303,6 +303,10 @@ def _who_went_quiet(ctx: DetectorContext, stall: Stall, until: float | None) -> 
     parts = []
     if first is not None:
         parts.append(f"Quiet first: {first[0].source.replica} (its last event: {first[2]} at {_clock(first[1])})")
+        then = ctx.metrics.step_at(first[1])
+        if first[0].source.role is Role.ROLLOUT and then is not None and ctx.metrics.step and ctx.metrics.step > then:
+            parts[-1] += (f", after which the policy trained on from rollouts already buffered, to step "
+                          f"{ctx.metrics.step}")
     parts += [f"{p[0].source.replica} at {_clock(p[1])} ({p[2]})" for p in quiet if p is not first]
     throttled = [f for f in ctx.files(Role.CONTROLLER) for n in ("throttle:still_engaged", "throttle:engaged")
                  if (m := f.marks.get(n)) is not None and m.ts is not None and m.ts > since + 1.0]

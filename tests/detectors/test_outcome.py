@@ -341,3 +341,13 @@ def test_a_run_the_user_stopped_through_a1x_tui_is_stopped_not_stopped_from_outs
     assert not [f for f in report.findings if f.severity is Severity.CRITICAL], report.summary
     stop = next(f for f in report.findings if f.id == "run_incomplete")
     assert "You stopped the run" in stop.explanation and "from outside" not in stop.explanation
+
+
+def test_a_rollout_that_went_quiet_while_the_policy_trained_on_its_buffer_is_named_so() -> None:
+    # the rollout's last line at step 1; the controller trains steps 2-4 from pending rollouts, then nothing
+    rollout = [cosmos(100.8, "[Rollout] All 27 at step 1 recv operations finished in 0.01 seconds", rank=0),
+               death_signal(100 + 4 * 0.7 + 300)]
+    r = run_logs({"controller.log": _fast_run(4, 40, pending=0), "rollout_0.log": rollout}, config=BATCH_8)
+    stalled = r.one("stalled")
+    assert stalled.data["quiet_first"] == "rollout_0"
+    assert "the policy trained on from rollouts already buffered, to step 4" in stalled.explanation
