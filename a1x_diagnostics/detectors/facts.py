@@ -27,12 +27,14 @@ PROCESS_ROLES = (Role.CONTROLLER, *REPLICA_ROLES)
 
 # Stall limits: silence measured against the run's own pace (docs/findings.md "stalled"). After a step:
 # STALL_FACTOR usual steps (the median wall time between Step lines, or of the steps' own Iteration time,
-# whichever is longer), at least STALL_FLOOR_S: what pauses a healthy run between two Step lines is a
-# weight sync (seconds to half a minute, §15.1) or a checkpoint save and a validation pass, which have
-# their own allowance (PAUSE_S). With one step and no Iteration time: STALL_ONE_STEP_S. Before the first
-# step the scale is the start-up itself: STARTUP_FACTOR times as long as launch -> last milestone took,
-# within [STARTUP_FLOOR_S, STARTUP_CEILING_S] (a 10B model loads for minutes, a tiny one for seconds).
+# whichever is longer) and BURST_FACTOR times the longest recent one, at least STALL_FLOOR_S: what pauses a
+# healthy run between two Step lines is a weight sync (seconds to half a minute, §15.1) or a checkpoint save
+# and a validation pass, which have their own allowance (PAUSE_S). With one step and no Iteration time:
+# STALL_ONE_STEP_S. Before the first step the scale is the start-up itself: STARTUP_FACTOR times as long as
+# launch -> last milestone took, within [STARTUP_FLOOR_S, STARTUP_CEILING_S] (a 10B model loads for
+# minutes, a tiny one for seconds).
 STALL_FACTOR = 10.0
+BURST_FACTOR = 2.0  # and twice its longest recent step: steps that come in bursts between weight syncs (§15)
 STALL_FLOOR_S = 60.0
 STALL_ONE_STEP_S = 600.0
 STARTUP_FACTOR = 4.0
@@ -326,8 +328,11 @@ def find_stall(ctx: DetectorContext, stops: list[Event] | None = None,
         since = step_series.last_ts
         usual = usual_step_s(ctx)
         if usual is not None:
-            limit = max(STALL_FACTOR * usual, STALL_FLOOR_S)
-            rule = f"{STALL_FACTOR:g} x the usual step, at least {duration(STALL_FLOOR_S)}"
+            walls = m.get("step_time_s")
+            longest = max(walls.tail(20), default=0.0) if walls is not None else 0.0
+            limit = max(STALL_FACTOR * usual, BURST_FACTOR * longest, STALL_FLOOR_S)
+            rule = (f"{STALL_FACTOR:g} x the usual step and {BURST_FACTOR:g} x the longest recent one, at least "
+                    f"{duration(STALL_FLOOR_S)}")
         else:
             limit, rule = STALL_ONE_STEP_S, "one step logged and no step time: 10 min"
         what = f"the last step ({m.step}/{m.total_steps})"

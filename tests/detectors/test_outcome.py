@@ -351,3 +351,19 @@ def test_a_rollout_that_went_quiet_while_the_policy_trained_on_its_buffer_is_nam
     stalled = r.one("stalled")
     assert stalled.data["quiet_first"] == "rollout_0"
     assert "the policy trained on from rollouts already buffered, to step 4" in stalled.explanation
+
+
+def test_steps_that_come_in_bursts_set_the_limit_by_their_longest_gap() -> None:
+    # weight-sync gating (docs/reference/cosmos-rl.md §15): fast steps from the buffer, then a long wait for
+    # rollouts made with the new weights; a pause as long as the run's own longest recent one is not a hang
+    lines = []
+    t = 100.0
+    for n in range(1, 13):
+        t += 100.0 if n % 4 == 0 else 1.0  # every fourth step waits 100 s
+        lines.append(step(t, n, 40, it=0.5))
+    policy = [cosmos(99, "[Policy] Building lr schedulers for total steps 40", rank=0), death_signal(t + 150)]
+    r = run_logs({"controller.log": lines, "policy_0.log": policy})
+    assert r.outcome.state is Outcome.TERMINATED and "stalled" not in r.ids  # 150 s < 2 x 100 s
+    policy[-1] = death_signal(t + 260)
+    r = run_logs({"controller.log": lines, "policy_0.log": policy})
+    assert r.outcome.state is Outcome.STALLED and r.one("stalled").data["limit_s"] == 200.0
