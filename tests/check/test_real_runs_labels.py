@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -217,3 +218,40 @@ def test_an_in_scope_failure_is_found_or_a_named_miss(row: dict[str, str]) -> No
 
 def test_the_expected_misses_are_rows_of_the_index() -> None:
     assert set(EXPECTED_MISSES) | E_CRASHES <= {r["file"] for r in LOGS}
+
+
+# Lines that prove a failure or how the job ended (as tests/check/test_outcome_real.py strips them): take them all
+# out of a failing run and what is left must still not read OK.
+_PROOF = re.compile(r"Traceback|Error|error|exitcode|Exception|death signal|SIGTERM|SIGKILL|is dead|failed|Killed|"
+                    r"Terminated|exited|Unregistering|is stopping|ChildFailed|Root Cause|core dumped|Fatal")
+
+
+def _failing() -> list[object]:
+    """The runs whose label is a failure; a buffer growth that only its detector sees (another branch's work,
+    ``ELSEWHERE``) reads OK before and after until it lands: strict xfail."""
+    out: list[object] = []
+    for param in RUNS:
+        path, expect = param.values  # type: ignore[attr-defined]
+        if expect == "healthy":
+            continue
+        unseen = path.parent.name == "cosmos-rl-747d1bd" and path.name == "rollout_buffer_growth"
+        marks = [pytest.mark.xfail(strict=True, reason=ELSEWHERE[(path.parent.name, path.name)])] if unseen else []
+        out.append(pytest.param(path, expect, marks=marks, id=param.id))  # type: ignore[attr-defined]
+    return out
+
+
+@pytest.mark.parametrize(("path", "expect"), _failing())
+def test_a_failing_real_run_without_its_proof_is_still_not_ok(path: Path, expect: str, tmp_path: Path) -> None:
+    for target in (path, path / "run.out"):
+        copy = tmp_path / target.relative_to(REAL.parent).as_posix().replace("/", "_")
+        if target.is_dir():
+            shutil.copytree(target, copy, symlinks=True)
+        else:
+            shutil.copyfile(target, copy)
+        for p in [copy] if copy.is_file() else copy.rglob("*"):
+            if p.is_file() and not p.is_symlink() and p.suffix in (".log", ".out"):
+                lines = p.read_bytes().decode("utf-8", "replace").splitlines()
+                kept = [ln for ln in lines if not _PROOF.search(ln) and not ln.startswith(("  ", "\t", "[rank0]:  "))]
+                p.write_text("\n".join(kept) + "\n")
+        report = check(copy)
+        assert report.status is not Status.OK, (target, report.summary)
