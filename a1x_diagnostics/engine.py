@@ -191,9 +191,9 @@ def _read_named_folder(collector: Collector, layout: RunLayout, notes: list[str]
 
     capture = layout.files[0][0]
     printed = log_dir_of(collector.store.signal(SignalKind.PROCESS_PLANNED).items())
-    folder = launcher_log_dir(capture, printed)
     if printed is None:
         return None
+    folder = launcher_log_dir(capture, printed)
     if folder is None:
         notes.append(f"the launcher wrote its processes' logs to {printed}/: not found there nor beside "
                      f"{capture.name}, so only the launcher's own lines were read")
@@ -305,9 +305,12 @@ def check(
     if progress is not None:
         size = sum(f.size or 0 for f in collector.store.files.values())
         progress(f"reading {len(layout.files)} file(s), {size / 1e6:.1f} MB")
+    run_name = layout.run_name
     try:
         if reader is None or collector.closed_loop is not None or not reader(collector, layout, deadline):
             _read_into(collector, layout, deadline)
+        if layout.kind == "single_file" and layout.files[0][1].role is Role.LAUNCHER:
+            run_name = _read_named_folder(collector, layout, notes, deadline) or run_name
         if collector.closed_loop is not None:
             from a1x_diagnostics.alpagym.reader import read_into
 
@@ -318,12 +321,6 @@ def check(
             target, f"timed out after {timeout:g} s while reading the logs" if timeout is not None
             else "timed out while reading the logs", run=layout.run_name, notes=notes
         )
-    run_name = layout.run_name
-    try:
-        if layout.kind == "single_file" and layout.files[0][1].role is Role.LAUNCHER:
-            run_name = _read_named_folder(collector, layout, notes, deadline) or run_name
-    except CheckTimeout:
-        return unknown_report(target, "timed out while reading the logs", run=layout.run_name, notes=notes)
     if layout.kind == "run_dir":
         stop = user_stop(layout.target)
         if stop is not None:
