@@ -237,7 +237,7 @@ def stalled(c: Conclusion) -> Verdict:
         f"No progress for {duration(stall.silent_s)} after {stall.what} ({alive}); {pace}, and the limit for this "
         f"run is {duration(stall.limit_s)} ({stall.rule}). {story} Heartbeats come from a separate process, so a "
         "hung replica is never declared dead.",
-        [stall.progress, stall.ended_by, *(f.last_event for f in (newest,) if f is not None)],
+        [stall.progress, stall.ended_by, newest.last_event if newest is not None else None],
         action=(f"Dump the stacks of {who} (py-spy dump --pid P) to see where it waits" if who else
                 "Dump the stacks of the replica processes (py-spy dump --pid P) to see where they wait")
         + "; check the other findings (NCCL timeout, weight-sync hang); stop and relaunch with train.resume = true.",
