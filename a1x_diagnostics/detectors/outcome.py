@@ -113,7 +113,8 @@ def decide_outcome(ctx: DetectorContext, facts: RunFacts | None = None) -> RunOu
     tail = newest.last_event if newest is not None else None
     if launcher_only:
         shown = next(v for v in views if v.processes)
-        waiting = ", ".join(p.name for p in shown.running) or "some process"
+        names = [p.name for p in shown.running] or ["some process"]
+        waiting = ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]
         summary = f"the launcher's output ends while {waiting} had not ended ({shown.summary()})"
         if any(p.role is Role.CONTROLLER and p.ended_ok for p in shown.processes):
             summary += (": the controller ended cleanly and a replica did not, the known shutdown race when training "
