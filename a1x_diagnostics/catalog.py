@@ -54,6 +54,8 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("controller_unreachable", C, "Replicas cannot reach the controller", "logs"),
     _e("rollout_generation_failed", W, "Rollout generation batches fail and are discarded", "logs"),
     _e("logging_blind", W, "Per-step metrics are not logged: the console logger is off", "logs", "config"),
+    _e("replica_logs_missing", W, "Only the launcher's output was read: the process logs it wrote are not here",
+       "logs"),
     # --- the run's outcome when no specific finding explains it (docs/findings.md "Run outcome") ---
     _e("process_crashed", C, "A process of the run ended on an error", "logs"),
     _e("run_incomplete", C, "The run ended before its last step", "logs"),
@@ -163,6 +165,7 @@ RAISED_IN: dict[str, tuple[str, ...]] = {
     "controller_unreachable": ("a1x_diagnostics/detectors/failures.py",),
     "rollout_generation_failed": ("a1x_diagnostics/detectors/failures.py",),
     "logging_blind": ("a1x_diagnostics/detectors/collapse.py", "a1x_diagnostics/config/rules.py"),
+    "replica_logs_missing": ("a1x_diagnostics/detectors/lifecycle.py",),
     "process_crashed": ("a1x_diagnostics/detectors/outcome.py",),
     "run_incomplete": ("a1x_diagnostics/detectors/outcome.py",),
     "unexplained_error": ("a1x_diagnostics/detectors/outcome.py",),

@@ -19,7 +19,9 @@ SCHEMA_VERSION = "1.3"  # 1.1: the run outcome (``Report.outcome``); OK only for
 # metrics (episodes, collision and offroad rates...) and ``simulator`` as a log role; nothing removed or renamed
 # 1.3: toml_rejected and toml_misread (a TOML Cosmos-RL's own parser refuses is toml_rejected, no longer
 # invalid_value), export_regressed (the evaluate stage), python_version_mismatch, nvcc_missing and
-# nvcc_cuda_mismatch (preflight); nothing removed or renamed (docs/findings.md)
+# nvcc_cuda_mismatch (preflight), alpagym_env_incomplete (preflight), replica_logs_missing; the outcome
+# ``stopped`` (the user's stop through a1x-tui) and the launcher's ``process_planned`` / ``process_launched``
+# signals; config findings the logs refute move to ``notes``; nothing removed or renamed (docs/findings.md)
 
 
 class Severity(str, Enum):
@@ -90,6 +92,7 @@ class Outcome(str, Enum):
     STALLED = "stalled"  # no progress for many step times (before the first step: minutes after start-up)
     CRASHED = "crashed"  # a process ended on an uncaught error, a failure summary or a fatal signal
     TERMINATED = "terminated"  # stopped from outside (SIGTERM, SIGINT, scancel) before its last step
+    STOPPED = "stopped"  # stopped by its user through a1x-tui (stop, the dashboard's Stop) before its last step
     INCOMPLETE = "incomplete"  # ended, or its logs stop, at a step short of the total any other way
     NOT_STARTED = "not_started"  # no training step, and the logs stop before training began
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from a1x_diagnostics.catalog import entry
 from a1x_diagnostics.detectors._config import RunConfig, clip_text
+from a1x_diagnostics.detectors._config import duration as duration
 
 # The contract's names, for detectors: the context and its time helpers live below the facts.
 from a1x_diagnostics.detectors._context import DetectorContext as DetectorContext
@@ -184,17 +185,6 @@ def fmt(value: float | None, digits: int = 1) -> str:
     if float(value).is_integer():
         return str(int(value))
     return f"{value:.{digits}f}"
-
-
-def duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    seconds = float(seconds)
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 # --- run arithmetic shared by detectors ----------------------------------------------------------------

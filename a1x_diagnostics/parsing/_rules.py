@@ -763,6 +763,12 @@ signal_rule(r"Number of (?P<role>policy|rollout|reference) replicas: (?P<count>\
 signal_rule(r"Number of workers required: (?P<count>\d+)", S.WORKERS_REQUIRED)
 signal_rule(r"Multiple worker nodes will be used", S.MULTIPLE_WORKERS)
 signal_rule(r"Controller is ready at (?P<url>\S+)", S.CONTROLLER_READY)
+# What the launcher starts, in order: its 'Process i' lines count positions in that list, which shrinks as
+# processes end (§2.7); and where each one's output goes (its log file under --log-dir, §3.1).
+signal_rule(r"Launching process with command: \S*launch_controller\.sh", S.PROCESS_LAUNCHED, role="controller")
+signal_rule(r"Launching process with command: \S*launch_replica\.sh .*?--type (?P<role>policy|rollout|reference)\b",
+            S.PROCESS_LAUNCHED)
+signal_rule(r"Appending command: .*? output files: (?P<path>[^,\s]+)", S.PROCESS_PLANNED)
 # Public (``a1x_diagnostics.parsing.PROCESS_FAILED_RE``): the supervisor's train monitor matches the
 # launcher's output with it while the launcher runs.
 PROCESS_FAILED_PATTERN = r"Process (?P<process>\S+) failed with return code (?P<rc>-?\d+)"

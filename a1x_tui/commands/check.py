@@ -28,6 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--config", metavar="TOML", help="the run's TOML: adds config lint and current values to fixes")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="report format (default: text)")
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="text report: list every check that found nothing (ok, blind and why, not applicable)")
     parser.add_argument(
         "--run", metavar="NAME", help="which logs_<ts> (or SLURM part_N/run_M) to read; default: the latest"
     )
@@ -129,5 +131,5 @@ def run(args: argparse.Namespace) -> int:
     if path is not None:
         for note in report.notes:
             print(f"a1x-tui --check: {note}", file=sys.stderr)
-    _emit(render(report, args.format))
+    _emit(render(report, args.format, args.verbose))
     return report.exit_code

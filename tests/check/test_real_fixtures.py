@@ -53,10 +53,11 @@ EXPECTED: dict[tuple[str, str], tuple[set[str], set[str]]] = {
     # the second recording (fixtures README "Second recording")
     ("v0.4.4", "healthy_long"): (set(), set()),
     ("747d1bd", "healthy_long"): (set(), HANG_747),
-    ("v0.4.4", "policy_stopped"): ({"stalled"}, set()),
-    ("747d1bd", "policy_stopped"): ({"stalled"}, set()),
-    ("v0.4.4", "rollout_stopped_start"): ({"stalled"}, set()),
-    ("747d1bd", "rollout_stopped_start"): ({"stalled"}, set()),
+    # frozen, then stopped from outside: both facts (stalled, and run_incomplete for the stop, a warning)
+    ("v0.4.4", "policy_stopped"): ({"stalled", "run_incomplete"}, set()),
+    ("747d1bd", "policy_stopped"): ({"stalled", "run_incomplete"}, set()),
+    ("v0.4.4", "rollout_stopped_start"): ({"stalled", "run_incomplete"}, set()),
+    ("747d1bd", "rollout_stopped_start"): ({"stalled", "run_incomplete"}, set()),
     ("v0.4.4", "reward_raises"): ({"replica_died"}, {"stalled"}),
     ("747d1bd", "reward_raises"): ({"replica_died"}, {"stalled"}),
     ("v0.4.4", "entry_import_error"): ({"process_crashed"}, set()),

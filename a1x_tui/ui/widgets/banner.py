@@ -26,7 +26,8 @@ STATUS_STYLE = {
 }
 
 
-OUTCOME_STYLE = {Outcome.COMPLETED: "bold green", Outcome.NOT_STARTED: "yellow"}  # every other one: bold red
+# every other outcome: bold red
+OUTCOME_STYLE = {Outcome.COMPLETED: "bold green", Outcome.NOT_STARTED: "yellow", Outcome.STOPPED: "yellow"}
 
 
 def banner_text(
