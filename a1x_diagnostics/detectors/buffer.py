@@ -236,7 +236,8 @@ def rollout_buffer_growth(ctx: DetectorContext) -> Verdict:
     throttle_lines = ctx.store.throttle.get(ThrottleState.ENGAGED.value)
     parts: list[str] = []
     if growing:
-        parts.append(f"pending rollouts rose from about {fmt(start)} to {fmt(end)} while the policy trained")
+        # medians of a count: whole rollouts ("about 98.5 pending rollouts" read as a measurement error)
+        parts.append(f"pending rollouts rose from about {fmt(start, 0)} to {fmt(end, 0)} while the policy trained")
     if saturated:
         parts.append(
             f"for the last {len(streak)} steps ({duration(span)}) the rollouts were held back by the soft throttle "
@@ -256,7 +257,9 @@ def rollout_buffer_growth(ctx: DetectorContext) -> Verdict:
     if ahead:
         last_ahead = ahead[-1]
         lead = last_ahead.prompt_version - (ctx.metrics.step_at(ts_of(last_ahead) or 0.0) or 0)
-        parts.append(f"rollouts even refused prompts meant for {lead} steps ahead of training ({len(ahead)} times)")
+        times = "once" if len(ahead) == 1 else f"{len(ahead)} times"
+        ahead_by = f"{lead} step{'' if lead == 1 else 's'}"
+        parts.append(f"rollouts even refused prompts meant for {ahead_by} ahead of training ({times})")
     explanation = "Rollouts are produced faster than the policy trains on them: " + "; ".join(parts) + "."
     if batch:
         backlog = fmt(max(end, float(high.pending) if high else 0.0) / batch)
