@@ -222,7 +222,12 @@ def test_a_replica_given_two_sigterms_ends_its_log_once_as_stopped_never_with_a_
                  str(tmp_path / "checkpoints")],
                 stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
             )
-        time.sleep(0.3 + random.random() * 0.2)
+        # its first line is written once its SIGTERM handler is in (before that, on a loaded machine, the
+        # signal found Python's default and the replica died at -15, before this test's question arose)
+        deadline = time.monotonic() + 30
+        while not log.stat().st_size and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(random.random() * 0.2)
         replica.send_signal(signal.SIGTERM)
         time.sleep(random.random() * 0.002)
         replica.send_signal(signal.SIGTERM)
