@@ -95,6 +95,7 @@ def _become_daemon(rundir: RunDir, plan: Plan) -> None:
         os.close(out)
         sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
         sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+        _set_title(f"a1x-tui supervisor {rundir.run_dir}")
         print(f"{now_iso()} supervisor pid {os.getpid()} starting for {rundir.run_dir}", flush=True)
         code = Supervisor(rundir.run_dir, plan, subreaper=True).serve()
         print(f"{now_iso()} supervisor pid {os.getpid()} done (exit {code})", flush=True)
@@ -104,6 +105,16 @@ def _become_daemon(rundir: RunDir, plan: Plan) -> None:
         traceback.print_exc()
     finally:
         os._exit(code)
+
+
+def _set_title(title: str) -> None:
+    """What ``ps`` shows for the daemon: a fork of its client would read as that client's command
+    (``a1x-tui demo``, ``a1x-tui run --spec ...``) long after the client has gone."""
+    try:
+        from setproctitle import setproctitle
+    except ImportError:  # a core dependency; without it ps shows the client's command line
+        return
+    setproctitle(title)
 
 
 def wait_until_ready(rundir: RunDir, pid: int, *, timeout_s: float = 20.0) -> str | None:

@@ -25,6 +25,7 @@ from a1x_supervisor.stages.convert import verify_converted
 from a1x_supervisor.stages.curate import verify_curated
 from a1x_supervisor.stages.download import verify_download_joint, verify_download_motion
 from a1x_supervisor.stages.grader import verify_grader
+from a1x_supervisor.stages.parquet import NO_PYARROW, parquet_missing
 
 if TYPE_CHECKING:
     from a1x_supervisor.hub import HubRepo
@@ -92,8 +93,16 @@ def preflight(
     _check_wall_time(spec, todo, checks)
     _check_reused_outputs(spec, stages, todo, checks)
     check_install(spec, todo, checks, env, find, run or run_command)
+    _check_parquet(spec, todo, checks)
 
     return checks.report(target, stages)
+
+
+def _check_parquet(spec: RunSpec, todo: Sequence[str], checks: Checks) -> None:
+    """The curate and the joint download checks read parquet files: said before anything downloads."""
+    readers = [s for s in todo if s == "curate" or (s == "download" and spec.reward_mode == "joint")]
+    if readers and parquet_missing():
+        checks.notes.append(f"the {' and '.join(readers)} stage's check reads parquet files, and {NO_PYARROW}")
 
 
 def _check_gpus(

@@ -165,3 +165,6 @@ class StageSpec:
     # Called after every attempt, once its processes are gone (stopped, failed or done): ends what they
     # leave outside their process tree (AlpaSim's docker containers); the lines go to the stage log.
     cleanup: Callable[[], Sequence[str]] | None = None
+    # A train stage run here gets `a1x-tui gpu-agent` beside it (a1x_supervisor.gpu_agents); False for one
+    # that samples GPUs of its own (the demo's simulated GPUs: an agent there would only report no NVML).
+    gpu_agent: bool = True

@@ -339,7 +339,8 @@ def rollout_buffer_growth(ctx: DetectorContext) -> Verdict:
         if stalest is not None:
             parts.append(f"accepted rollouts were up to {fmt(stalest)} steps stale")
     if growing:
-        parts.append(f"pending rollouts rose from about {fmt(start)} to {fmt(end)} while the policy trained")
+        # medians of a count: whole rollouts ("about 98.5 pending rollouts" read as a measurement error)
+        parts.append(f"pending rollouts rose from about {fmt(start, 0)} to {fmt(end, 0)} while the policy trained")
     if long_throttle:
         engaged_s = _engaged_while_training(long_throttle[-1], first_start, last_end)
         parts.append(f"the soft throttle stayed engaged for {fmt(engaged_s, 0)} s while the policy trained")
@@ -351,7 +352,9 @@ def rollout_buffer_growth(ctx: DetectorContext) -> Verdict:
     if ahead:
         last_ahead = ahead[-1]
         lead = last_ahead.prompt_version - (ctx.metrics.step_at(ts_of(last_ahead) or 0.0) or 0)
-        parts.append(f"rollouts even refused prompts meant for {lead} steps ahead of training ({len(ahead)} times)")
+        times = "once" if len(ahead) == 1 else f"{len(ahead)} times"
+        ahead_by = f"{lead} step{'' if lead == 1 else 's'}"
+        parts.append(f"rollouts even refused prompts meant for {ahead_by} ahead of training ({times})")
     explanation = "Rollouts are produced faster than the policy trains on them: " + "; ".join(parts) + "."
     backlog = max(end, float(high.pending) if high else 0.0, max(levels, default=0.0)) / batch
     explanation += (f" One step takes {batch} completions and the buffer holds about {fmt(backlog)} steps of them: "

@@ -12,6 +12,7 @@ from a1x_supervisor.progress import HfDownload
 from a1x_supervisor.stage import Command, StageError, StageSpec, VerifyResult
 from a1x_supervisor.stages._files import as_ints, chunk_column, nonempty
 from a1x_supervisor.stages.context import StageContext
+from a1x_supervisor.stages.parquet import NO_PYARROW, parquet
 
 
 def _chunk_file_missing(root: Path, chunks: Sequence[int], parts: Sequence[tuple[str, Sequence[str]]]) -> str | None:
@@ -61,8 +62,6 @@ def verify_download_joint(
     labels: Sequence[str],
     stage_log_text: str = "",
 ) -> VerifyResult:
-    import pyarrow.parquet as pq
-
     for name in (
         "features.csv",
         "clip_index.parquet",
@@ -73,6 +72,9 @@ def verify_download_joint(
         if not nonempty(reasoning_dir / name):
             return VerifyResult.failed(f"{reasoning_dir}/{name} is missing{_silent_hub_failure(stage_log_text)}")
     mini = reasoning_dir / "clip_index_reasoning_mini.parquet"
+    pq = parquet()
+    if pq is None:
+        return VerifyResult.failed(f"cannot check {mini}: {NO_PYARROW}")
     try:
         table = pq.read_table(mini)
     except Exception as exc:

@@ -49,4 +49,10 @@ def run(args: argparse.Namespace) -> int:
         if reason is not None:
             print(f"a1x-tui attach: {reason}", file=sys.stderr)
             return 3
-    return int(A1xApp(target=target).run() or 0)
+    from a1x_tui._interrupt import INTERRUPTED, Interrupts
+    from a1x_tui.commands.app import run_until_quit
+
+    with Interrupts() as interrupts:
+        if interrupts.pending:  # Ctrl-C while it loaded: nothing is open yet
+            return INTERRUPTED
+        return run_until_quit(A1xApp(target=target), interrupts)

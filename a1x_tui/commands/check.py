@@ -104,7 +104,10 @@ def run(args: argparse.Namespace) -> int:
     if args.example is not None:
         names = example_names()
         if not args.example:
-            _emit("".join(f"{n}\n" for n in names))
+            from a1x_diagnostics.examples import DESCRIPTIONS
+
+            width = max(map(len, names), default=0)
+            _emit("".join(f"{n:<{width}}  {DESCRIPTIONS.get(n, '')}".rstrip() + "\n" for n in names))
             return 0
         try:
             path = str(example_path(args.example))
@@ -131,5 +134,8 @@ def run(args: argparse.Namespace) -> int:
     if path is not None:
         for note in report.notes:
             print(f"a1x-tui --check: {note}", file=sys.stderr)
+        if report.exit_code == 3 and Path(path).suffix == ".toml" and Path(path).is_file():
+            print(f"a1x-tui --check: {path} is a TOML, not a run's logs: `a1x-tui lint {path}` checks a recipe "
+                  f"TOML, `a1x-tui --check RUN --config {path}` a run with its TOML", file=sys.stderr)
     _emit(render(report, args.format, args.verbose))
     return report.exit_code

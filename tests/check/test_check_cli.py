@@ -136,6 +136,7 @@ def test_stdout_carries_only_the_report(tmp_path: Path) -> None:
     assert "--config not used" in p.stderr
 
 
+@pytest.mark.slow  # a1x-tui in subprocesses
 def test_secrets_are_never_printed(tmp_path: Path) -> None:
     secret = "wandbkey0123456789abcdef0123456789abcdef"
     token = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345"
@@ -184,6 +185,7 @@ RECIPE_TOML = "tests/config/data/recipe_local_test.toml"
     ],
     ids=lambda value: " ".join(value) if isinstance(value, list) else f"exit {value}",
 )
+@pytest.mark.slow  # a1x-tui in subprocesses, one per command
 def test_the_headless_paths_never_import_textual_or_rich(argv: list[str], exit_code: int) -> None:
     """harlequin's habit (docs/architecture.md "Layers"): the report paths load no terminal library at all,
     checked in a fresh interpreter's sys.modules after the command has run."""
@@ -212,6 +214,7 @@ def test_check_with_config_does_not_judge_this_shells_wandb_key(tmp_path: Path) 
     assert "placeholder_path" in ids  # the config findings themselves are still there
 
 
+@pytest.mark.slow  # a1x-tui in subprocesses
 def test_a_config_that_cannot_be_read_is_a_note_of_the_report_itself(tmp_path: Path) -> None:
     binary = tmp_path / "binary.toml"
     binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")

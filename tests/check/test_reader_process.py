@@ -32,6 +32,7 @@ EXAMPLES = sorted(p for p in (ROOT / "a1x_diagnostics" / "examples").iterdir() i
 SICK = ROOT / "a1x_diagnostics" / "examples" / "sick"
 
 pytestmark = [
+    pytest.mark.slow,  # forks and child processes reading every recorded run
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the child process is forked on Linux only"),
     pytest.mark.skipif(not records.native_available(), reason="the child reads with the native reader"),
 ]

@@ -114,6 +114,7 @@ def test_vllm_oom_phase_on_real_runs() -> None:
     assert (phase_start, phase_mid) == ("engine_start", "runtime")
 
 
+@pytest.mark.slow  # every recorded run followed live
 def test_live_interleaved_order_gives_the_batch_findings() -> None:
     """The live follower feeds files interleaved (and keeps unknown lines): same findings as --check."""
     from itertools import zip_longest

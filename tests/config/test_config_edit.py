@@ -168,6 +168,7 @@ def _edit_sets(draw: st.DrawFn) -> tuple[str, list[Edit]]:
     return text, edits
 
 
+@pytest.mark.slow  # hypothesis, many documents
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_edit_sets())
 def test_edit_changes_exactly_the_intended_keys(case: tuple[str, list[Edit]]) -> None:

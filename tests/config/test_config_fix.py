@@ -51,6 +51,7 @@ def test_every_fixable_finding_is_cured_by_exactly_its_edits(
     assert plan.diff.startswith("--- a/recipe.toml\n+++ b/recipe.toml\n")
 
 
+@pytest.mark.slow  # hypothesis, many values
 @settings(max_examples=25, deadline=None)
 @given(st.text(min_size=1, max_size=40).filter(lambda s: not s.startswith(("<", "$")) and "/path/to/" not in s))
 def test_user_value_lands_exactly_as_given(value: str) -> None:

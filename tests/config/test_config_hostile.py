@@ -107,6 +107,7 @@ def _document(tmp: Path, changes: list[tuple[str, Any]], dropped: list[str]) -> 
     return out
 
 
+@pytest.mark.slow  # hypothesis, many documents
 @FUZZ
 @given(doc=documents, gpus=st.sampled_from([None, 1, 3, 8]), nodes=st.sampled_from([None, 1, 4]))
 def test_any_document_lints_and_plans_its_fixes_without_an_exception(

@@ -58,6 +58,7 @@ def test_a_line_judged_hopeless_gets_nothing_from_the_rules() -> None:
     assert rejected > 1000  # the generator does make such lines (INFO tag lines without a needle)
 
 
+@pytest.mark.slow  # every recorded line read twice
 @pytest.mark.parametrize("role", [Role.ROLLOUT, Role.POLICY, Role.CONTROLLER])
 def test_parser_with_early_reject_gives_the_events_of_the_full_reading(role: Role) -> None:
     rng = random.Random(5)

@@ -39,7 +39,10 @@ from a1x_supervisor.stagelog import StageLog
 
 STANDIN_COMMAND = f"{shlex.quote(sys.executable)} {shlex.quote(str(STANDIN))}"
 _WHY_NOT = slurm_answers()
-pytestmark = pytest.mark.skipif(_WHY_NOT is not None, reason=_WHY_NOT or "")
+pytestmark = [
+    pytest.mark.slow,  # jobs on a real single-host Slurm (up to a minute each)
+    pytest.mark.skipif(_WHY_NOT is not None, reason=_WHY_NOT or ""),
+]
 
 
 class Run:

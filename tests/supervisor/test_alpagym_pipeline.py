@@ -211,6 +211,7 @@ def _run(ag: AgWorld, *args: str, timeout: float = 90.0) -> subprocess.Completed
     return ag.cli("run", "--spec", str(spec), "--run-dir", str(ag.run_dir), "--skip-preflight", *args, timeout=timeout)
 
 
+@pytest.mark.slow  # a whole closed-loop run
 def test_a_whole_run_converts_trains_in_the_run_folder_and_exports(ag: AgWorld) -> None:
     done = _run(ag)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -242,6 +243,7 @@ def test_a_whole_run_converts_trains_in_the_run_folder_and_exports(ag: AgWorld) 
             assert HF_SECRET not in path.read_text(errors="replace"), path
 
 
+@pytest.mark.slow  # a whole closed-loop run
 def test_a_bring_up_failure_fails_train_with_the_finding_of_the_host_lines(ag: AgWorld) -> None:
     ag.set_modes(host="bringup_failed")
     done = _run(ag)
@@ -254,6 +256,7 @@ def test_a_bring_up_failure_fails_train_with_the_finding_of_the_host_lines(ag: A
     assert "alpasim_bringup_failed" in raised  # read from the host's lines, saved as the run folder's host.log
 
 
+@pytest.mark.slow  # a run stopped
 def test_stop_ends_the_host_the_wizard_and_removes_only_this_runs_containers(ag: AgWorld) -> None:
     ag.set_modes(host="hang")
     other = ag.root / "elsewhere" / "wizard_0"  # another run's Wizard: never touched
@@ -276,6 +279,7 @@ def test_stop_ends_the_host_the_wizard_and_removes_only_this_runs_containers(ag:
     }
 
 
+@pytest.mark.slow  # a supervisor killed and a run stopped
 def test_stop_after_the_supervisor_was_killed_still_removes_the_wizard_containers(ag: AgWorld) -> None:
     import signal
 
@@ -300,6 +304,7 @@ def test_stop_after_the_supervisor_was_killed_still_removes_the_wizard_container
     assert "cleanup: AlpaSim wizard_0: removed 2 container(s)" in (ag.run_dir / "stages" / "train.log").read_text()
 
 
+@pytest.mark.slow  # a whole closed-loop run
 def test_p2p_broken_passes_with_p2p_disabled_and_training_gets_it(ag: AgWorld) -> None:
     ag.set_modes(p2p="broken")
     done = _run(ag)
@@ -309,6 +314,7 @@ def test_p2p_broken_passes_with_p2p_disabled_and_training_gets_it(ag: AgWorld) -
     assert host and host[0]["env"].get("NCCL_P2P_DISABLE") == "1"
 
 
+@pytest.mark.slow  # a whole closed-loop run
 def test_one_gpu_fails_the_p2p_check_although_it_exits_0(ag: AgWorld) -> None:
     ag.set_modes(p2p="one_gpu")
     done = _run(ag)
@@ -317,6 +323,7 @@ def test_one_gpu_fails_the_p2p_check_although_it_exits_0(ag: AgWorld) -> None:
     assert ag.stage("train")["status"] == "pending"
 
 
+@pytest.mark.slow  # follows a job for seconds
 def test_the_slurm_follower_waits_for_the_job_and_reports_how_it_ended(ag: AgWorld) -> None:
     log = ag.root / "train.log"
     log.write_text("2026-07-01T12:00:00.000+00:00 Submitted Slurm job 4242\n")

@@ -150,6 +150,7 @@ def test_a_plan_that_must_not_run_fails_the_stage_before_submission(
 # -- the real Slurm -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a job followed to its end
 @real_slurm
 def test_a_cluster_run_is_submitted_followed_and_judged(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     _cluster_world(world, monkeypatch)
@@ -172,6 +173,7 @@ def test_a_cluster_run_is_submitted_followed_and_judged(world: World, monkeypatc
     assert f"slurm job {job['job_id']} COMPLETED" in status.stdout
 
 
+@pytest.mark.slow  # a job followed and cancelled
 @real_slurm
 def test_a_pending_job_shows_its_reason_and_stop_cancels_it(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     # Two nodes on a one-node cluster: accepted, and pending for good (PartitionConfig).
@@ -205,6 +207,7 @@ def test_a_pending_job_shows_its_reason_and_stop_cancels_it(world: World, monkey
     assert squeue.stdout.strip() in ("", "CANCELLED")
 
 
+@pytest.mark.slow  # a job followed and cancelled
 @real_slurm
 def test_stop_cancels_a_running_job_and_leaves_no_process(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     _cluster_world(world, monkeypatch)
@@ -490,6 +493,7 @@ def test_a_cosmos_dispatch_job_runs_its_entry_by_absolute_path_from_the_package_
     assert "can't open file" not in (run / "controller.err").read_text() + (run / "policy_0.err").read_text()
 
 
+@pytest.mark.slow  # a job followed and cancelled
 @real_slurm
 def test_stop_without_a_supervisor_cancels_the_job_it_recorded(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     from a1x_supervisor.executor import ProcessHandle

@@ -160,6 +160,7 @@ def test_every_preflight_id_is_in_the_catalog(world: World) -> None:
     assert report.findings and all("preflight" in CATALOG[f.id].origins for f in report.findings)
 
 
+@pytest.mark.slow  # a1x-tui in subprocesses
 def test_preflight_command_prints_the_report(world: World) -> None:
     spec_path = world.write_spec()
     done = world.cli("preflight", "--spec", str(spec_path), "--only", "curate", "--format", "json")
@@ -274,3 +275,16 @@ def test_a_reused_model_whose_weight_links_dangle_and_a_dataset_left_empty(world
     # the same run that converts and downloads again has nothing to say about them
     again = _run(world, spec, stages=["download", "convert", "configure", "train"])
     assert not {"dangling_model_symlinks", "download_empty"} & _ids(again)
+
+
+def test_without_pyarrow_preflight_says_so_before_anything_downloads(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import a1x_supervisor.preflight as module
+
+    monkeypatch.setattr(module, "parquet_missing", lambda: True)
+    motion = _run(world, _spec(world))
+    assert any("curate stage's check reads parquet files" in n and "a1x-tui[data]" in n for n in motion.notes)
+    assert not any("parquet" in n for n in _run(world, _spec(world), stages=["env", "convert"]).notes)
+    monkeypatch.setattr(module, "parquet_missing", lambda: False)
+    assert not any("parquet" in n for n in _run(world, _spec(world)).notes)

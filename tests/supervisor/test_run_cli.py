@@ -16,6 +16,8 @@ import psutil
 import pytest
 from supervisor_helpers import HF_SECRET, World, fake_processes, wait_gone
 
+pytestmark = pytest.mark.slow  # whole supervised runs in subprocesses (5-16 s each on the shared 2-core VM)
+
 MOTION_ENTRY = "recipes/alpamayo1_x_rl/models/reasoning_vla/alpamayo_cosmos_rl_post_training_entry.py"
 
 
