@@ -20,9 +20,10 @@ one owner of the Cosmos-RL run layout and line formats that the supervisor and t
   ``role_logs`` / ``pinned_role_logs`` -> ``RoleLog``, ``parse_monitor_log`` -> ``MonitorLine``.
 - ``regex_needles(pattern, flags)``: a regex compiled and its needles, the strings of which a line it
   matches holds one, read from the regex as the rules' own are (``_required``; the AlpaGym parser's).
-- Line formats over raw lines (``_formats``): ``STEP_RE``, ``CHECKPOINT_SAVED_RE``,
-  ``COSMOS_STAMP_RE``, ``PREFETCH_LEVEL_RE``, ``REPLICA_CAUSE_RE``; ``PROCESS_FAILED_RE``, the
-  launcher's 'Process {i} failed with return code {rc}' line.
+- ``read_line(text, role)``: the events one raw line gives (what the supervisor asks of a line).
+- Line prefixes over raw lines (``_formats``): ``COSMOS_STAMP_RE``, ``PREFETCH_LEVEL_RE``,
+  ``REPLICA_CAUSE_RE``; ``PROCESS_FAILED_RE``, the catalog's launcher line 'Process {i} failed with
+  return code {rc}'.
 
 Names are imported on first use, so the supervisor reading a run's layout does not load the parser.
 Formats and versions: see ``docs/parsing.md``.
@@ -52,6 +53,7 @@ _EXPORTS = {
     "discover": "_layout",
     "LineParser": "_parser",
     "parse_lines": "_parser",
+    "read_line": "_parser",
     "MarkerScanner": "_scan",
     "controller_logs": "_runs",
     "is_slurm_dir": "_runs",
@@ -71,23 +73,19 @@ _EXPORTS = {
     "read_slurm_layout": "_slurm_job",
     "role_logs": "_slurm_job",
     "regex_needles": "_required",
-    "CHECKPOINT_SAVED_RE": "_formats",
     "COSMOS_STAMP_RE": "_formats",
     "PREFETCH_LEVEL_RE": "_formats",
     "REPLICA_CAUSE_RE": "_formats",
-    "STEP_RE": "_formats",
 }
 
 __all__ = [
     "ALL_MARKERS",
-    "CHECKPOINT_SAVED_RE",
     "COSMOS_STAMP_RE",
     "GATED_MARKERS",
     "MAX_LINE_BYTES",
     "PREFETCH_LEVEL_RE",
     "PROCESS_FAILED_RE",
     "REPLICA_CAUSE_RE",
-    "STEP_RE",
     "FileTail",
     "LayoutError",
     "LineParser",
@@ -113,6 +111,7 @@ __all__ = [
     "parse_lines",
     "parse_monitor_log",
     "pinned_role_logs",
+    "read_line",
     "read_run",
     "read_slurm_layout",
     "regex_needles",
@@ -126,17 +125,15 @@ __all__ = [
 
 if TYPE_CHECKING:
     from a1x_diagnostics.parsing._formats import (
-        CHECKPOINT_SAVED_RE,
         COSMOS_STAMP_RE,
         PREFETCH_LEVEL_RE,
         REPLICA_CAUSE_RE,
-        STEP_RE,
     )
     from a1x_diagnostics.parsing._layout import LayoutError, RunLayout, classify_file, discover
     from a1x_diagnostics.parsing._lines import MAX_LINE_BYTES, iter_lines
     from a1x_diagnostics.parsing._lines import segments as split_segments
     from a1x_diagnostics.parsing._markers import ALL_MARKERS, GATED_MARKERS, confirm_for, markers_for, scanner_for
-    from a1x_diagnostics.parsing._parser import LineParser, parse_lines
+    from a1x_diagnostics.parsing._parser import LineParser, parse_lines, read_line
     from a1x_diagnostics.parsing._reader import FileTail, file_tail, iter_file_events, read_run
     from a1x_diagnostics.parsing._required import regex_needles
     from a1x_diagnostics.parsing._runs import (

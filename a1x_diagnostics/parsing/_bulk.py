@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from a1x_diagnostics.events import Source
-from a1x_diagnostics.parsing import _rules
+from a1x_diagnostics.parsing import _templates
 from a1x_diagnostics.parsing._lines import MAX_LINE_BYTES
 from a1x_diagnostics.parsing._markers import confirm_for, markers_for
 from a1x_diagnostics.parsing._parser import GATED_ROLES
@@ -57,7 +57,7 @@ AHEAD_FILES = 4 * WORKERS  # files scanned (or being scanned) that the parser ha
 AHEAD_ITEMS = 100_000  # records and candidates waiting for the parser, outside the file it reads (≈40 MB)
 
 
-TEMPLATES = _rules.TEMPLATES
+TEMPLATES = _templates.TEMPLATES
 """The bulk shapes, each defined once in ``_rules`` (``_templates``: its C template and record derive from it)."""
 FIELDS: dict[Bulk, tuple[str, ...]] = {kind: fields_of(t) for kind, t in TEMPLATES.items()}
 """What each record holds after ``RECORD_HEAD``."""

@@ -504,3 +504,9 @@ def parse_lines(lines: Iterable[str], source: Source, first_lineno: int = 1) -> 
         for seg in segments(text):
             yield from parser.feed(lineno, seg)
     yield from parser.flush()
+
+
+def read_line(text: str, role: Role) -> list[Event]:
+    """The events one raw line gives, read as a line of a file of ``role`` (the supervisor's questions
+    of a line: a step, a saved checkpoint)."""
+    return list(parse_lines([text], Source(f"{role.value}.log", role)))

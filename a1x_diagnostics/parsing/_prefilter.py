@@ -35,9 +35,8 @@ from a1x_diagnostics.events import Event, Source
 from a1x_diagnostics.parsing._lines import MAX_LINE_BYTES, decode, iter_lines, segments
 from a1x_diagnostics.parsing._markers import markers_for
 from a1x_diagnostics.parsing._parser import GROUP_STARTS, Key, LineParser
-from a1x_diagnostics.parsing._rules import TEMPLATES
 from a1x_diagnostics.parsing._shapes import split_rank
-from a1x_diagnostics.parsing._templates import BATCH_TYPES
+from a1x_diagnostics.parsing._templates import BATCH_TYPES, TEMPLATES
 
 _START_A, _START_B = GROUP_STARTS
 # grep is faster per byte than the parser (docs/parsing.md), so one grep running ahead keeps the parser fed; more

@@ -195,3 +195,79 @@ BATCHES: dict[Bulk, type] = {family: _named(f"{family.name.title().replace('_', 
                              for family in BATCHED}
 """The batch class (a named tuple of ``BATCH_FIELDS``) of each family read in batches."""
 BATCH_TYPES: frozenset[type] = frozenset(BATCHES.values())
+
+
+# ---------------------------------------------------------------- the shapes (docs/reference/cosmos-rl.md §4.3-§4.5, §6.2, §6.3)  # noqa: E501
+# Each shape's line is also read by its catalog entry (``a1x_diagnostics.signatures``); a test holds the
+# two to the same event.
+
+TEMPLATES: dict[Bulk, Template] = {}
+
+
+def _add(t: Template) -> None:
+    TEMPLATES[t.kind] = t
+
+
+def _pairs(f: dict[str, Any]) -> dict[str, Any]:
+    from a1x_diagnostics.signatures.fields import report_pairs
+
+    class _M:  # report_pairs reads a match's 'pairs' group
+        @staticmethod
+        def group(name: str) -> Any:
+            return f["pairs"]
+
+    return {"rollouts": f["rollouts"], **report_pairs(_M())}  # type: ignore[arg-type]
+
+
+def _define() -> None:
+    from a1x_diagnostics.events import (
+        DynamicSampling,
+        Prefetch,
+        PromptRejected,
+        Staleness,
+        Stat,
+        Step,
+        SyncPhase,
+        TrainReport,
+        WeightSync,
+    )
+
+    _RECV = ("INFO - [Rollout] All {_:int} at step {step:int?} recv operations finished in {seconds:float} "
+             "seconds with {megabytes:float} MB received.")
+    _DONE = {"queue_depth": None}
+    _add(Template(Bulk.STAT, "INFO - [Controller] Stat: {samples:int} samples, {completion_tokens:int} completion "
+                            "tokens, {pending:int} pending rollouts, {in_flight:int} in-flight, {outdated_filtered:int} "  # noqa: E501
+                            "filtered (outdated), {elapsed_s:float}s elapsed", Stat))
+    _add(Template(Bulk.STAT_OLD, "INFO - [Controller] Stat: {samples:int} samples, {completion_tokens:int} "
+                           "completion tokens, {pending:int} pending rollouts, {elapsed_s:float} seconds elapsed", Stat,
+                           {"in_flight": None, "outdated_filtered": None}))
+    _add(Template(Bulk.STEP, "INFO - Step: {step:int}/{total:int}, Reward Mean: {reward_mean:float}, Reward Std: "
+                           "{reward_std:float}, Reward Max: {reward_max:float}, Reward Min: {reward_min:float}, Completion "  # noqa: E501
+                           "Length Mean: {completion_length_mean:float}, Completion Length Max: "
+                           "{completion_length_max:float}, Average loss: {loss_avg:float}, Max loss: {loss_max:float}, "
+                           "Learning rate: {learning_rate:float}, Entropy: {entropy:float}, Effective Entropy: "
+                           "{effective_entropy:float}, Grad Norm: {grad_norm:float}, KL Loss Avg: {kl_loss_avg:float}, KL "  # noqa: E501
+                           "Loss Max: {kl_loss_max:float}, Iteration time: {iteration_time_s:float}s.", Step))
+    _add(Template(Bulk.TRAIN_REPORT, "INFO - [Controller] Train report data from total {rollouts:int} rollouts: "
+                           "{pairs:text}", TrainReport,
+                           fold=_pairs))
+    _add(Template(Bulk.DYNAMIC_OUTDATED, "INFO - Dynamic sampling rewards distribution so far: "
+                           "{{'outdated': {outdated:count}}}.", DynamicSampling, fold=lambda f: {"counts": dict(f)}))
+    _add(Template(Bulk.STALENESS, "INFO - [Controller] weight staleness: accepted p50={p50:sint} p99={p99:sint} "
+                           "max={max:sint}, discarded={discarded:int}/{total:int} (allowed_outdated_steps="
+                           "{allowed_outdated_steps:sint}, sync_weight_interval={sync_weight_interval:sint})", Staleness))  # noqa: E501
+    _add(Template(Bulk.RECV_DONE, _RECV + " While {_:int} non-trainable splitted params skipped and {_:int} "
+                           "trainable splitted params transferred.", WeightSync, {"phase": SyncPhase.RECV_DONE, **_DONE}))  # noqa: E501
+    _add(Template(Bulk.RECV_DONE_OLD, _RECV, WeightSync, {"phase": SyncPhase.RECV_DONE, **_DONE}))
+    _add(Template(Bulk.SEND_DONE, "DEBUG - [Policy] All {_:int} at step {step:int?} send operations of "
+                           "finished in {seconds:float} seconds with {megabytes:float} MB sent. While {_:int} "
+                           "non-trainable splitted params skipped and {_:int} splitted params transferred.", WeightSync,
+                           {"phase": SyncPhase.POLICY_SEND_DONE, **_DONE}))
+    _add(Template(Bulk.PROMPT_REJECTED, "INFO - [Rollout rank={_:int}] prompt rejected: prompt.weight_version="
+                           "{prompt_version:sint} current_weight_version={current_version:sint} allowed_outdated="
+                           "{allowed_outdated:sint} ceiling={ceiling:sint}; head-of-queue will be re-checked until "
+                           "current_weight_version advances", PromptRejected))
+    _add(Template(Bulk.PREFETCH, "[AlpamayoPrefetch][{_:word}] {_:time} pid={_:int} {event:token}{_:rest}",
+                           Prefetch))
+
+_define()

@@ -1,6 +1,6 @@
 """The native reader's bulk templates: a record must say what the Python parser says of its line.
 
-``a1x_diagnostics._scan.chunk`` reads lines of a few exact shapes into records (``_rules.TEMPLATES``). For
+``a1x_diagnostics._scan.chunk`` reads lines of a few exact shapes into records (``_templates.TEMPLATES``). For
 every template, instances with random numbers, ranks, times (also across daylight-saving changes)
 and random damage must either come back as a record whose every field and time equal the event
 the parser builds from the same line, or as a candidate line (then the parser decides). The
@@ -32,10 +32,9 @@ from a1x_diagnostics.events import (
     WeightSync,
     epoch,
 )
-from a1x_diagnostics.parsing import GATED_MARKERS, LineParser, _bulk, _lines, _prefilter, _rules, read_run
+from a1x_diagnostics.parsing import GATED_MARKERS, LineParser, _bulk, _lines, _prefilter, read_run
 from a1x_diagnostics.parsing._layout import RunLayout
 from a1x_diagnostics.parsing._scan import _automaton
-from a1x_diagnostics.parsing._shapes import shape_of
 from a1x_diagnostics.parsing.records import Pending, built, event_fields, is_record
 
 pytestmark = pytest.mark.skipif(not _bulk.available(), reason="C extension not built")
@@ -237,26 +236,6 @@ def test_damaged_lines_are_records_only_when_the_parser_agrees(kind: B) -> None:
     assert "candidate" in seen
 
 
-_GENERAL = tuple(r for r in _rules.RULES if r.build.__qualname__ != "template_rule.<locals>.build")
-
-
-@pytest.mark.parametrize("kind", [k for k in B if _rules.TEMPLATES[k].level is not None], ids=lambda k: k.name)
-def test_a_shapes_rule_gives_what_its_general_rule_gives(kind: B) -> None:
-    """Each bulk shape's rule (its definition, tried first) and the general rule of its message (``Stat:`` of
-    any shape, ``Step:`` with any pieces, ...) read every line of the shape, damaged or not, the same way."""
-    rng = random.Random(200 + kind.value)
-    assert len(_GENERAL) < len(_rules.RULES)
-    taken = 0
-    for _ in range(600):
-        line = _line(kind, rng)
-        if rng.random() < 0.5:
-            line = rng.choice(DAMAGE)(line)
-        shape = shape_of(line)
-        ctx = _rules.Ctx(SRC, 5, line, shape.ts, shape.level, shape.rank)
-        mine = _rules.classify_with(_rules.RULES, shape.msg, ctx)
-        assert mine == _rules.classify_with(_GENERAL, shape.msg, ctx), line
-        taken += bool(mine)
-    assert taken > 200
 
 
 # Tokens of a number's characters: what the C library reads must be what float() and int() read.

@@ -9,8 +9,6 @@ derived agrees with what the regex and the parser say.
 
 from __future__ import annotations
 
-import ast
-import inspect
 import re
 from functools import cache
 from pathlib import Path
@@ -18,8 +16,8 @@ from pathlib import Path
 import pytest
 from test_bulk import _check
 
-from a1x_diagnostics.events import Role, Signal, SignalKind, Source
-from a1x_diagnostics.parsing import _bulk, _rules, classify_file, scanner_for
+from a1x_diagnostics.events import Role, SignalKind, Source
+from a1x_diagnostics.parsing import _bulk, _required, _rules, _templates, classify_file, scanner_for
 from a1x_diagnostics.parsing._parser import GATED_ROLES
 from a1x_diagnostics.parsing._required import read, required_literals
 from a1x_diagnostics.parsing._shapes import shape_of
@@ -52,27 +50,6 @@ def test_required_strings_are_read_from_the_regex() -> None:
     assert required_literals(re.compile(r"a(?i:bcd)efg")) == ("efg",)
 
 
-def test_rules_are_declared_without_a_needle() -> None:
-    """A needle written beside a regex drifts from it (``Detected 8 GPUs:`` matched the regex of
-    ``GPUS_DETECTED`` and missed its needle ``GPUs: ``): the declarations take none, and every call
-    of them in ``_rules`` gives the regex first and no other string before its keywords."""
-    for declare in (_rules.rule, _rules.signal_rule, _rules.foreign_rule):
-        params = inspect.signature(declare).parameters
-        assert next(iter(params)) == "pattern" and "needle" not in params, declare
-    assert not hasattr(_rules, "_GATES") and not hasattr(_rules, "_FOREIGN_NEEDLES")
-
-    def is_text(node: ast.expr) -> bool:
-        return (isinstance(node, ast.Constant) and isinstance(node.value, str)) or isinstance(
-            node, (ast.JoinedStr, ast.BinOp))
-
-    declarations = {"rule", "signal_rule", "foreign_rule"}
-    calls = [node for node in ast.walk(ast.parse(Path(_rules.__file__).read_text()))
-             if isinstance(node, ast.Call) and getattr(node.func, "id", None) in declarations]
-    assert len(calls) > 200
-    for call in calls:
-        assert sum(map(is_text, call.args)) <= 1, ast.unparse(call)[:100]
-
-
 def test_each_needle_is_read_from_its_regex() -> None:
     """The needle is the longest string every match requires that the rule's declared gates do not
     hold (else the longest), one of the strings ``_rules.literals_of`` gives the scanner."""
@@ -91,29 +68,16 @@ def test_one_parse_compiles_the_regex_re_would() -> None:
         assert r.pattern.groupindex == re.compile(r.pattern.pattern, r.pattern.flags).groupindex
 
 
-def _definition(pattern: str, gates: _rules.Gates = ()) -> _rules._Definition:
-    return _rules._Definition(*read(pattern), build=lambda m, c: None, wrapper=False, gates=gates)
+def test_a_regex_of_alternatives_gets_a_needle_each() -> None:
+    def needles(pattern: str) -> tuple[str, ...]:
+        return _required.needles(pattern, *read(pattern)[1:])
 
-
-def test_a_regex_of_alternatives_gets_a_needle_each_and_stays_one_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     for pattern in (r"Killed process (\d+)|Out of memory: (\d+)", r"^(?:Killed process (\d+)|Out of memory: (\d+))$"):
-        assert _rules.needles_of(_definition(pattern), ()) == ("Killed process ", "Out of memory: ")
-    assert _rules.needles_of(_definition(r"(?:open|read) (\S+)/None\b|(\S+)/None\b"), ()) == ("/None",)
+        assert needles(pattern) == ("Killed process ", "Out of memory: ")
+    assert needles(r"(?:open|read) (\S+)/None\b|(\S+)/None\b") == ("/None",)
     for bad in (r"\d+ (?:ab|cd)", r"Killed|\d+"):
         with pytest.raises(ValueError, match="no string"):
-            _rules.needles_of(_definition(bad), ())
-
-    def build(m: re.Match[str], c: _rules.Ctx) -> Signal:
-        return Signal(kind=SignalKind.FATAL_SIGNAL, **c.kw())
-
-    d = _rules._Definition(*read(r"Killed process (\d+)|Out of memory: (\d+)"), build, False, _rules.OWN_NEEDLE)
-    monkeypatch.setattr(_rules, "_DEFINITIONS", [d])
-    entries = _rules._entries()
-    assert [(e.needle, e.gates - set(_rules.LEVEL_GATES)) for e in entries] == [
-        ("Killed process ", {"Killed process "}), ("Out of memory: ", {"Out of memory: "})]
-    ctx = _rules.Ctx(Source("x.log", Role.LAUNCHER, None), 1, "Out of memory: 3", None, None, None)
-    assert [e.kind for e in _rules.classify_with(entries, "Out of memory: 3", ctx)] == [  # type: ignore[attr-defined]
-        SignalKind.FATAL_SIGNAL]
+            needles(bad)
 
 
 def test_the_line_of_the_issue_is_read() -> None:
@@ -153,23 +117,6 @@ def test_every_needle_is_inside_a_string_its_regex_requires() -> None:
         assert any(r.needle in s for s in _rules.literals_of(r)), (r.needle, r.pattern.pattern)
 
 
-def test_a_bulk_line_would_pass_the_needles_it_skips() -> None:
-    """``_scan.c`` takes a line its templates match before walking the needles (a tag gate's
-    confirmation): that line must be one the walk takes too. Each shape's text holds a marker that
-    always counts, or its rule's strings are a group of the confirmation."""
-    from a1x_diagnostics.parsing._markers import GATED_CONFIRM, GATED_MARKERS
-
-    confirmed, groups, _ = GATED_CONFIRM
-    always = [m for m in GATED_MARKERS if m not in confirmed]
-    for kind, t in _rules.TEMPLATES.items():
-        text = "".join(lit for lit, _, _ in t.parts())
-        if any(m in text for m in always):
-            continue
-        pattern = message_pattern(t)
-        rule = next(r for r in _rules.RULES if r.pattern.pattern == pattern)
-        assert _rules.literals_of(rule) in groups, kind
-
-
 @pytest.mark.parametrize("generation", GENERATIONS)
 def test_a_line_a_regex_matches_holds_every_string_it_requires(generation: str) -> None:
     matched = 0
@@ -204,7 +151,7 @@ def test_every_bulk_shape_reads_its_recorded_lines_as_the_parser_does() -> None:
     """Each shape's definition against each recorded line its message regex matches: the C record
     equals the parser's event, field for field (``test_bulk._check``)."""
     seen: dict[Bulk, int] = {}
-    patterns = {k: re.compile(message_pattern(t)) for k, t in _rules.TEMPLATES.items()}
+    patterns = {k: re.compile(message_pattern(t)) for k, t in _templates.TEMPLATES.items()}
     for generation in GENERATIONS:
         for name, line in _lines(generation):
             msg = shape_of(line).msg
