@@ -31,6 +31,7 @@ from a1x_diagnostics.events import Event, Signal, SignalKind, Source
 from a1x_diagnostics.parsing._build import MAX_TEXT, ctx_maker
 from a1x_diagnostics.parsing._required import needles as needles_from
 from a1x_diagnostics.parsing._required import read as read_regex
+from a1x_diagnostics.signatures import GROUPS as SIGNATURE_GROUPS
 from a1x_diagnostics.signatures import OWN, SIGS, Sig
 from a1x_diagnostics.signatures.entry import FOREIGN, LEVEL
 from a1x_diagnostics.signatures.fields import MAX_FIELD, cap, to_float, to_int
@@ -126,24 +127,23 @@ def _conversions(cls: type) -> dict[str, tuple[Callable[[str | None], Any], bool
     return {f.name: _converter(hints[f.name]) for f in fields(cls)}
 
 
-def _event_builder(sig: Sig) -> Builder:
+def _event_builder(sig: Sig, pattern: re.Pattern[str]) -> Builder:
     cls: type = sig.event  # type: ignore[assignment]
     make: Callable[..., Event] = ctx_maker(cls)
     conversions = _conversions(cls)
+    names = tuple(k for k in pattern.groupindex if k in conversions)  # the groups that are fields
+    steps = tuple((k, *conversions[k]) for k in names)
     const = dict(sig.fields)
     read = sig.read
 
     def build(m: Any, c: Ctx) -> Event | None:
-        got: dict[str, Any] = {}
-        for k, v in m.groupdict().items():
-            how = conversions.get(k)
-            if how is None:
-                continue  # a group the entry's ``read`` reads
-            value = how[0](v)
-            if value is None and not how[1]:
+        got = dict(const)
+        for (name, convert, optional), text in zip(steps, m.group(*names) if len(names) > 1 else
+                                                   (m.group(names[0]),) if names else (), strict=True):
+            value = convert(text)
+            if value is None and not optional:
                 return None  # a required number the text does not give
-            got[k] = value
-        got.update(const)
+            got[name] = value
         if read is not None:
             extra = read(m)
             if extra is None:
@@ -165,7 +165,7 @@ def rules_of(sigs: Iterable[Sig]) -> tuple[Rule, ...]:
         own = sig.gate is OWN
         declared: tuple[str, ...] = () if own else sig.gate  # type: ignore[assignment]
         needles = needles_from(pattern.pattern, literals, alternatives, (*LEVEL_GATES, *declared))
-        build = _signal_builder(sig) if isinstance(sig.event, SignalKind) else _event_builder(sig)
+        build = _signal_builder(sig) if isinstance(sig.event, SignalKind) else _event_builder(sig, pattern)
         alt_groups = any(k.endswith("2") for k in pattern.groupindex)
         for needle in needles:
             gates = frozenset((*LEVEL_GATES, *((needle,) if own else declared)))
@@ -190,35 +190,14 @@ def present_gates(line: str) -> frozenset[str]:
     return frozenset([g for g in GATES if g in line])
 
 
-# ``gated_rule_possible``: most candidate lines of a replica log are INFO lines holding a tag gate
-# (`` - INFO - [Rollout``) and none of the few needles that gate lets through: settled with a few
-# substring tests, before ``shape_of``. A level gate lets every rule through: not judged here.
-def _gate_needles() -> tuple[list[tuple[str, tuple[str, ...]]], list[tuple[tuple[str, ...], tuple[str, ...]]]]:
-    groups: dict[tuple[str, ...], list[str]] = {}
-    for g in GATES:
-        if g not in LEVEL_GATES:
-            groups.setdefault(tuple(dict.fromkeys(r.needle for r in RULES if g in r.gates)), []).append(g)
-    single = [(gates[0], needles) for needles, gates in groups.items() if len(gates) == 1]
-    shared = [(tuple(gates), needles) for needles, gates in groups.items() if len(gates) > 1]
-    return single, shared
+_HEAD_SIGS = frozenset(id(s) for s in (*SIGNATURE_GROUPS["controller"].SIGS, *SIGNATURE_GROUPS["replicas"].SIGS))
+_HEAD_N = next(i for i, r in enumerate(RULES) if id(r.sig) not in _HEAD_SIGS)
+_HEAD = tuple((r, (*sorted(r.gates - set(LEVEL_GATES)), *LEVEL_GATES)) for r in RULES[:_HEAD_N])
 
 
-_GATE_NEEDLES, _SHARED_GATE_NEEDLES = _gate_needles()
-
-
-def gated_rule_possible(line: str) -> bool:
-    """False when no rule can fire on ``line`` of a gated log; True is only "maybe"."""
-    for g in LEVEL_GATES:
-        if g in line:
-            return True
-    contains = line.__contains__
-    for g, needles in _GATE_NEEDLES:  # a plain loop: no generator per line
-        if g in line and any(map(contains, needles)):
-            return True
-    for gates, needles in _SHARED_GATE_NEEDLES:  # noqa: SIM110 (as above)
-        if any(map(contains, gates)) and any(map(contains, needles)):
-            return True
-    return False
+@functools.lru_cache(maxsize=1024)
+def _tail(gates: frozenset[str]) -> tuple[Rule, ...]:
+    return tuple(r for r in RULES[_HEAD_N:] if not gates.isdisjoint(r.gates))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -236,9 +215,20 @@ def classify_message(msg: str, ctx: Ctx, gates: frozenset[str] | None = None) ->
 
 
 def classify_gated(line: str, msg: str, ctx: Ctx) -> list[Event]:
-    """``classify_message(msg, ctx, present_gates(line))``."""
+    """``classify_message(msg, ctx, present_gates(line))``, faster for the frequent lines: the rules of
+    the catalog's first sections (``HEAD``: the controller's metrics, the replicas' weight syncs,
+    checkpoints and configs, most of a run's events) are tried needle first, each looking for its own
+    gates; only a line none of them takes pays for finding every gate it holds."""
+    for r, gates in _HEAD:
+        if r.needle in msg:
+            for g in gates:
+                if g in line:
+                    out = _apply(r, msg, ctx, 0)
+                    if out is not None:
+                        return out
+                    break
     key = tuple([g for g in GATES if g in line])
-    return classify_with(_eligible(frozenset(key)), msg, ctx) if key else []
+    return classify_with(_tail(frozenset(key)), msg, ctx) if key else []
 
 
 def classify_with(rules: tuple[Rule, ...], msg: str, ctx: Ctx, _depth: int = 0) -> list[Event]:

@@ -1,10 +1,9 @@
-"""Every line definition held to the recorded lines of each Cosmos-RL generation.
+"""What is derived from the catalog held to the recorded lines of each Cosmos-RL generation.
 
-A rule is one declaration: its regex, its gates, its builder. What the parser and the scanners look
-for comes from it (``_required``: the strings every match holds, hence its needle; ``_templates``: a
-bulk shape's byte template, fields and record). These tests read the recorded runs and driver logs
-of ``tests/fixtures/cosmos`` (one folder per generation) and check, line by line, that what is
-derived agrees with what the regex and the parser say.
+A rule is a catalog entry's needle, gates and builder (``_rules``); what the parser and the scanner
+look for comes from it (``_required``: the strings every match holds, hence its needle). These tests
+read the recorded runs and driver logs of ``tests/fixtures/cosmos`` (one folder per generation) and
+check, line by line, that what is derived agrees with what the regex and the parser say.
 """
 
 from __future__ import annotations
@@ -14,23 +13,15 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from test_bulk import _check
 
 from a1x_diagnostics.events import Role, SignalKind, Source
-from a1x_diagnostics.parsing import _bulk, _required, _rules, _templates, classify_file, scanner_for
+from a1x_diagnostics.parsing import _required, _rules, classify_file, scanner_for
 from a1x_diagnostics.parsing._parser import GATED_ROLES
 from a1x_diagnostics.parsing._required import read, required_literals
 from a1x_diagnostics.parsing._shapes import shape_of
-from a1x_diagnostics.parsing._templates import Bulk, message_pattern
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "cosmos"
 GENERATIONS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
-# Shapes no recorded run of ours holds: the receive line of earlier Cosmos-RL without its ``While``
-# tail (seen in users' logs, docs/reference/cosmos-rl.md §6.2) and the recipe's prefetch server
-# (docs/reference/alpamayo-recipe.md §9.3), whose runs we have not recorded.
-UNRECORDED = {Bulk.RECV_DONE_OLD, Bulk.PREFETCH}
-
-
 @cache
 def _lines(generation: str) -> tuple[tuple[str, str], ...]:
     """(file name, line) of every recorded log of ``generation``."""
@@ -131,33 +122,16 @@ def test_a_line_a_regex_matches_holds_every_string_it_requires(generation: str) 
 
 @pytest.mark.parametrize("generation", GENERATIONS)
 def test_the_scanner_takes_every_recorded_line_that_gives_an_event(generation: str) -> None:
-    """In a controller or replica log, a tag gate counts only with every string of one of its rules:
-    no recorded line that gives an event is left out by that."""
+    """In a controller or replica log a line under a tag gate is looked for by its rules' needles: no
+    recorded line that gives an event is left out by that."""
     from a1x_diagnostics.parsing import LineParser
 
     lines = [line for _, line in _lines(generation) if "\r" not in line]
     for role in sorted(GATED_ROLES, key=lambda r: r.value):
         source = Source(f"{role.value}_0.log", role, None if role is Role.CONTROLLER else 0)
         taken = set(scanner_for(source).lines(lines))
-        parser = LineParser(source, keep_unknown=False)
         left_out = [line for i, line in enumerate(lines) if i not in taken]
         assert len(left_out) < len(lines)
         for line in left_out:
-            assert not parser.ungrouped_line_events(1, line), (role, line)
-
-
-@pytest.mark.skipif(not _bulk.available(), reason="C extension not built")
-def test_every_bulk_shape_reads_its_recorded_lines_as_the_parser_does() -> None:
-    """Each shape's definition against each recorded line its message regex matches: the C record
-    equals the parser's event, field for field (``test_bulk._check``)."""
-    seen: dict[Bulk, int] = {}
-    patterns = {k: re.compile(message_pattern(t)) for k, t in _templates.TEMPLATES.items()}
-    for generation in GENERATIONS:
-        for name, line in _lines(generation):
-            msg = shape_of(line).msg
-            for kind, pattern in patterns.items():
-                if pattern.search(msg):
-                    role = Role.CONTROLLER if name.startswith("controller") else Role.ROLLOUT
-                    assert _check(line, Source(name, role, 0)) == "record", line
-                    seen[kind] = seen.get(kind, 0) + 1
-    assert set(Bulk) - set(seen) == UNRECORDED
+            parser = LineParser(source, keep_unknown=False)
+            assert not parser.feed(1, line) + parser.flush(), (role, line)
