@@ -294,6 +294,7 @@ class SignalKind(str, Enum):
     ROLLOUT_DESTROY_WORKER = "rollout_destroy_worker"  # '[Rollout] execute: entering destroy_worker()'
     CONFIG_LOADED = "config_loaded"  # path:str ('Successfully loaded configuration from ...')
     CONFIG_ADJUSTED = "config_adjusted"  # key:str, value:str (silent auto-adjust warnings, §8.6)
+    PROCESS_LAUNCH = "process_launch"  # role:str, the first lines a launch script echoes (§2.8): a run has begun
     # --- failures ---
     CONFIG_LOAD_FAILED = "config_load_failed"  # path:str, error:str
     ROLLOUT_GENERATION_FAILED = "rollout_generation_failed"  # error:str
