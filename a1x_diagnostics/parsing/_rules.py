@@ -231,8 +231,23 @@ def classify_gated(line: str, msg: str, ctx: Ctx) -> list[Event]:
     return classify_with(_tail(frozenset(key)), msg, ctx) if key else []
 
 
+# A long list of rules (every rule is eligible on a WARNING line of a replica log, and on every line of a
+# launcher capture) is narrowed to those whose needle the message holds once per message: the same
+# warnings come from every replica and every step of a run.
+_LONG = 32
+_NARROWED: dict[tuple[int, str], tuple[tuple[Rule, ...], tuple[Rule, ...]]] = {}
+
+
 def classify_with(rules: tuple[Rule, ...], msg: str, ctx: Ctx, _depth: int = 0) -> list[Event]:
     """The first of ``rules`` whose needle occurs, whose regex matches and whose builder accepts."""
+    if len(rules) > _LONG:
+        key = (id(rules), msg)
+        known = _NARROWED.get(key)
+        if known is None or known[0] is not rules:
+            if len(_NARROWED) >= 4096:
+                _NARROWED.clear()
+            known = _NARROWED[key] = (rules, tuple(r for r in rules if r.needle in msg))
+        rules = known[1]
     for r in rules:
         if r.needle in msg:
             out = _apply(r, msg, ctx, _depth)

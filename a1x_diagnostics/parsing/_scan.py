@@ -6,25 +6,24 @@ of the start of each such line of a block of whole lines. Hyperscan (the PyPI ``
 multi-pattern engine: all the strings in one pass over the bytes) reports each occurrence; without it, or
 with ``A1X_PURE_READER=1``, each string is looked for with ``bytes.find``: the same lines
 (``tests/parsing/test_scan.py`` holds the two to each other), many times slower on a large run
-(docs/parsing.md, "Speed").
+(docs/parsing.md, "Speed"). Until a scanner has read ``ENGINE_FROM`` bytes (a small run) it searches
+with ``bytes.find`` anyway: building Hyperscan's database (~50 ms) would cost more than it saves.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from collections.abc import Sequence
 from typing import Any
 
-try:  # optional: a binary wheel for x86-64 Linux and macOS (pyproject.toml)
-    if os.environ.get("A1X_PURE_READER"):
-        raise ImportError
-    import hyperscan as _hs
-except ImportError:  # pragma: no cover - depends on the install
-    _hs = None
-
-ENGINE = "hyperscan" if _hs is not None else "python"
-"""Which engine finds the lines: ``hyperscan``, or ``python`` (``bytes.find``)."""
+_hs: Any = None
+HYPERSCAN = not os.environ.get("A1X_PURE_READER") and importlib.util.find_spec("hyperscan") is not None
+"""Whether Hyperscan (optional: a binary wheel for x86-64 Linux and macOS, pyproject.toml) is used."""
+ENGINE = "hyperscan" if HYPERSCAN else "python"
+"""Which engine finds the lines of a large block: ``hyperscan``, or ``python`` (``bytes.find``)."""
+ENGINE_FROM = 256 << 10
 
 
 def minimal(strings: Sequence[str]) -> tuple[bytes, ...]:
@@ -41,24 +40,33 @@ def minimal(strings: Sequence[str]) -> tuple[bytes, ...]:
 class Scanner:
     """The lines of a block holding one of ``strings``."""
 
-    __slots__ = ("_db", "strings")
+    __slots__ = ("_db", "read", "strings")
 
     def __init__(self, strings: Sequence[str]) -> None:
         self.strings = minimal(strings)
         self._db: Any = None
-        if _hs is not None and self.strings:
+        self.read = 0  # bytes searched so far
+
+    def _database(self) -> Any:
+        """Hyperscan's database of the strings, built at the first large block."""
+        if self._db is None:
+            global _hs
+            if _hs is None:
+                import hyperscan as _hs
             db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
             expressions = [re.escape(s.decode("latin-1")).encode("latin-1") for s in self.strings]
             db.compile(expressions=expressions, ids=list(range(len(expressions))), elements=len(expressions),
                        flags=[0] * len(expressions))
             self._db = db
+        return self._db
 
     def starts(self, block: bytes) -> list[int]:
         """The offsets, in order, of the starts of the ``\\n``-separated lines of ``block`` that hold a string."""
         ends: list[int] = []
-        if self._db is not None:
+        self.read += len(block)
+        if HYPERSCAN and self.strings and self.read >= ENGINE_FROM:
             add = ends.append
-            self._db.scan(block, match_event_handler=lambda _i, _f, to, _fl, _c: add(to))
+            self._database().scan(block, match_event_handler=lambda _i, _f, to, _fl, _c: add(to))
             ends.sort()
         else:
             find = block.find

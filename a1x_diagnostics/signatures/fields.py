@@ -123,11 +123,17 @@ def sampling_counts(m: re.Match[str]) -> dict[str, Any] | None:
 
 def config_literal(m: re.Match[str]) -> dict[str, Any]:
     """A logged config dump (§5.1, §6.1): the dict it prints, or None where it is not one."""
+    return {"config": _config(m.group("config").strip())}
+
+
+@functools.lru_cache(maxsize=16)
+def _config(text: str) -> dict[str, Any] | None:
+    """Read once for all the replicas that print the same config (thousands in a cluster run)."""
     try:
-        value = read_literal(m.group("config").strip())
+        value = read_literal(text)
     except ValueError:
-        value = None
-    return {"config": value if isinstance(value, dict) else None}
+        return None
+    return value if isinstance(value, dict) else None
 
 
 # ---------------------------------------------------------------- small conversions

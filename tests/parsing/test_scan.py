@@ -19,12 +19,14 @@ from a1x_diagnostics.parsing import _scan as scan_module
 from a1x_diagnostics.parsing._scan import minimal
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-ENGINES = ["python", *(["hyperscan"] if scan_module._hs is not None else [])]
+ENGINES = ["python", *(["hyperscan"] if scan_module.HYPERSCAN else [])]
 
 
 def _scanner(strings: tuple[str, ...], engine: str, monkeypatch: pytest.MonkeyPatch) -> Scanner:
     if engine == "python":
-        monkeypatch.setattr(scan_module, "_hs", None)
+        monkeypatch.setattr(scan_module, "HYPERSCAN", False)
+    else:
+        monkeypatch.setattr(scan_module, "ENGINE_FROM", 0)  # every block, however small
     return Scanner(strings)
 
 
