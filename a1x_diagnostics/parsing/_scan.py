@@ -29,7 +29,7 @@ ENGINE_FROM = 256 << 10
 def minimal(strings: Sequence[str]) -> tuple[bytes, ...]:
     """The strings (as UTF-8) without those that hold another of them: a line holding the longer one
     holds the shorter, so the lines found are the same, with fewer occurrences to report."""
-    unique = sorted({s.encode() for s in strings if s}, key=len)
+    unique = sorted({s.encode() for s in strings if s}, key=lambda s: (len(s), s))
     kept: list[bytes] = []
     for s in unique:
         if not any(k in s for k in kept):
