@@ -12,24 +12,15 @@ from importlib import resources
 from typing import Any
 
 from a1x_diagnostics.config.edit import Edit, edit_text
+from a1x_diagnostics.recipe_entries import RECIPE_DIR as RECIPE_DIR
+from a1x_diagnostics.recipe_entries import entry_for
 
 ALPAMAYO_VERSIONS = ("1", "1.5")
-REWARD_MODES = ("motion", "joint")
 COMPUTE_SHAPES = ("local", "cluster")
-RECIPE_DIR = "recipes/alpamayo1_x_rl"  # inside an alpamayo-recipes checkout
 _CHOICES_MARKER = "# a1x-tui: run choices"
 
 # docs/reference/alpamayo-recipe.md §8.1: the only difference between versions is the Hydra config.
 _HYDRA_CONFIG = {"1": "alpamayo1_rvla_rl_pai", "1.5": "alpamayo1_5_rvla_rl_pai"}
-_ENTRY = {
-    "motion": "models/reasoning_vla/alpamayo_cosmos_rl_post_training_entry.py",
-    "joint": "models/reasoning_vla/alpamayo_cosmos_rl_post_training_reasoning_entry.py",
-}
-# docs/reference/alpamayo-recipe.md §8.4: the reward weights the recipe ships for each mode.
-_REWARD = {
-    "motion": {"traj_l2_weight": 0.4, "comfort_weight": 0.1},
-    "joint": {"traj_l2_weight": 0.2, "comfort_weight": 0.0, "reasoning_weight": 0.3},
-}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,13 +43,12 @@ class TemplateChoices:
     def __post_init__(self) -> None:
         for name, value, allowed in (
             ("alpamayo_version", self.alpamayo_version, ALPAMAYO_VERSIONS),
-            ("reward_mode", self.reward_mode, REWARD_MODES),
             ("compute", self.compute, COMPUTE_SHAPES),
         ):
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
-        if self.reward_mode == "joint" and not self.grader_dir:
-            raise ValueError("the joint reward needs grader_dir: the Lingo-Judge directory")
+        if entry_for(self.reward_mode).grader and not self.grader_dir:
+            raise ValueError(f"the {self.reward_mode} reward needs grader_dir: the Lingo-Judge directory")
         for name, count in (
             ("policy_replicas", self.policy_replicas),
             ("rollout_replicas", self.rollout_replicas),
@@ -78,16 +68,13 @@ def hydra_config_name(alpamayo_version: str) -> str:
 
 def entry_script(reward_mode: str) -> str:
     """The entry script for a reward mode, relative to the alpamayo-recipes checkout (§8.1, §8.2)."""
-    try:
-        return f"{RECIPE_DIR}/{_ENTRY[reward_mode]}"
-    except KeyError:
-        raise ValueError(f"reward_mode must be one of {', '.join(REWARD_MODES)}") from None
+    return entry_for(reward_mode).path
 
 
 def template_name(choices: TemplateChoices) -> str:
     if choices.compute == "cluster":
         return "cluster.toml"
-    return f"local_{choices.reward_mode}.toml"
+    return entry_for(choices.reward_mode).local_template
 
 
 def template_text(name: str) -> str:
@@ -104,9 +91,10 @@ def _overrides(choices: TemplateChoices) -> list[Edit]:
         edits.append(Edit("logging.project_name", choices.wandb_project))
     if choices.wandb_experiment:
         edits.append(Edit("logging.experiment_name", choices.wandb_experiment))
-    for key, weight in _REWARD[choices.reward_mode].items():
+    entry = entry_for(choices.reward_mode)
+    for key, weight in entry.rewards.items():
         edits.append(Edit(f"custom.alpamayo.reward.{key}", weight))
-    if choices.reward_mode == "joint":
+    if entry.grader:
         edits += [
             Edit("custom.alpamayo.reasoning_grader_type", "lingo_judge"),
             Edit("custom.alpamayo.reasoning_grading_model_path", choices.grader_dir),
@@ -130,7 +118,7 @@ def _sizing(choices: TemplateChoices) -> list[Edit]:
 
 
 def _describe(choices: TemplateChoices) -> str:
-    reward = "motion + reasoning (joint)" if choices.reward_mode == "joint" else "motion"
+    reward = entry_for(choices.reward_mode).title
     return "\n".join(
         (
             f"# Rendered for Alpamayo {choices.alpamayo_version}, {reward} reward, {choices.compute} compute.",

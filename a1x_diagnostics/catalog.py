@@ -3,7 +3,7 @@
 Ids are a public contract (agents match on them). ``docs/findings.md`` lists the same ids; a
 test keeps the two in step. ``origin`` says which kind of input raises it: ``logs`` (``--check``,
 ``watch``), ``config`` (``lint``, ``--check --config``), ``gpu`` (NVML, on the node) or
-``preflight`` (before a run).
+``preflight`` (before a run) or ``stage`` (a supervised stage's verification).
 """
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("controller_unreachable", C, "Replicas cannot reach the controller", "logs"),
     _e("rollout_generation_failed", W, "Rollout generation batches fail and are discarded", "logs"),
     _e("logging_blind", W, "Per-step metrics are not logged: the console logger is off", "logs", "config"),
+    _e("replica_logs_missing", W, "Only the launcher's output was read: the process logs it wrote are not here",
+       "logs"),
     # --- the run's outcome when no specific finding explains it (docs/findings.md "Run outcome") ---
     _e("process_crashed", C, "A process of the run ended on an error", "logs"),
     _e("run_incomplete", C, "The run ended before its last step", "logs"),
@@ -89,6 +91,9 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("checkpointing_disabled", W, "Checkpointing is disabled: the run will leave nothing to export", "config"),
     _e("recommended_value", W, "A value differs from the recipe's recommended local/cluster value", "config"),
     _e("invalid_value", C, "A TOML value is invalid", "config"),
+    # --- the TOML as Cosmos-RL's own parser reads it (issue 38; docs/reference/cosmos-rl.md §8.1) ---
+    _e("toml_rejected", C, "Cosmos-RL's TOML parser (toml 0.10.2) refuses the file", "config"),
+    _e("toml_misread", C, "Cosmos-RL's TOML parser reads a value differently from the file", "config"),
     # --- closed-loop runs: AlpaGym + AlpaSim (issue 19; docs/reference/alpagym.md) ---
     _e("alpasim_bringup_failed", C, "The AlpaSim simulator did not come up", "logs"),
     _e("episode_failures", W, "Simulator episodes fail and are retried or dropped", "logs"),
@@ -96,7 +101,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("horizon_mismatch", C, "The episode horizon does not match expected_valid_steps", "logs", "config"),
     _e("nurec_access_denied", C, "No access to the gated NuRec scenes on Hugging Face", "logs", "preflight"),
     _e("port_conflict", W, "A port the run needs was taken", "logs"),
-    _e("host_config_rejected", C, "The AlpaGym host refused its config", "logs", "config"),
+    _e("host_config_rejected", C, "The AlpaGym host refused its config", "logs", "config", "preflight"),
     _e("reward_hacking", W, "The reward may be gamed or blind: terms never move, or collisions rise with it", "logs"),
     # --- GPU (issue: GPU monitor) ---
     _e("gpu_orphan", C, "GPU memory is held by processes that are not part of this run", "gpu", "preflight"),
@@ -104,6 +109,8 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("gpu_idle", W, "A training replica's GPU has been idle for a long stretch", "gpu"),
     _e("gpu_memory_near_limit", W, "GPU memory is near its limit", "gpu"),
     _e("gpu_unavailable", W, "NVML is not available on this node", "gpu", "preflight"),
+    # --- a supervised stage's verdict (issue 38; docs/supervisor.md "Evaluate") ---
+    _e("export_regressed", W, "The exported model predicts worse trajectories than the model it started from", "stage"),
     # --- preflight (issue: supervisor) ---
     _e("gpus_too_few", C, "Fewer usable GPUs than the replicas need", "preflight"),
     _e("disk_space_low", C, "Not enough free disk for what the stages will write", "preflight"),
@@ -114,9 +121,14 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("recipe_checkout_missing", C, "The alpamayo-recipes checkout is not where the spec says", "preflight"),
     _e("container_path_unmounted", C, "A path the job needs is not mounted in its container", "preflight"),
     _e("checkpoint_after_time_limit", C, "The job cannot save a checkpoint before its time limit", "preflight"),
+    # --- the env stage's install (issue 38; a1x_supervisor/preflight_install.py) ---
+    _e("python_version_mismatch", C, "No Python the recipe requires for the a1x_rl venv", "preflight"),
+    _e("nvcc_missing", C, "No CUDA toolkit (nvcc) for building flash-attn", "preflight"),
+    _e("nvcc_cuda_mismatch", C, "nvcc's CUDA version does not match torch's", "preflight"),
     # --- preflight of the alpagym pipeline (issue 19; a1x_supervisor/preflight_alpagym.py) ---
     _e("alpagym_checkout_missing", C, "The AlpaGym checkout is not where the spec says", "preflight"),
     _e("docker_unusable", C, "Docker cannot run AlpaSim's services (compose, daemon or NVIDIA toolkit)", "preflight"),
+    _e("alpagym_env_incomplete", C, "The machine lacks what AlpaGym's install/check_env.sh requires", "preflight"),
 )
 
 CATALOG: dict[str, CatalogEntry] = {e.id: e for e in _ENTRIES}
@@ -153,6 +165,7 @@ RAISED_IN: dict[str, tuple[str, ...]] = {
     "controller_unreachable": ("a1x_diagnostics/detectors/failures.py",),
     "rollout_generation_failed": ("a1x_diagnostics/detectors/failures.py",),
     "logging_blind": ("a1x_diagnostics/detectors/collapse.py", "a1x_diagnostics/config/rules.py"),
+    "replica_logs_missing": ("a1x_diagnostics/detectors/lifecycle.py",),
     "process_crashed": ("a1x_diagnostics/detectors/outcome.py",),
     "run_incomplete": ("a1x_diagnostics/detectors/outcome.py",),
     "unexplained_error": ("a1x_diagnostics/detectors/outcome.py",),
@@ -195,19 +208,26 @@ RAISED_IN: dict[str, tuple[str, ...]] = {
     "checkpointing_disabled": ("a1x_diagnostics/config/rules.py",),
     "recommended_value": ("a1x_diagnostics/config/rules.py",),
     "invalid_value": ("a1x_diagnostics/config/rules.py",),
+    "toml_rejected": ("a1x_diagnostics/config/rules.py",),
+    "toml_misread": ("a1x_diagnostics/config/rules.py",),
     "alpasim_bringup_failed": ("a1x_diagnostics/detectors/closed_loop.py",),
     "episode_failures": ("a1x_diagnostics/detectors/closed_loop.py",),
     "nonfinite_values": ("a1x_diagnostics/detectors/closed_loop.py",),
     "horizon_mismatch": ("a1x_diagnostics/detectors/closed_loop.py", "a1x_diagnostics/alpagym/lint.py"),
     "nurec_access_denied": ("a1x_diagnostics/detectors/closed_loop.py", "a1x_supervisor/preflight_alpagym.py"),
     "port_conflict": ("a1x_diagnostics/detectors/closed_loop.py",),
-    "host_config_rejected": ("a1x_diagnostics/detectors/closed_loop.py", "a1x_diagnostics/alpagym/lint.py"),
+    "host_config_rejected": (
+        "a1x_diagnostics/detectors/closed_loop.py",
+        "a1x_diagnostics/alpagym/lint.py",
+        "a1x_supervisor/preflight_alpagym.py",
+    ),
     "reward_hacking": ("a1x_diagnostics/detectors/closed_loop.py",),
     "gpu_orphan": ("a1x_diagnostics/gpu/detect.py",),
     "vllm_oom_risk": ("a1x_diagnostics/gpu/detect.py",),
     "gpu_idle": ("a1x_diagnostics/gpu/detect.py",),
     "gpu_memory_near_limit": ("a1x_diagnostics/gpu/detect.py",),
     "gpu_unavailable": ("a1x_diagnostics/gpu/detect.py",),
+    "export_regressed": ("a1x_supervisor/stages/evaluate.py",),
     "gpus_too_few": (
         "a1x_supervisor/preflight.py",
         "a1x_diagnostics/alpagym/lint.py",
@@ -221,8 +241,12 @@ RAISED_IN: dict[str, tuple[str, ...]] = {
     "recipe_checkout_missing": ("a1x_supervisor/preflight.py",),
     "container_path_unmounted": ("a1x_supervisor/preflight.py", "a1x_supervisor/slurm/submit.py"),
     "checkpoint_after_time_limit": ("a1x_supervisor/preflight.py", "a1x_supervisor/slurm/submit.py"),
+    "python_version_mismatch": ("a1x_supervisor/preflight_install.py",),
+    "nvcc_missing": ("a1x_supervisor/preflight_install.py",),
+    "nvcc_cuda_mismatch": ("a1x_supervisor/preflight_install.py",),
     "alpagym_checkout_missing": ("a1x_supervisor/preflight_alpagym.py",),
     "docker_unusable": ("a1x_supervisor/preflight_alpagym.py",),
+    "alpagym_env_incomplete": ("a1x_supervisor/preflight_alpagym.py",),
 }
 
 

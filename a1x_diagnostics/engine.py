@@ -25,10 +25,12 @@ from a1x_diagnostics.detectors import (
     RunConfig,
     run_detectors,
 )
-from a1x_diagnostics.events import Event, Source
-from a1x_diagnostics.findings import CheckResult, Finding, Report, RunOutcome
+from a1x_diagnostics.detectors.launcher import log_dir_of
+from a1x_diagnostics.events import Event, Role, SignalKind, Source
+from a1x_diagnostics.findings import CheckResult, Finding, Report, RunOutcome, Severity
 from a1x_diagnostics.metrics import SERIES_CAPACITY, Metrics
 from a1x_diagnostics.report import build_report, merge_findings, unknown_report
+from a1x_diagnostics.run_record import launcher_log_dir, user_stop
 
 if TYPE_CHECKING:
     from a1x_diagnostics.parsing import RunLayout
@@ -159,6 +161,44 @@ def _lint(loaded: Any, notes: list[str]) -> list[Finding]:
         return []
 
 
+# Config predictions that a run which trained refutes: each says the run fails before or at its first step
+# (the loader rejects a value, placement fails, the model or grader cannot load, the first reward raises).
+_FAILS_BEFORE_TRAINING = frozenset({
+    "insufficient_gpus", "grader_missing", "recipe_parallelism_unsupported", "wrong_alpamayo_version",
+    "batch_not_divisible", "invalid_value", "model_not_converted", "mini_parquet_missing",
+})
+
+
+def _against_logs(predicted: list[Finding], runtime: list[Finding], collector: Collector,
+                  notes: list[str]) -> list[Finding]:
+    """The config's findings as the logs leave them (docs/findings.md, its head): a prediction of failure that
+    the run's own steps refute is a note, never a finding; on a run that trained, none is critical (CRITICAL
+    needs a line that shows a failure); all are marked as the config's (``data.origin``), so the report
+    lists them after what the logs show."""
+    steps = collector.metrics.step
+    rewards = collector.metrics.get("reward_mean")
+    logged = {f.id for f in runtime}
+    kept = []
+    for f in predicted:
+        refuted = steps is not None and f.id not in logged and (
+            f.id in _FAILS_BEFORE_TRAINING or (f.id == "grpo_became_sft" and rewards is not None and len(rewards)))
+        if refuted:
+            first = f.explanation.split(". ")[0].rstrip(".")
+            notes.append(f"--config predicted {f.id} ({first}), but the logs show {steps} training step(s): it did "
+                         "not happen, so it is not a finding of this run")
+            continue
+        if f.id in logged:
+            kept.append(f)  # merged into the logs' own finding
+            continue
+        update: dict[str, Any] = {"data": {**f.data, "origin": "config"}}
+        if steps is not None and f.severity is Severity.CRITICAL:
+            update["severity"] = Severity.WARNING
+            update["explanation"] = (f"{f.explanation} (The logs show {steps} training step(s): the run got past "
+                                     "this, so it is a warning here, not a failure of this run.)")
+        kept.append(f.model_copy(update=update))
+    return kept
+
+
 def _closed_loop_toml(found: Any, notes: list[str]) -> Any:
     """The Cosmos-RL TOML an AlpaGym host generated for its run: the config the detectors see."""
     if found.cosmos_config is None:
@@ -176,6 +216,41 @@ def _closed_loop_lint(cl: Any, loaded: Any, config_path: Any, notes: list[str]) 
     except Exception as exc:  # the linter's failure must not lose the log findings
         notes.append(f"config lint failed: {type(exc).__name__}: {exc}")
         return []
+
+
+def _read_named_folder(collector: Collector, layout: RunLayout, notes: list[str], deadline: float | None) -> str | None:
+    """A launcher capture checked on its own: read the log folder it names too, where it can be reached
+    (``run_record.launcher_log_dir``); ``layout.files`` gains its files. The folder's name, or None."""
+    from a1x_diagnostics.parsing import LayoutError, discover
+
+    capture = layout.files[0][0]
+    printed = log_dir_of(collector.store.signal(SignalKind.PROCESS_PLANNED).items())
+    if printed is None:
+        return None
+    folder = launcher_log_dir(capture, printed)
+    if folder is None:
+        notes.append(f"the launcher wrote its processes' logs to {printed}/: not found there nor beside "
+                     f"{capture.name}, so only the launcher's own lines were read")
+        return None
+    try:
+        inner = discover(folder)
+    except LayoutError as exc:
+        notes.append(f"the log folder the launcher names could not be read: {exc}")
+        return None
+    base = capture.parent.resolve()
+
+    def shown(p: Path, src: Source) -> Source:  # named as a check of the folder above both would name it
+        where = p.resolve()
+        path = where.relative_to(base).as_posix() if where.is_relative_to(base) else str(where)
+        return Source(path, src.role, src.index)
+
+    inner.files = [(p, shown(p, src)) for p, src in inner.files if p.resolve() != capture.resolve()]
+    collector.note_files(inner)
+    _read_into(collector, inner, deadline)
+    layout.files = inner.files + layout.files
+    layout.unreadable.extend(inner.unreadable)
+    notes.append(f"read the log folder the launcher names ({printed}/) from {folder}")
+    return inner.run_name or folder.name
 
 
 def _no_files_reason(target: str, layout: RunLayout) -> str:
@@ -260,8 +335,11 @@ def check(
     if progress is not None:
         size = sum(f.size or 0 for f in collector.store.files.values())
         progress(f"reading {len(layout.files)} file(s), {size / 1e6:.1f} MB")
+    run_name = layout.run_name
     try:
         _read_into(collector, layout, deadline)
+        if layout.kind == "single_file" and layout.files[0][1].role is Role.LAUNCHER:
+            run_name = _read_named_folder(collector, layout, notes, deadline) or run_name
         if collector.closed_loop is not None:
             from a1x_diagnostics.alpagym.reader import read_into
 
@@ -272,6 +350,10 @@ def check(
             target, f"timed out after {timeout:g} s while reading the logs" if timeout is not None
             else "timed out while reading the logs", run=layout.run_name, notes=notes
         )
+    if layout.kind == "run_dir":
+        stop = user_stop(layout.target)
+        if stop is not None:
+            collector.add(stop)
     notes.extend(f"unreadable: {u}" for u in layout.unreadable)
     files = [src.path for _, src in layout.files]
     if collector.store.event_count == 0 and collector.closed_loop is None:
@@ -283,10 +365,10 @@ def check(
     if collector.closed_loop is not None:
         findings = merge_findings(findings, _closed_loop_lint(collector.closed_loop, loaded, config_path, notes))
     elif loaded is not None:
-        findings = merge_findings(findings, _lint(loaded, notes))
+        findings = merge_findings(findings, _against_logs(_lint(loaded, notes), findings, collector, notes))
     return build_report(
         target=target,
-        run=layout.run_name,
+        run=run_name,
         findings=findings,
         checks=assessment.checks,
         metrics=assessment.metrics,

@@ -260,6 +260,8 @@ class SignalKind(str, Enum):
     WORKERS_REQUIRED = "workers_required"  # count:int
     MULTIPLE_WORKERS = "multiple_workers"  # 'Multiple worker nodes will be used...'
     CONTROLLER_READY = "controller_ready"  # url:str
+    PROCESS_PLANNED = "process_planned"  # path:str ('Appending command: ... output files: PATH': its log, §3.1)
+    PROCESS_LAUNCHED = "process_launched"  # role: controller|policy|rollout|reference, in launch order (§2.7)
     PROCESS_FAILED = "process_failed"  # process:str (index or pid), rc:int
     PROCESS_COMPLETED = "process_completed"  # process:str
     COORDINATED_SUCCESS = "coordinated_success"  # process:str, rc:int ('treating as success')
@@ -294,7 +296,7 @@ class SignalKind(str, Enum):
     ROLLOUT_DESTROY_WORKER = "rollout_destroy_worker"  # '[Rollout] execute: entering destroy_worker()'
     CONFIG_LOADED = "config_loaded"  # path:str ('Successfully loaded configuration from ...')
     CONFIG_ADJUSTED = "config_adjusted"  # key:str, value:str (silent auto-adjust warnings, §8.6)
-    PROCESS_LAUNCH = "process_launch"  # role:str, the first lines a launch script echoes (§2.8): a run has begun
+    LAUNCH_SCRIPT = "launch_script"  # role:str; a launch script's first lines in its process's log (§2.8): begun
     # --- failures ---
     CONFIG_LOAD_FAILED = "config_load_failed"  # path:str, error:str
     ROLLOUT_GENERATION_FAILED = "rollout_generation_failed"  # error:str
@@ -306,6 +308,7 @@ class SignalKind(str, Enum):
     REDIS_FAILURE = "redis_failure"  # rc:int|None, error:str
     CHILD_FAILED = "child_failed"  # torchrun ChildFailedError summary: exitcode:int|None, signal:str|None
     DEATH_SIGNAL = "death_signal"  # torchrun agent 'Received 15 death signal, shutting down workers': sig:int
+    STOPPED_BY_USER = "stopped_by_user"  # reason:str; our supervisor's record of a1x-tui stop / the dashboard's Stop
     JOB_CANCELLED = "job_cancelled"  # slurmstepd '*** JOB N ON host CANCELLED AT t [DUE TO TIME LIMIT] ***': reason
     FATAL_SIGNAL = "fatal_signal"  # what: segfault|abort|bus_error|killed|fatal_python (a process died hard)
     ERROR_LINE = "error_line"  # an ERROR/CRITICAL line or an 'XxxError: ...' line no rule classified: message:str

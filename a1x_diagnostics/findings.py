@@ -14,9 +14,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.2"  # 1.1: the run outcome (``Report.outcome``); OK only for a completed or healthy running run
+SCHEMA_VERSION = "1.3"  # 1.1: the run outcome (``Report.outcome``); OK only for a completed or healthy running run
 # 1.2: closed-loop (AlpaGym) runs: eight finding ids (docs/findings.md "Closed-loop runs"), the ``closed_loop``
 # metrics (episodes, collision and offroad rates...) and ``simulator`` as a log role; nothing removed or renamed
+# 1.3: toml_rejected and toml_misread (a TOML Cosmos-RL's own parser refuses is toml_rejected, no longer
+# invalid_value), export_regressed (the evaluate stage), python_version_mismatch, nvcc_missing and
+# nvcc_cuda_mismatch (preflight), alpagym_env_incomplete (preflight), replica_logs_missing; the outcome
+# ``stopped`` (the user's stop through a1x-tui) and the launcher's ``process_planned`` / ``process_launched``
+# signals; config findings the logs refute move to ``notes``; nothing removed or renamed (docs/findings.md)
 
 
 class Severity(str, Enum):
@@ -87,6 +92,7 @@ class Outcome(str, Enum):
     STALLED = "stalled"  # no progress for many step times (before the first step: minutes after start-up)
     CRASHED = "crashed"  # a process ended on an uncaught error, a failure summary or a fatal signal
     TERMINATED = "terminated"  # stopped from outside (SIGTERM, SIGINT, scancel) before its last step
+    STOPPED = "stopped"  # stopped by its user through a1x-tui (stop, the dashboard's Stop) before its last step
     INCOMPLETE = "incomplete"  # ended, or its logs stop, at a step short of the total any other way
     NOT_STARTED = "not_started"  # no training step, and the logs stop before training began
 
@@ -122,7 +128,7 @@ class CheckResult(BaseModel):
 class Report(BaseModel):
     """What ``a1x-tui --check`` (and ``lint``, ``preflight``) prints with ``--format json``."""
 
-    schema_version: Literal["1.2"] = "1.2"
+    schema_version: Literal["1.3"] = "1.3"
     tool: str = "a1x-tui"
     kind: Literal["check", "lint", "preflight", "watch"] = "check"
     target: str = Field(description="the path that was examined")

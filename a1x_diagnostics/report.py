@@ -7,12 +7,14 @@ Text layout (for people and monitoring plugins)::
         <explanation>
         logs_…/rollout_0.log:212: torch.OutOfMemoryError: CUDA out of memory. …
         fix: rollout.gpu_memory_utilization = 0.7 (now 0.9): <why>
-    [?] grpo_collapse blind: <why it cannot see>
-    [+] rollout_buffer_growth ok
+    24 checks ok, 6 blind, 8 not applicable: --verbose lists them
     metrics: step 6/40 · reward mean -0.2100 (std 0.1000) · pending 12 · …
 
-The first line is Nagios-style: status, summary, then perfdata after ``|``. JSON is the pydantic
-``Report`` itself. Every string of a report passes ``redact`` before it is printed or returned.
+The first line is Nagios-style: status, summary (what the logs show first, then the config's
+predictions), then perfdata after ``|``. The findings follow, most severe first, each with its evidence
+and fix; the checks that found nothing are one line (``--verbose``: ``[+] id ok``, ``[?] id blind: why``,
+``[ ] id skipped: why``, one a line). JSON is the pydantic ``Report`` itself, every check included.
+Every string of a report passes ``redact`` before it is printed or returned.
 """
 
 from __future__ import annotations
@@ -183,12 +185,14 @@ def merge_findings(first: list[Finding], second: list[Finding]) -> list[Finding]
 
 
 def _ordered(findings: list[Finding]) -> list[Finding]:
-    return sorted(findings, key=lambda f: 0 if f.severity is Severity.CRITICAL else 1)
+    """What the logs show first, then the config's predictions (``data.origin``); critical first in each."""
+    return sorted(findings, key=lambda f: (f.data.get("origin") == "config", f.severity is not Severity.CRITICAL))
 
 
 def _summary(status: Status, findings: list[Finding], metrics: dict[str, Any], outcome: RunOutcome | None) -> str:
     step, total = metrics.get("step"), metrics.get("total_steps")
-    progress = f"step {step}/{total}" if step is not None else "no step yet"
+    starting = outcome is None or outcome.state in (Outcome.RUNNING, Outcome.NOT_STARTED)
+    progress = f"step {step}/{total}" if step is not None else "no step yet" if starting else "no step line"
     head = f"{outcome.state.value}: " if outcome is not None else ""
     if not findings:
         return f"{head}no problem found ({progress})"
@@ -350,8 +354,21 @@ def metrics_line(metrics: dict[str, Any]) -> str:
 _STATE_ORDER = {CheckState.FINDING: 0, CheckState.BLIND: 1, CheckState.OK: 2, CheckState.SKIPPED: 3}
 
 
-def render_text(report: Report) -> str:
-    """The report for people (see the module doc). Ends with a newline."""
+def checks_line(checks: list[CheckResult], shown: set[str]) -> str | None:
+    """The checks that found nothing, in one line: ``24 checks ok, 6 blind: --verbose lists them``."""
+    counts = {state: sum(1 for c in checks if c.state is state and c.id not in shown)
+              for state in (CheckState.OK, CheckState.BLIND, CheckState.SKIPPED)}
+    parts = [f"{counts[CheckState.OK]} checks ok"] if counts[CheckState.OK] else []
+    if counts[CheckState.BLIND]:
+        parts.append(f"{counts[CheckState.BLIND]} blind")
+    if counts[CheckState.SKIPPED]:
+        parts.append(f"{counts[CheckState.SKIPPED]} not applicable")
+    return ", ".join(parts) + ": --verbose lists them" if parts else None
+
+
+def render_text(report: Report, verbose: bool = False) -> str:
+    """The report for people (see the module doc): the findings, most severe first, each with its evidence
+    and fix; the checks that found nothing in one line (``verbose``: one line each). Ends with a newline."""
     lines = [first_line(report)]
     if report.status is Status.UNKNOWN:
         lines += [f"note: {n}" for n in report.notes]
@@ -368,21 +385,26 @@ def render_text(report: Report) -> str:
     for f in report.findings:
         lines += _finding_lines(f)
         shown.add(f.id)
-    for c in sorted(report.checks, key=lambda c: _STATE_ORDER[c.state]):
-        if c.id in shown:
-            continue
-        if c.state is CheckState.OK:
-            lines.append(f"[+] {c.id} ok" + (f" ({c.note})" if c.note else ""))
-        elif c.state is CheckState.BLIND:
-            lines.append(f"[?] {c.id} blind: {c.note or 'its input is missing'}")
-        elif c.state is CheckState.SKIPPED:
-            lines.append(f"[ ] {c.id} skipped: {c.note or 'not applicable'}")
+    if verbose:
+        for c in sorted(report.checks, key=lambda c: _STATE_ORDER[c.state]):
+            if c.id in shown:
+                continue
+            if c.state is CheckState.OK:
+                lines.append(f"[+] {c.id} ok" + (f" ({c.note})" if c.note else ""))
+            elif c.state is CheckState.BLIND:
+                lines.append(f"[?] {c.id} blind: {c.note or 'its input is missing'}")
+            elif c.state is CheckState.SKIPPED:
+                lines.append(f"[ ] {c.id} skipped: {c.note or 'not applicable'}")
+    else:
+        summary = checks_line(report.checks, shown)
+        if summary:
+            lines.append(summary)
     lines.append(metrics_line(report.metrics))
     lines += [f"note: {n}" for n in report.notes]
     return redact("\n".join(printable(line) for line in lines)) + "\n"  # log text: no control byte reaches stdout
 
 
-def render(report: Report, fmt: str = "text") -> str:
+def render(report: Report, fmt: str = "text", verbose: bool = False) -> str:
     if fmt == "json":
         return report.model_dump_json(indent=2) + "\n"
-    return render_text(report)
+    return render_text(report, verbose)

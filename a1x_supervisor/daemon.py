@@ -21,13 +21,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from a1x_supervisor.claims import Claims, RunClaimed
 from a1x_supervisor.executor import Executor, LocalExecutor, become_subreaper
 from a1x_supervisor.gpu_agents import GpuAgents
 from a1x_supervisor.pipeline import build_stages, select_stages
 from a1x_supervisor.recovery import RunLock, block, read_pid, recover
 from a1x_supervisor.run_context import Controls, Executors, RunContext
 from a1x_supervisor.run_loop import Plan, RunLoop
-from a1x_supervisor.rundir import RunDir, make_private
+from a1x_supervisor.rundir import RunDir, check_owner, make_private
+from a1x_supervisor.runfiles import write_atomic
 from a1x_supervisor.secrets import Scrubber
 from a1x_supervisor.socket_server import SocketServer
 from a1x_supervisor.spec import RunSpec, load_spec
@@ -48,11 +50,27 @@ from a1x_supervisor.state import (
 if TYPE_CHECKING:
     from a1x_diagnostics.live import DiagnosisFactory
 
-__all__ = ["AlreadySupervised", "Plan", "Supervisor"]  # Plan is run_loop's, named here for the callers
+__all__ = ["AlreadySupervised", "Plan", "RunClaimed", "Supervisor"]  # Plan is run_loop's, named here for the callers
 
 
 class AlreadySupervised(Exception):
     """Another supervisor holds the run's lock."""
+
+
+class _SpecClaims:
+    """The run's claims (``claims.Claims``) once its spec is known; nothing to release before."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self._run_dir = run_dir
+        self._claims: Claims | None = None
+
+    def acquire(self, spec: RunSpec) -> None:
+        self._claims = Claims(spec, self._run_dir)
+        self._claims.acquire()
+
+    def release(self) -> None:
+        if self._claims is not None:
+            self._claims.release()
 
 
 class Supervisor:
@@ -108,16 +126,19 @@ class Supervisor:
     def serve(self) -> int:
         """Run the plan to its end; 0 when the run succeeded, 1 otherwise."""
         make_private(self.rundir.run_dir)  # RunDirError: refused before anything is written
+        check_owner(self.rundir.run_dir)
         lock = RunLock(self.rundir.lock_path)
         if not lock.acquire():
             owner = read_pid(self.rundir.pid_path)
             raise AlreadySupervised(f"{self.rundir.run_dir}: another supervisor owns this run (pid {owner})")
         server: SocketServer | None = None
+        claims = _SpecClaims(self.rundir.run_dir)
         try:
-            self.rundir.pid_path.write_text(f"{os.getpid()}\n", encoding="utf-8")
+            write_atomic(self.rundir.pid_path, f"{os.getpid()}\n")
             if self._install_signals:
                 self._signals()
             self.spec = load_spec(self.rundir.spec_path)
+            claims.acquire(self.spec)  # RunClaimed: another live run writes into the same folders
             if self._executor is None:
                 self._executor = LocalExecutor(subreaper=self._subreaper and become_subreaper())
             scrubber = Scrubber.from_environment()
@@ -127,7 +148,9 @@ class Supervisor:
             outputs: dict[str, str] = dict(previous.outputs) if previous else {}
             stages = build_stages(self.spec, self.rundir, outputs)
             self._stage_names = [s.name for s in stages]
-            selected = select_stages(self._stage_names, from_stage=self.plan.from_stage, only=self.plan.only)
+            selected = select_stages(
+                self._stage_names, from_stage=self.plan.from_stage, only=self.plan.only, skip=self.plan.skip
+            )
             self.store = StateStore(self.rundir.state_path, self._initial_state(previous, stages, outputs), scrubber)
             self.store.update()
             if self._on_event is not None:
@@ -159,7 +182,7 @@ class Supervisor:
                 RunLoop(ctx, stages, self.plan, runner).run(selected)
         except StageError as exc:
             self._fail_run(str(exc))
-        except AlreadySupervised:
+        except (AlreadySupervised, RunClaimed):
             raise
         except Exception as exc:
             traceback.print_exc()
@@ -174,6 +197,7 @@ class Supervisor:
                 self.rundir.socket_path.unlink()
             with contextlib.suppress(OSError):
                 self.rundir.pid_path.unlink()
+            claims.release()
             lock.release()
         status = self.store.state.status if hasattr(self, "store") else "failed"
         return 0 if status == "succeeded" else 1

@@ -157,6 +157,7 @@ def repos_for(stages: Sequence[str], *, alpamayo_model: str, vlm: str) -> list[H
         add(HubRepo(vlm, "model", "the VLM (tokenizer and processor)", ("convert",), VLM_FILES))
     if "download" in stages:
         add(HubRepo(PAI_DATASET, "dataset", "the PAI dataset", ("download",)))
-    if "train" in stages:
-        add(HubRepo(vlm, "model", "the VLM (tokenizer and processor)", ("train",), VLM_FILES))
+    for stage in ("train", "evaluate"):  # each model load builds the processor (docs/reference/alpamayo-recipe.md §3)
+        if stage in stages:
+            add(HubRepo(vlm, "model", "the VLM (tokenizer and processor)", (stage,), VLM_FILES))
     return list(wanted.values())

@@ -15,11 +15,12 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from a1x_supervisor.daemon import AlreadySupervised, Plan, Supervisor
+from a1x_supervisor.daemon import AlreadySupervised, Plan, RunClaimed, Supervisor
 from a1x_supervisor.executor import Executor, LocalExecutor, ProcessHandle, StopReport
 from a1x_supervisor.protocol import NoSupervisor, SupervisorClient
 from a1x_supervisor.recovery import RunLock, lock_is_held
 from a1x_supervisor.rundir import RunDir, RunDirError, make_private
+from a1x_supervisor.runfiles import open_file
 from a1x_supervisor.secrets import Scrubber
 from a1x_supervisor.spec import RunSpec, dump_spec
 from a1x_supervisor.state import EventLog, atomic_write_text, load_state, now_iso
@@ -88,21 +89,32 @@ def _become_daemon(rundir: RunDir, plan: Plan) -> None:
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.close(devnull)
-        out = os.open(str(rundir.daemon_log), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        out = open_file(rundir.daemon_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         os.dup2(out, 1)
         os.dup2(out, 2)
         os.close(out)
         sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
         sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+        _set_title(f"a1x-tui supervisor {rundir.run_dir}")
         print(f"{now_iso()} supervisor pid {os.getpid()} starting for {rundir.run_dir}", flush=True)
         code = Supervisor(rundir.run_dir, plan, subreaper=True).serve()
         print(f"{now_iso()} supervisor pid {os.getpid()} done (exit {code})", flush=True)
-    except (AlreadySupervised, RunDirError) as exc:
+    except (AlreadySupervised, RunClaimed, RunDirError) as exc:
         print(f"{now_iso()} {exc}", flush=True)
     except BaseException:
         traceback.print_exc()
     finally:
         os._exit(code)
+
+
+def _set_title(title: str) -> None:
+    """What ``ps`` shows for the daemon: a fork of its client would read as that client's command
+    (``a1x-tui demo``, ``a1x-tui run --spec ...``) long after the client has gone."""
+    try:
+        from setproctitle import setproctitle
+    except ImportError:  # a core dependency; without it ps shows the client's command line
+        return
+    setproctitle(title)
 
 
 def wait_until_ready(rundir: RunDir, pid: int, *, timeout_s: float = 20.0) -> str | None:

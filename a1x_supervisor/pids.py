@@ -20,7 +20,7 @@ from typing import Any
 
 import psutil
 
-from a1x_supervisor.state import atomic_write_text
+from a1x_supervisor.runfiles import read_text, write_atomic
 
 _NAMED_KINDS = ("controller", "policy", "rollout", "reference")
 
@@ -59,14 +59,14 @@ class PidsFile:
             return
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         data = {str(pid): label for pid, label in sorted(labels.items())}
-        atomic_write_text(self.path, json.dumps(data, indent=1) + "\n")
+        write_atomic(self.path, json.dumps(data, indent=1) + "\n")
         self._written = labels
 
 
 def read_pids(path: Path) -> dict[int, str]:
     """The labels in a pids file; empty when it is missing or not a JSON object."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(read_text(path))
         return {int(pid): str(label) for pid, label in raw.items()}
     except (OSError, ValueError, AttributeError):
         return {}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from a1x_supervisor.rundir import RunDir
 from a1x_supervisor.spec import RunSpec
 from a1x_supervisor.stage import STAGE_NAMES, StageError, StageSpec
-from a1x_supervisor.stages import configure, convert, curate, download, env, export, grader, train, verify
+from a1x_supervisor.stages import configure, convert, curate, download, env, evaluate, export, grader, train, verify
 from a1x_supervisor.stages.context import StageContext
 
 
@@ -55,20 +55,25 @@ def build_stages(spec: RunSpec, rundir: RunDir, outputs: MutableMapping[str, str
     return _pipeline(spec).build_stages(spec, rundir, outputs)
 
 
-def select_stages(names: Sequence[str], *, from_stage: str | None, only: str | None) -> list[str]:
-    """The stages a run executes. Raises ``StageError`` with one line for a bad name."""
-    for wanted in (from_stage, only):
+def select_stages(
+    names: Sequence[str], *, from_stage: str | None, only: str | None, skip: Sequence[str] = ()
+) -> list[str]:
+    """The stages a run executes (``skip``: left out, e.g. ``--skip evaluate``). Raises ``StageError`` with one
+    line for a bad name."""
+    for wanted in (from_stage, only, *skip):
         if wanted is None:
             continue
         if wanted not in STAGE_NAMES:
             raise StageError(f"unknown stage {wanted!r} (stages: {', '.join(names)})")
         if wanted not in names:
             raise StageError(f"stage {wanted!r} does not apply to this run (stages: {', '.join(names)})")
+    if only is not None and only in skip:
+        raise StageError(f"--only {only} and --skip {only} contradict each other")
     if only is not None:
         return [only]
     if from_stage is not None:
-        return list(names[names.index(from_stage) :])
-    return list(names)
+        return [n for n in names[names.index(from_stage) :] if n not in skip]
+    return [n for n in names if n not in skip]
 
 
 # -- the Alpamayo RL pipeline (docs/reference/alpamayo-recipe.md §1-§12, docs/reference/cosmos-rl.md §2;
@@ -83,12 +88,15 @@ _ALPAMAYO: dict[str, Callable[[StageContext], StageSpec]] = {
     "train": train.stage,
     "export": export.stage,
     "verify": verify.stage,
+    "evaluate": evaluate.stage,
 }
 
 
 def _alpamayo_names(spec: RunSpec) -> list[str]:
-    """Every stage in ``STAGE_NAMES`` order: curate is motion-only, grader joint-only, p2p closed-loop only."""
-    skip = ("grader" if spec.reward_mode == "motion" else "curate", "p2p")
+    """Every stage in ``STAGE_NAMES`` order: curate for motion data, grader for a reward that grades the
+    reasoning (a1x_diagnostics.recipe_entries), p2p closed-loop only."""
+    entry = spec.entry
+    skip = ("curate" if entry.reasoning_data else "", "" if entry.grader else "grader", "p2p")
     return [name for name in STAGE_NAMES if name not in skip]
 
 

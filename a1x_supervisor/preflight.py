@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 from a1x_diagnostics.findings import CheckState, Report
 from a1x_supervisor.preflight_checks import GB, Checks, GpuProbe, machine, probe_gpus
 from a1x_supervisor.preflight_checks import GpuInventory as GpuInventory  # the spec of a probe, for callers
+from a1x_supervisor.preflight_install import Runner, check_install, run_command
+from a1x_supervisor.preflight_install import disk_needs as install_disk_needs
 from a1x_supervisor.secrets import hf_token_file, read_secret, secret_source, wandb_login, wandb_netrc
 from a1x_supervisor.slurm.container import hf_hub_cache
 from a1x_supervisor.slurm.spec import ClusterSpec
@@ -23,6 +25,7 @@ from a1x_supervisor.stages.convert import verify_converted
 from a1x_supervisor.stages.curate import verify_curated
 from a1x_supervisor.stages.download import verify_download_joint, verify_download_motion
 from a1x_supervisor.stages.grader import verify_grader
+from a1x_supervisor.stages.parquet import NO_PYARROW, parquet_missing
 
 if TYPE_CHECKING:
     from a1x_supervisor.hub import HubRepo
@@ -37,7 +40,9 @@ EXPORT_BYTES = 22 * GB  # the exported VLM is about the size of the model (§12.
 # §8.5: GPUs per policy replica (dp_shard_size) for the two compute shapes; a rollout replica uses 1.
 POLICY_GPUS = {"local": 4, "cluster": 8}
 ROLLOUT_GPUS = 1
-HF_STAGES = ("convert", "download", "grader", "train")
+HF_STAGES = ("convert", "download", "grader", "train", "evaluate")
+# docs/reference/alpamayo-recipe.md §13 (an estimate): the evaluation loads one ~10 B model in bf16 on one GPU.
+EVAL_GPU_MEMORY = 24 * GB
 
 
 def gpus_needed(spec: RunSpec) -> int:
@@ -57,13 +62,15 @@ def preflight(
     skip_verified: Callable[[str], bool] | None = None,
     run_dir: Path | None = None,
     hub: bool = True,
+    run: Runner | None = None,
 ) -> Report:
     """Check the machine for the ``stages`` a run will execute.
 
     ``skip_verified(stage)`` says whether a stage's outputs already verify (its disk needs then
     do not count). ``run_dir`` is the run directory when it is known (a new run's goes under
     ``<workspace>/runs``). ``hub`` asks the Hugging Face Hub (``HF_ENDPOINT``) about the token and
-    the gated repositories (``a1x_supervisor.hub``). The other callables exist for tests.
+    the gated repositories (``a1x_supervisor.hub``). The other callables exist for tests (``run``: the
+    commands the install checks run, ``uv python find`` and ``nvcc --version``).
     """
     if spec.pipeline == "alpagym":  # its own checks (docker, 2 x 40 GB, NuRec): a1x_supervisor/stages/alpagym
         from a1x_supervisor.preflight_alpagym import alpagym_preflight
@@ -85,8 +92,17 @@ def preflight(
     _check_container_paths(spec, todo, checks, env, run_dir)
     _check_wall_time(spec, todo, checks)
     _check_reused_outputs(spec, stages, todo, checks)
+    check_install(spec, todo, checks, env, find, run or run_command)
+    _check_parquet(spec, todo, checks)
 
     return checks.report(target, stages)
+
+
+def _check_parquet(spec: RunSpec, todo: Sequence[str], checks: Checks) -> None:
+    """The curate and the joint download checks read parquet files: said before anything downloads."""
+    readers = [s for s in todo if s == "curate" or (s == "download" and spec.reward_mode == "joint")]
+    if readers and parquet_missing():
+        checks.notes.append(f"the {' and '.join(readers)} stage's check reads parquet files, and {NO_PYARROW}")
 
 
 def _check_gpus(
@@ -94,10 +110,16 @@ def _check_gpus(
 ) -> None:
     cid = "gpus_too_few"
     if "train" not in todo:
-        checks.other(cid, CheckState.SKIPPED, "no training in this run")
+        if "evaluate" in todo:
+            _check_eval_gpu(checks, env, probe)
+        else:
+            checks.other(cid, CheckState.SKIPPED, "no training or evaluation in this run")
         return
     if spec.compute == "cluster":
-        checks.other(cid, CheckState.SKIPPED, "cluster compute: the scheduler places the replicas")
+        if "evaluate" in todo:  # the scheduler places the replicas; the evaluation runs on this node
+            _check_eval_gpu(checks, env, probe)
+        else:
+            checks.other(cid, CheckState.SKIPPED, "cluster compute: the scheduler places the replicas")
         return
     need = gpus_needed(spec)
     inventory = (probe or (lambda: probe_gpus(env)))()
@@ -130,6 +152,27 @@ def _check_gpus(
         checks.ok(cid, f"{len(big)} usable GPU(s) for {need} needed ({inventory.source})")
 
 
+def _check_eval_gpu(checks: Checks, env: Mapping[str, str], probe: GpuProbe | None) -> None:
+    """The evaluate stage alone: one GPU that holds a ~10 B model in bf16 (docs/reference/alpamayo-recipe.md §13)."""
+    inventory = (probe or (lambda: probe_gpus(env)))()
+    if isinstance(inventory, str):
+        checks.other("gpus_too_few", CheckState.BLIND, f"GPUs unknown: {inventory}")
+        return
+    if not any(m is None or m >= EVAL_GPU_MEMORY for m in inventory.memory):
+        seen = f"{len(inventory.memory)} GPU(s) visible ({inventory.source})"
+        checks.finding(
+            "gpus_too_few",
+            "The evaluate stage runs the exported model on one GPU of this node with about 24 GB for its bf16 "
+            f"weights and sampling (docs/reference/alpamayo-recipe.md §13); {seen}.",
+            evidence=[f"{seen}; needed: 1 GPU of at least 24 GB"],
+            action="run it on a node with a GPU (check CUDA_VISIBLE_DEVICES), or leave it out: --skip evaluate",
+            visible=len(inventory.memory),
+            needed=1,
+        )
+    else:
+        checks.ok("gpus_too_few", f"a GPU for the evaluation ({inventory.source})")
+
+
 def _check_disk(
     spec: RunSpec, todo: Sequence[str], checks: Checks, env: Mapping[str, str], free_of: Callable[[Path], int]
 ) -> None:
@@ -137,18 +180,23 @@ def _check_disk(
     if "convert" in todo:
         needs.append((hf_hub_cache(env), MODEL_BYTES, "model weights in the Hugging Face cache (convert)"))
     if "download" in todo:
-        if spec.reward_mode == "motion":
-            needs.append((spec.paths.pai_dir, MOTION_DATA_BYTES, "motion PAI data (download)"))
+        if spec.entry.reasoning_data:
+            needs.append(
+                (spec.paths.reasoning_dir, JOINT_DATA_BYTES, f"{spec.reward_mode} PAI reasoning data (download)")
+            )
         else:
-            needs.append((spec.paths.reasoning_dir, JOINT_DATA_BYTES, "joint PAI reasoning data (download)"))
+            needs.append((spec.paths.pai_dir, MOTION_DATA_BYTES, "motion PAI data (download)"))
     if "export" in todo:
         needs.append((spec.paths.export_dir, EXPORT_BYTES, "exported checkpoint (export)"))
+    if "env" in todo:
+        needs += install_disk_needs(spec, env)
     checks.disk(
         "disk_space_low",
         needs,
         free_of,
         explanation="A stage would run out of disk: the model weights are about 22 GB, motion PAI data 5-10 GB, "
-        "joint PAI data 85-90 GB (docs/reference/alpamayo-recipe.md §1).",
+        "joint PAI data 85-90 GB (docs/reference/alpamayo-recipe.md §1), the uv cache about 12 GB for the "
+        "training stack's wheels (§2.2).",
         action="free disk space or point the spec's paths (and HF_HOME) at a larger filesystem",
     )
 
@@ -178,7 +226,7 @@ _HUB_IDS = ("hf_token_invalid", "gated_repo", "hf_rate_limit", "hf_cache_missing
 
 def _check_hub(spec: RunSpec, todo: Sequence[str], checks: Checks, env: Mapping[str, str], *, ask: bool) -> None:
     """The token, the gated repositories and the offline cache, through huggingface_hub (``a1x_supervisor.hub``)."""
-    users = [s for s in todo if s in ("convert", "download", "train")]
+    users = [s for s in todo if s in ("convert", "download", "train", "evaluate")]
     if not users:
         for cid in _HUB_IDS:
             checks.other(cid, CheckState.SKIPPED, "no stage reads from the Hugging Face Hub")
@@ -366,13 +414,18 @@ def _check_recipe(spec: RunSpec, stages: Sequence[str], checks: Checks) -> None:
         "export": "scripts/convert_cosmos_rl_checkpoint.py",
     }
     needed += [path for stage, path in scripts.items() if stage in stages]
+    entry = spec.entry
+    if "configure" in stages or "train" in stages:  # the entry script the reward mode trains with (R §8.1)
+        needed.append(entry.path)
     missing = [p for p in needed if not (ws / p).is_file()]
     if missing:
+        upstream = f" (reward_mode {entry.mode!r}: {entry.upstream})" if entry.upstream else ""
         checks.finding(
             cid,
             f"paths.workspace ({ws}) must be an alpamayo-recipes checkout: every stage runs from its root.",
-            evidence=[f"{ws / p} does not exist" for p in missing],
-            action="git clone https://github.com/NVlabs/alpamayo-recipes and set paths.workspace to it",
+            evidence=[f"{ws / p} does not exist" + (upstream if p == entry.path else "") for p in missing],
+            action="git clone https://github.com/NVlabs/alpamayo-recipes and set paths.workspace to it"
+            + (f"; the {entry.mode} reward's entry script comes from {entry.upstream}" if upstream else ""),
         )
     else:
         checks.ok(cid, f"{ws} is an alpamayo-recipes checkout")
@@ -380,8 +433,8 @@ def _check_recipe(spec: RunSpec, stages: Sequence[str], checks: Checks) -> None:
 
 def _check_grader(spec: RunSpec, stages: Sequence[str], todo: Sequence[str], checks: Checks) -> None:
     cid = "grader_missing"
-    if spec.reward_mode != "joint" or "train" not in todo:
-        checks.other(cid, CheckState.SKIPPED, "only joint training reads the grader")
+    if not spec.entry.grader or "train" not in todo:
+        checks.other(cid, CheckState.SKIPPED, "only a reward that grades the reasoning reads the grader")
         return
     if "grader" in stages:
         checks.ok(cid, f"the grader stage caches Lingo-Judge into {spec.paths.grader_dir}")
@@ -408,7 +461,7 @@ def _check_env_vars(
         return
     # §8.1: the entry raises 'Missing required env var ...' when its data dir variable is unset; the
     # supervisor sets it from the spec, so it is missing only when that directory cannot exist.
-    var = "ALPAMAYO_PAI_LOCAL_DIR" if spec.reward_mode == "motion" else "ALPAMAYO_PAI_REASONING_LOCAL_DIR"
+    var = spec.entry.data_env
     data_dir = spec.data_dir
     if "download" not in stages and not data_dir.is_dir():
         checks.finding(
@@ -447,7 +500,7 @@ def _check_container_paths(
 ) -> None:
     """cosmos-dispatch: every path the job opens must be visible in its containers (docs/slurm.md)."""
     from a1x_configs import render
-    from a1x_supervisor.slurm.container import describe, job_mounts, unmounted
+    from a1x_supervisor.slurm.container import describe, job_mounts, mount_problems, unmounted
     from a1x_supervisor.stages.train_cluster import dispatch_needed_paths
 
     cid = "container_path_unmounted"
@@ -458,22 +511,25 @@ def _check_container_paths(
     entry = spec.paths.workspace / render.entry_script(spec.reward_mode)
     if spec.alpamayo_version == "1":  # the configure stage writes a copy into <run>/config (R §8.1)
         entry = (run_dir or spec.paths.workspace / "runs" / "<run>") / "config" / entry.name
-    data_var = "ALPAMAYO_PAI_LOCAL_DIR" if spec.reward_mode == "motion" else "ALPAMAYO_PAI_REASONING_LOCAL_DIR"
+    data_var = spec.entry.data_env
     needed = dispatch_needed_paths(
         cluster,
         entry=entry,
         model=str(spec.paths.model_dir),
         output_dir=str(spec.paths.output_dir),
-        grader=str(spec.paths.grader_dir) if spec.reward_mode == "joint" else None,
+        grader=str(spec.paths.grader_dir) if spec.entry.grader else None,
         data_var=data_var,
         data_dir=spec.data_dir,
         environ=env,
+        workspace=spec.paths.workspace,
     )
-    missing = unmounted(needed, job_mounts(cluster, environ=env))
-    if not missing:
+    mounts = job_mounts(cluster, environ=env)
+    missing = unmounted(needed, mounts)
+    problems = mount_problems(cluster, mounts, environ=env)
+    if not missing and not problems:
         checks.ok(cid, f"{len(needed)} path(s) of the job are mounted in its containers at the same path")
         return
-    explanation, lines, action, data = describe(cluster, missing)
+    explanation, lines, action, data = describe(cluster, missing, problems)
     checks.finding(cid, explanation, evidence=lines, action=action, **data)
 
 
@@ -549,7 +605,7 @@ def outputs_present(spec: RunSpec, stage: str) -> bool:
     data = spec.data
     if stage == "convert":
         return verify_converted(spec.paths.model_dir, alpamayo_model=spec.alpamayo_model).ok
-    if stage == "download" and spec.reward_mode == "motion":
+    if stage == "download" and not spec.entry.reasoning_data:
         return verify_download_motion(
             spec.paths.pai_dir,
             chunk_ids=data.chunk_ids,

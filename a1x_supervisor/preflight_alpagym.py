@@ -7,9 +7,15 @@ shares where they ask the same question.
 - ``binary_missing``: uv (every stage), docker, git-lfs and redis-server (a local run: AlpaSim's
   services run under docker compose, AlpaGym clones AlpaSim with git-lfs, Cosmos-RL starts redis-server),
   sbatch, squeue and sacct (``deploy = "slurm"``);
+- ``alpagym_env_incomplete``: the rest of what AlpaGym's ``install/check_env.sh`` requires
+  (docs/reference/alpagym.md §5 "Preflight"): uv 0.10.0 or newer, git-lfs set up (``git lfs install``), ``cudnn.h`` and
+  ``nccl.h`` where it looks for them; the ok note says which were checked;
+- ``host_config_rejected``: ``deploy = "slurm"`` with an experiment of the checkout whose topology is not a
+  Slurm one (the host's own refusal, predicted; the spec refuses AlpaGym's shipped ones already);
 - ``docker_unusable``: no ``docker compose`` plugin, a daemon this user cannot reach (docker without
   sudo), or no NVIDIA container toolkit (AlpaSim's compose file reserves GPUs with the ``nvidia`` driver);
-- ``gpus_too_few``: two GPUs of at least 40 GB for the 10B model (local runs);
+- ``gpus_too_few``: two GPUs of at least 40 GB for the 10B model (local runs): the policy on one, the rollout
+  beside AlpaSim's services on the other;
 - ``disk_space_low``: the release weights, the run's checkpoints and scenes, the export;
 - ``hf_token_missing``, ``hf_token_invalid``, ``nurec_access_denied`` and ``gated_repo``: the token, the
   gated NuRec scenes AlpaSim downloads, the Alpamayo 1.5 checkpoint;
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
@@ -44,6 +51,12 @@ TRAIN_BYTES = 50 * GB
 NUREC = "nvidia/PhysicalAI-Autonomous-Vehicles-NuRec"  # the gated scenes (ONBOARDING.md:94)
 _TOOLKIT = ("nvidia-container-runtime-hook", "nvidia-container-runtime", "nvidia-ctk", "nvidia-container-cli")
 _CHECKOUT_FILES = ("packages/host/src/alpagym_host/cli.py", "install/check_nccl_p2p.py")
+# install/check_env.sh (docs/reference/alpagym.md §5): its minimum uv, and where it looks for the CUDA headers.
+MIN_UV = (0, 10, 0)
+HEADER_DIRS: tuple[Path, ...] = (
+    Path("/usr/include"), Path("/usr/include/x86_64-linux-gnu"), Path("/usr/local/cuda/include"),
+)
+HEADERS = ("cudnn.h", "nccl.h")
 
 
 def _runner(env: Mapping[str, str]) -> Runner:
@@ -82,6 +95,8 @@ def alpagym_preflight(
 
     _checkout(spec, todo, checks)
     _binaries(todo, checks, find, local=local)
+    _check_env(todo, checks, run or _runner(env), find, local=local)
+    _slurm_topology(spec, todo, checks)
     if local and "train" in todo:
         _docker(checks, run or _runner(env), find)
     else:
@@ -150,6 +165,112 @@ def _binaries(todo: Sequence[str], checks: Checks, find: Callable[[str], str | N
         checks.ok("binary_missing", ", ".join(n for n, _ in wanted) + " found")
 
 
+def _version(text: str) -> tuple[int, ...] | None:
+    m = re.search(r"\buv (\d+)\.(\d+)(?:\.(\d+))?", text)
+    return None if m is None else tuple(int(g or 0) for g in m.groups())
+
+
+def _header(name: str) -> Path | None:
+    return next((d / name for d in HEADER_DIRS if (d / name).is_file()), None)
+
+
+def _check_env(todo: Sequence[str], checks: Checks, run: Runner, find: Callable[[str], str | None], *,
+               local: bool) -> None:
+    """What install/check_env.sh requires beyond programs on PATH (docs/reference/alpagym.md §5 "Preflight")."""
+    cid = "alpagym_env_incomplete"
+    problems: list[str] = []
+    checked: list[str] = []
+    if todo and find("uv"):
+        rc, out = run(["uv", "--version"])
+        version = _version(out) if rc == 0 else None
+        want = ".".join(map(str, MIN_UV))
+        if version is None:
+            checked.append(f"uv version not read ({out.splitlines()[-1][:80] if out else rc})")
+        elif version < MIN_UV:
+            problems.append(f"uv {'.'.join(map(str, version))} is older than {want} (check_env.sh: uv >= {want}); "
+                            "`uv self update`")
+        else:
+            checked.append(f"uv {'.'.join(map(str, version))} >= {want}")
+    if ("env" in todo or ("train" in todo and local)) and find("git-lfs"):
+        # check_env.sh: `git config --get-regexp '^filter\.lfs\.'` finds the filter `git lfs install` sets up.
+        rc, out = run(["git", "config", "--get-regexp", r"^filter\.lfs\."])
+        if rc == 0 and out.strip():
+            checked.append("git-lfs set up")
+        else:
+            problems.append("git-lfs is installed but not set up (no filter.lfs in the git config): `git lfs install`")
+    if "env" in todo:  # `uv sync --all-packages` builds the model stack against them
+        for name in HEADERS:
+            found = _header(name)
+            if found is None:
+                problems.append(f"{name} not found in {', '.join(map(str, HEADER_DIRS))} (uv sync needs it)")
+            else:
+                checked.append(f"{name} in {found.parent}")
+    if problems:
+        checks.finding(
+            cid,
+            "AlpaGym's own install/check_env.sh would fail on this machine: " + "; ".join(problems) + ".",
+            evidence=problems,
+            action="fix what each line names (AlpaGym's docs/ONBOARDING.md), then `bash install/check_env.sh` in the "
+            "checkout shows the same checks passing",
+        )
+    elif checked:
+        checks.ok(cid, "; ".join(checked))
+    else:
+        checks.other(cid, CheckState.SKIPPED, "no stage needs uv sync, and uv is not on PATH to ask")
+
+
+def _yaml_value(text: str, pattern: str) -> str | None:
+    m = re.search(pattern, text, flags=re.M)
+    return m.group(1).strip().strip("'\"") if m else None
+
+
+def _slurm_topology(spec: RunSpec, todo: Sequence[str], checks: Checks) -> None:
+    """deploy = "slurm" with a checkout experiment whose topology is local: the host refuses command=submit."""
+    from a1x_supervisor.spec import ALPAGYM_SUBMIT_REFUSAL, alpagym_topology
+
+    cid = "host_config_rejected"
+    ag = spec.alpagym
+    assert ag is not None
+    if ag.deploy != "slurm" or "train" not in todo:
+        checks.other(cid, CheckState.SKIPPED, "not a Slurm submission")
+        return
+    ws = spec.paths.workspace
+    topology = alpagym_topology(ag.experiment, ag.overrides)
+    where = f"experiment {ag.experiment}"
+    if topology is None:
+        found = sorted(ws.glob(f"packages/**/configs/experiment/{ag.experiment}.yaml"))
+        if not found:
+            checks.notes.append(
+                f"experiment {ag.experiment} is not under {ws}/packages: not judged (a site plugin may ship it); "
+                "Hydra skips a missing experiment silently and the host then stops with \"You must specify "
+                "'topology'\" (docs/reference/alpagym.md §2.5)"
+            )
+            checks.other(cid, CheckState.BLIND, f"experiment {ag.experiment} not found in the checkout")
+            return
+        topology = _yaml_value(found[0].read_text(errors="replace"), r"^\s*-\s*override\s+/topology:\s*(\S+)")
+        where = str(found[0])
+    if topology is None:
+        checks.other(cid, CheckState.BLIND, f"{where} selects no topology")
+        return
+    conf = ws / "packages/host/src/alpagym_host/conf/topology" / f"{topology}.yaml"
+    backend = _yaml_value(conf.read_text(errors="replace"), r"^\s+backend:\s*(\S+)") if conf.is_file() else None
+    if backend is None:
+        from a1x_supervisor.spec import topology_backend
+
+        backend = topology_backend(topology)
+    if backend == "slurm" or backend is None:
+        checks.ok(cid, f"topology {topology} ({where}): execution.backend {backend or 'not read'}")
+        return
+    checks.finding(
+        cid,
+        f'alpagym.deploy = "slurm" submits with command=submit, and the topology {topology} ({where}) has '
+        f"execution.backend={backend}: the host refuses it before anything starts ({ALPAGYM_SUBMIT_REFUSAL!r}).",
+        evidence=[f"{where}: topology {topology}, execution.backend={backend}"],
+        action='add a Slurm topology to [alpagym] overrides (e.g. "topology=slurm_partial_node_1_2_1"), or '
+        'deploy = "local"',
+    )
+
+
 def _docker(checks: Checks, run: Runner, find: Callable[[str], str | None]) -> None:
     cid = "docker_unusable"
     if not find("docker"):
@@ -203,7 +324,7 @@ def _gpus(todo: Sequence[str], checks: Checks, env: Mapping[str, str], probe: Gp
             seen += f", {len(small)} with less than 40 GB (smallest {min(small) / GB:.0f} GB)"
         checks.finding(
             cid,
-            f"AlpaGym's 10B model needs 2 GPUs of at least 40 GB (the policy and rollout replicas on one, "
+            f"AlpaGym's 10B model needs 2 GPUs of at least 40 GB (the policy on one, the rollout beside "
             f"AlpaSim's services on the other; docs/reference/alpagym.md §2.4); {seen}.",
             evidence=[f"{seen}; needed: 2 x 40 GB"],
             action="run on a node with two such GPUs (check CUDA_VISIBLE_DEVICES), or [alpagym] deploy = \"slurm\"",

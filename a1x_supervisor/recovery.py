@@ -12,6 +12,7 @@ from typing import Any
 
 from a1x_supervisor.executor import ProcessHandle
 from a1x_supervisor.run_context import RunContext
+from a1x_supervisor.runfiles import open_file, read_text
 from a1x_supervisor.state import FINAL_RUN_STATUSES, RunState
 
 _ACTIVE = ("running", "checking", "retrying")
@@ -25,7 +26,10 @@ class RunLock:
         self._fd: int | None = None
 
     def acquire(self) -> bool:
-        fd = os.open(str(self.path), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = open_file(self.path, os.O_RDWR | os.O_CREAT)
+        except OSError:  # a link where the lock should be, or no folder: not a lock anyone holds
+            return False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -55,7 +59,7 @@ def lock_is_held(path: Path) -> bool:
 
 def read_pid(path: Path) -> int | None:
     try:
-        return int(path.read_text(encoding="utf-8").strip())
+        return int(read_text(path, limit=64).strip())
     except (OSError, ValueError):
         return None
 

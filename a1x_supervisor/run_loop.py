@@ -26,9 +26,10 @@ class Plan:
     only: str | None = None
     force: tuple[str, ...] = ()
     preflight: dict[str, Any] | None = None
+    skip: tuple[str, ...] = ()  # stages left out (``run --skip evaluate``), also after a restart
 
     def to_json(self) -> dict[str, Any]:
-        return {"from": self.from_stage, "only": self.only, "force": list(self.force)}
+        return {"from": self.from_stage, "only": self.only, "force": list(self.force), "skip": list(self.skip)}
 
 
 class RunLoop:
@@ -51,7 +52,8 @@ class RunLoop:
             if name not in selected:
                 st = self.ctx.store.state.stage(name)
                 if st.status not in ("succeeded", "skipped"):
-                    self.ctx.set_stage(name, status="skipped", reason="not selected (--from/--only)")
+                    why = "left out (--skip)" if name in self.plan.skip else "not selected (--from/--only)"
+                    self.ctx.set_stage(name, status="skipped", reason=why)
 
         def running(s: RunState) -> None:
             s.status = "running"
@@ -69,7 +71,11 @@ class RunLoop:
             result = self._run_stage(self.stages[name], force=name in forced)
             target = self.controls.take_restart()
             if target is not None and not self.controls.stop.is_set():
-                plan_queue = [target] if self.plan.only == target else order[order.index(target) :]
+                plan_queue = (
+                    [target]
+                    if self.plan.only == target
+                    else [n for n in order[order.index(target) :] if n == target or n not in self.plan.skip]
+                )
                 forced.add(target)
                 i = 0
                 continue
@@ -166,6 +172,8 @@ class RunLoop:
                     reason += f" ({outcome.verdict.reason})"
                 self.ctx.set_stage(name, status="succeeded", reason=reason, ended_at=now_iso(), exit_code=outcome.rc)
                 self.ctx.events.emit("stage_succeeded", reason, stage=name)
+                if result.data.get("findings"):  # a verdict with a warning, e.g. evaluate's export_regressed
+                    self.ctx.record_findings(name, [dict(f) for f in result.data["findings"]])
                 return "succeeded"
             text = read_since(log_path, offset)
             decision = (

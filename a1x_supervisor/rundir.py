@@ -12,6 +12,7 @@
     <run>/supervisor.log      the daemon's own stdout/stderr
     <run>/stages/<stage>.log  each stage's output, one timestamped line per line
     <run>/config/             the training TOML, the entry-script copy, configure.json
+    <run>/evaluate/           evaluation.json: minADE per clip of the exported and the base model
     <run>/logs/               cosmos-rl --log-dir (unless the spec names another)
     <run>/alpagym/            pipeline = "alpagym": the AlpaGym host's run_root, one run folder per attempt
     <run>/slurm/              compute = "cluster": the Slurm job's layout (part_<N>/run_<M>/, latest_run);
@@ -27,11 +28,10 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from a1x_supervisor.runfiles import RunDirError, check_owner
 from a1x_supervisor.spec import RunSpec
 
-
-class RunDirError(Exception):
-    """A run directory that cannot be made private; ``str()`` is the one line to show."""
+__all__ = ["RunDir", "RunDirError", "check_owner", "make_private", "trusted_run"]
 
 
 def make_private(run_dir: Path) -> None:
@@ -108,6 +108,10 @@ class RunDir:
     def configure_record(self) -> Path:
         return self.config_dir / "configure.json"
 
+    @property
+    def evaluation_path(self) -> Path:
+        return self.run_dir / "evaluate" / "evaluation.json"
+
     def log_dir(self, spec: RunSpec) -> Path:
         """Where the training logs are: the Slurm layout for cluster runs, the AlpaGym run folders of a
         closed-loop run, else cosmos-rl's --log-dir."""
@@ -140,3 +144,19 @@ class RunDir:
 
     def is_run_dir(self) -> bool:
         return self.spec_path.is_file()
+
+
+def trusted_run(path: Path) -> RunDir:
+    """The run directory at ``path`` for a command that acts on it (stop, restart, status, attach):
+    ``RunDirError`` with one line when it is not a run directory, or not one this user may trust
+    (``runfiles.check_owner``)."""
+    rundir = RunDir(path.resolve())
+    try:
+        found = rundir.is_run_dir() or rundir.state_path.is_file()
+    except OSError as exc:  # a folder we may not read (mode 000, another user's)
+        check_owner(rundir.run_dir)
+        raise RunDirError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if not found:
+        raise RunDirError(f"{path}: not a run directory (no run.toml or state.json)")
+    check_owner(rundir.run_dir)
+    return rundir

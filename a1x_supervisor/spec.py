@@ -13,15 +13,16 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import tomlkit
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from tomlkit.items import Table
 
 from a1x_diagnostics.inputs import InputError, read_input
+from a1x_diagnostics.recipe_entries import REWARD_MODES, Entry, entry_for
 from a1x_supervisor.path_checks import must_be_folder as must_be_folder  # named here too: the wizard checks answers
 from a1x_supervisor.slurm.spec import ClusterSpec
+from a1x_supervisor.spec_values import no_controls, plain_name
 
 AlpamayoVersion = Literal["1", "1.5"]
-RewardMode = Literal["motion", "joint"]
 Compute = Literal["local", "cluster"]
 
 # docs/reference/alpamayo-recipe.md §4: release checkpoints per version; §8.1/§14 #16: Hydra config per version.
@@ -35,10 +36,7 @@ DEFAULT_CAMERAS = [
     "camera_front_tele_30fov",
 ]
 DEFAULT_CALIBRATION = ["camera_intrinsics", "sensor_extrinsics", "vehicle_dimensions"]
-DEFAULT_LABELS: dict[str, list[str]] = {
-    "motion": ["egomotion"],
-    "joint": ["egomotion", "egomotion.offline", "obstacle.offline"],
-}
+# The labels of each reward mode's download: a1x_diagnostics.recipe_entries (Entry.labels).
 
 CLOSED_LOOP_PIPELINES = ("alpagym", "demo-alpagym")
 OPEN_LOOP_ONLY_PATHS = ("pai_dir", "reasoning_dir", "grader_dir", "output_dir")  # closed loop: unused
@@ -68,7 +66,7 @@ class DataSpec(_Section):
     )
     num_clips: int = Field(16, ge=1, le=MAX_CLIPS, description="motion: clips curated into clip_index_mini.parquet")
     num_reasoning_clips: int = Field(
-        16, ge=1, le=MAX_CLIPS, description="joint: --num-reasoning-clips for download_pai.py"
+        16, ge=1, le=MAX_CLIPS, description="joint, collision: --num-reasoning-clips for download_pai.py"
     )
     cameras: list[str] = Field(default_factory=lambda: list(DEFAULT_CAMERAS), description="--camera")
     calibration: list[str] = Field(default_factory=lambda: list(DEFAULT_CALIBRATION), description="--calibration")
@@ -77,11 +75,43 @@ class DataSpec(_Section):
         description="--labels; empty = the recipe's default for the reward mode",
     )
 
+    @field_validator("cameras", "calibration", "labels")
+    @classmethod
+    def _feature_names(cls, values: list[str], info: ValidationInfo) -> list[str]:
+        # PAI feature names: download_pai.py turns each into a folder of the dataset (a1x_supervisor/spec_values.py).
+        return [plain_name(v, f"data.{info.field_name}") for v in values]
+
+
+class EvaluateSpec(_Section):
+    """The ``evaluate`` stage (docs/supervisor.md "Evaluate"): the recipe notebook's inference on curated clips
+    for the exported and the base model (docs/reference/alpamayo-recipe.md §13)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+    clips: int = Field(
+        8, ge=1, le=10_000, description="curated clips both models are run on (the first N of the index)"
+    )
+    samples: int = Field(
+        6, ge=1, le=64, description="trajectories sampled per clip (the notebook's num_traj_samples); minADE: the best"
+    )
+    tolerance: float = Field(
+        0.10,
+        ge=0.0,
+        le=10.0,
+        description="export_regressed when the trained model's mean minADE exceeds the base's by more than this "
+        "fraction",
+    )
+
 
 class WandbSpec(_Section):
     enabled: bool = Field(False, description="log to Weights & Biases (needs WANDB_API_KEY in the environment)")
     project: str = Field("Alpamayo_RL", description="[logging].project_name")
     experiment: str = Field("ReasoningVLA_Post_Training", description="[logging].experiment_name")
+
+    @field_validator("project", "experiment")
+    @classmethod
+    def _names(cls, value: str, info: ValidationInfo) -> str:
+        return no_controls(value, f"wandb.{info.field_name}")
 
 
 class ReplicaSpec(_Section):
@@ -93,8 +123,11 @@ class PathsSpec(_Section):
     workspace: Path = Field(description="the alpamayo-recipes checkout (commands run from its root)")
     model_dir: Path = Field(description="converted training checkpoint (convert writes it)")
     pai_dir: Path = Field(description="motion PAI data (ALPAMAYO_PAI_LOCAL_DIR)")
-    reasoning_dir: Path = Field(description="joint PAI reasoning data (ALPAMAYO_PAI_REASONING_LOCAL_DIR)")
-    grader_dir: Path = Field(description="Lingo-Judge grader (joint)")
+    reasoning_dir: Path = Field(
+        description="PAI reasoning data (joint: ALPAMAYO_PAI_REASONING_LOCAL_DIR, collision: "
+        "ALPAMAYO_PAI_REASONING_OBSTACLE_LOCAL_DIR)"
+    )
+    grader_dir: Path = Field(description="Lingo-Judge grader (joint, collision)")
     output_dir: Path = Field(description="[train].output_dir: Cosmos-RL checkpoints")
     export_dir: Path = Field(description="exported Hugging Face checkpoints, one fresh folder per export")
     log_dir: Path | None = Field(None, description="cosmos-rl --log-dir; empty = <run dir>/logs")
@@ -145,12 +178,44 @@ class SupervisorSpec(_Section):
         "INFO", description="COSMOS_LOG_LEVEL for training (the recipe entry defaults to DEBUG)"
     )
 
+    @field_validator("cosmos_log_level")
+    @classmethod
+    def _level(cls, value: str) -> str:
+        if not value.isascii() or not value.isalpha():
+            raise ValueError(f"cosmos_log_level: {value!r} is not a log level name (DEBUG, INFO, WARNING, ERROR)")
+        return value
+
 
 # docs/reference/alpagym.md §2.2-§2.4: the Hydra keys the alpagym pipeline sets itself, so an override
 # of them would make the supervisor's record of the run wrong (where it runs, which model it trains).
 _OWNED_OVERRIDES = (
     "run_root", "policy.model.path", "experiment", "deploy", "command", "execution.resolved_config_path",
 )
+# docs/reference/alpagym.md §2.5: the topology each experiment AlpaGym ships selects. The topology decides
+# execution.backend (local_* -> local_process, slurm_* -> slurm), and deploy=slurm (command=submit) is refused
+# by AlpaGym's own validation unless the backend is Slurm's.
+ALPAGYM_EXPERIMENT_TOPOLOGY = {
+    "alpamayo_1_5_local_2gpu_smoke": "local_disaggregated_2gpu",
+    "alpamayo_1_5_clrl_test_run": "slurm_full_node_1_3_4",
+}
+ALPAGYM_SUBMIT_REFUSAL = "command=submit requires execution.backend to be a Slurm backend"
+
+
+def alpagym_topology(experiment: str, overrides: list[str]) -> str | None:
+    """The topology the host CLI composes: a ``topology=`` override (the command line wins over the
+    experiment's defaults list), else the one a shipped experiment selects; None when unknown here."""
+    chosen = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == "topology"]
+    return chosen[-1] if chosen else ALPAGYM_EXPERIMENT_TOPOLOGY.get(experiment)
+
+
+def topology_backend(topology: str) -> str | None:
+    """``execution.backend`` of AlpaGym's shipped topologies, by their naming (docs/reference/alpagym.md §2.5);
+    None if unknown."""
+    if topology.startswith("slurm_"):
+        return "slurm"
+    if topology.startswith("local_"):
+        return "local_process"
+    return None
 
 
 class AlpaGymSpec(_Section):
@@ -181,16 +246,17 @@ class AlpaGymSpec(_Section):
     @field_validator("experiment")
     @classmethod
     def _experiment_name(cls, value: str) -> str:
-        if not value or not all(c.isalnum() or c in "_-./" for c in value):
-            raise ValueError(f"{value!r} is not an experiment name (letters, digits, _ - . /)")
-        return value
+        # A Hydra config name of AlpaGym's experiment group (its files are flat: docs/reference/alpagym.md §2.1);
+        # '/' or '..' would reach other config groups or files.
+        return plain_name(value, "alpagym.experiment")
 
     @field_validator("overrides")
     @classmethod
     def _hydra_overrides(cls, values: list[str]) -> list[str]:
         for value in values:
+            no_controls(value, "alpagym.overrides")
             key = value.split("=", 1)[0].lstrip("+~")
-            if "=" not in value or not key or any(c.isspace() for c in key) or "\x00" in value:
+            if "=" not in value or not key or any(c.isspace() for c in key):
                 raise ValueError(f"{value!r} is not a Hydra override (key=value)")
             if key in _OWNED_OVERRIDES:
                 raise ValueError(f"{value!r}: {key} is set by the pipeline from the spec, not by an override")
@@ -199,11 +265,16 @@ class AlpaGymSpec(_Section):
 
 class RunSpec(_Section):
     alpamayo_version: AlpamayoVersion = Field("1.5", description='"1" or "1.5"')
-    reward_mode: RewardMode = Field("motion", description='"motion" or "joint" (reasoning + motion)')
+    reward_mode: str = Field(
+        "motion",
+        description=" or ".join(f'"{m}"' for m in REWARD_MODES)
+        + " (the recipe's entry scripts: docs/reference/alpamayo-recipe.md §8.1)",
+    )
     compute: Compute = Field("local", description='"local" (one node) or "cluster" (the recipe\'s cluster values)')
     data: DataSpec = Field(default_factory=DataSpec)
     wandb: WandbSpec = Field(default_factory=WandbSpec)
     replicas: ReplicaSpec = Field(default_factory=ReplicaSpec)
+    evaluate: EvaluateSpec = Field(default_factory=EvaluateSpec)
     paths: PathsSpec
     supervisor: SupervisorSpec = Field(default_factory=SupervisorSpec)
     cluster: ClusterSpec | None = Field(
@@ -231,6 +302,12 @@ class RunSpec(_Section):
             data = {**data, "paths": paths}
         return data
 
+    @field_validator("reward_mode")
+    @classmethod
+    def _known_reward_mode(cls, value: str) -> str:
+        entry_for(value)  # ValueError naming the modes
+        return value
+
     @field_validator("alpamayo_version", mode="before")
     @classmethod
     def _version_as_text(cls, value: Any) -> Any:
@@ -241,7 +318,7 @@ class RunSpec(_Section):
     @model_validator(mode="after")
     def _motion_needs_chunks(self) -> RunSpec:
         # docs/reference/alpamayo-recipe.md §5: without --chunk-ids download_pai.py fetches every chunk.
-        if self.reward_mode == "motion" and not self.data.chunk_ids:
+        if not self.entry.reasoning_data and not self.data.chunk_ids:
             raise ValueError("data.chunk_ids is empty: a motion download needs explicit PAI chunk ids")
         return self
 
@@ -272,6 +349,17 @@ class RunSpec(_Section):
                 )
             if self.alpamayo_version != "1.5":
                 raise ValueError('pipeline = "alpagym" trains Alpamayo 1.5 only (docs/reference/alpagym.md §2.3)')
+            ag = self.alpagym
+            topology = alpagym_topology(ag.experiment, ag.overrides)
+            if ag.deploy == "slurm" and topology is not None and topology_backend(topology) == "local_process":
+                raise ValueError(
+                    f'alpagym.deploy = "slurm" with topology {topology} (execution.backend=local_process'
+                    + (f", from experiment {ag.experiment}" if topology == ALPAGYM_EXPERIMENT_TOPOLOGY.get(
+                        ag.experiment) else "")
+                    + f"): AlpaGym refuses it ({ALPAGYM_SUBMIT_REFUSAL!r}); add a Slurm topology to "
+                    '[alpagym] overrides (e.g. "topology=slurm_partial_node_1_2_1") or use experiment '
+                    "alpamayo_1_5_clrl_test_run (docs/reference/alpagym.md §2.5)"
+                )
         elif self.alpagym is not None and self.pipeline != "demo-alpagym":
             raise ValueError('an [alpagym] section needs pipeline = "alpagym"')
         return self
@@ -291,13 +379,18 @@ class RunSpec(_Section):
         return ALPAMAYO_MODEL_IDS[self.alpamayo_version]
 
     @property
+    def entry(self) -> Entry:
+        """The recipe's entry script for this reward mode and what it reads (a1x_diagnostics.recipe_entries)."""
+        return entry_for(self.reward_mode)
+
+    @property
     def labels(self) -> list[str]:
-        return list(self.data.labels) or list(DEFAULT_LABELS[self.reward_mode])
+        return list(self.data.labels) or list(self.entry.labels)
 
     @property
     def data_dir(self) -> Path:
-        """The PAI directory the training entry reads for this reward mode."""
-        return self.paths.pai_dir if self.reward_mode == "motion" else self.paths.reasoning_dir
+        """The PAI directory the training entry reads for this reward mode (its ``entry.data_env``)."""
+        return self.paths.reasoning_dir if self.entry.reasoning_data else self.paths.pai_dir
 
     def digest(self) -> str:
         """A short fingerprint of every choice (the configure stage reruns when it changes)."""
@@ -496,6 +589,7 @@ _SECTION_MODELS: dict[str, type[BaseModel]] = {
     "data": DataSpec,
     "wandb": WandbSpec,
     "replicas": ReplicaSpec,
+    "evaluate": EvaluateSpec,
     "paths": PathsSpec,
     "supervisor": SupervisorSpec,
     "cluster": ClusterSpec,

@@ -25,9 +25,11 @@ STAGE_NAMES: tuple[str, ...] = (
     "train",
     "export",
     "verify",
+    "evaluate",
 )
-"""Every stage in pipeline order. ``curate`` is motion-only, ``grader`` joint-only; ``p2p`` (the NCCL
-peer-to-peer check) is the alpagym pipeline's only (docs/supervisor.md "The alpagym pipeline")."""
+"""Every stage in pipeline order. ``curate`` is for motion data, ``grader`` for a reward that grades the
+reasoning; ``p2p`` (the NCCL peer-to-peer check) is the alpagym pipeline's only (docs/supervisor.md "The
+alpagym pipeline"), ``evaluate`` the Alpamayo pipeline's (docs/supervisor.md "Evaluate")."""
 
 
 class StageError(Exception):
@@ -163,3 +165,6 @@ class StageSpec:
     # Called after every attempt, once its processes are gone (stopped, failed or done): ends what they
     # leave outside their process tree (AlpaSim's docker containers); the lines go to the stage log.
     cleanup: Callable[[], Sequence[str]] | None = None
+    # A train stage run here gets `a1x-tui gpu-agent` beside it (a1x_supervisor.gpu_agents); False for one
+    # that samples GPUs of its own (the demo's simulated GPUs: an agent there would only report no NVML).
+    gpu_agent: bool = True

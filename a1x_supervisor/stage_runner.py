@@ -140,7 +140,7 @@ class StageRunner:
                 self._slurm_started(stage, proc, log, outcome)
             else:
                 self.agents.pids.set_stage(proc.handle.pid, name)
-                if stage.kind == "train":
+                if stage.kind == "train" and stage.gpu_agent:
                     agent = self.agents.start(log)
                     foreign = getattr(proc, "foreign", None)
                     if agent is not None and agent.pid is not None and isinstance(foreign, set):

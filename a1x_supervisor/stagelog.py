@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -20,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO
 
+from a1x_supervisor.runfiles import open_file
 from a1x_supervisor.secrets import Scrubber
 
 NOTE_PREFIX = "[a1x-tui] "
@@ -42,7 +44,8 @@ class StageLog:
     ) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._file: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        fd = open_file(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)  # never through a link (runfiles)
+        self._file: IO[str] = os.fdopen(fd, "a", encoding="utf-8")
         self._scrubber = scrubber
         self._on_line = on_line
         self._redraw_interval_s = redraw_interval_s

@@ -8,12 +8,9 @@ scrubber before it is stored.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import queue
 import socket
-import tempfile
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -24,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from a1x_supervisor.runfiles import append_text, read_text, write_atomic
 from a1x_supervisor.secrets import Scrubber
 
 SCHEMA_VERSION: Literal[1] = 1
@@ -97,23 +95,12 @@ class RunState(BaseModel):
         raise KeyError(name)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+atomic_write_text = write_atomic  # a run's files are never written through a link (runfiles)
 
 
 def load_state(path: Path) -> RunState | None:
     try:
-        return RunState.model_validate_json(path.read_text(encoding="utf-8"))
+        return RunState.model_validate_json(read_text(path))
     except (OSError, ValueError):
         return None
 
@@ -165,14 +152,14 @@ class EventLog:
     def _last_seq(self) -> int:
         last = 0
         try:
-            with open(self.path, encoding="utf-8") as fh:
-                for line in fh:
-                    try:
-                        last = max(last, int(json.loads(line).get("seq", 0)))
-                    except (ValueError, AttributeError):
-                        continue
+            text = read_text(self.path)
         except OSError:
-            pass
+            return last
+        for line in text.splitlines():
+            try:
+                last = max(last, int(json.loads(line).get("seq", 0)))
+            except (ValueError, AttributeError):
+                continue
         return last
 
     def emit(self, kind: str, message: str, *, stage: str | None = None, **data: Any) -> dict[str, Any]:
@@ -188,8 +175,7 @@ class EventLog:
             if data:
                 event["data"] = data
             event = _scrub_any(event, self._scrubber)
-            with open(self.path, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps(event) + "\n")
+            append_text(self.path, json.dumps(event) + "\n")
             self._recent.append(event)
             for sub in list(self._subscribers):
                 sub.put(event)
@@ -278,8 +264,7 @@ class FindingsLog:
             self._write({"ts": now_iso(), "stage": stage, "change": "raised", "finding": finding})
 
     def _write(self, record: dict[str, Any]) -> None:
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(_scrub_any(record, self._scrubber)) + "\n")
+        append_text(self.path, json.dumps(_scrub_any(record, self._scrubber)) + "\n")
 
 
 def hostname() -> str:

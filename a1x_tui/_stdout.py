@@ -7,6 +7,11 @@ first write that finds the reader gone points file descriptor 1 at ``/dev/null``
 at exit cannot fail either), sets ``closed`` and drops that write and every later one; the command
 goes on and returns its own exit code. Commands that print until something else ends them
 (``watch``, following a run) look at ``closed`` to stop.
+
+Any other failure to write (``ENOSPC`` on ``>/dev/full``, ``EIO`` on a terminal that went away) is
+not a reader that left on purpose: the output is lost, so the guard drops the rest the same way,
+keeps the error in ``failure``, and ``cli.main`` says so in one line on stderr and exits with its
+failure code.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from collections.abc import Iterable
 from typing import Any, TextIO
 
 closed = threading.Event()
+failure: list[OSError] = []  # the first write error that was not a reader gone (ENOSPC, EIO)
 
 
 def _silence(fd: int) -> None:
@@ -39,8 +45,8 @@ class _BufferGuard:
             return len(data)
         try:
             return int(self._inner.write(data))
-        except BrokenPipeError:
-            self._owner.reader_gone()
+        except OSError as exc:
+            self._owner.lost(exc)
             return len(data)
 
     def flush(self) -> None:
@@ -48,8 +54,8 @@ class _BufferGuard:
             return
         try:
             self._inner.flush()
-        except BrokenPipeError:
-            self._owner.reader_gone()
+        except OSError as exc:
+            self._owner.lost(exc)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -66,8 +72,8 @@ class Guard:
             return len(text)
         try:
             return self.inner.write(text)
-        except BrokenPipeError:
-            self.reader_gone()
+        except OSError as exc:
+            self.lost(exc)
             return len(text)
 
     def writelines(self, lines: Iterable[str]) -> None:
@@ -79,12 +85,18 @@ class Guard:
             return
         try:
             self.inner.flush()
-        except BrokenPipeError:
-            self.reader_gone()
+        except OSError as exc:
+            self.lost(exc)
 
     @property
     def buffer(self) -> _BufferGuard:
         return _BufferGuard(self.inner.buffer, self)
+
+    def lost(self, exc: OSError) -> None:
+        """A write failed: a reader gone (quiet), or output lost (kept in ``failure``)."""
+        if not isinstance(exc, BrokenPipeError) and not failure:
+            failure.append(exc)
+        self.reader_gone()
 
     def reader_gone(self) -> None:
         closed.set()
@@ -100,6 +112,7 @@ class Guard:
 
 def install(stdout: TextIO) -> Guard:
     closed.clear()
+    failure.clear()
     return Guard(stdout)
 
 

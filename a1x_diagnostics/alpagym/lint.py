@@ -267,10 +267,11 @@ def lint_target(path: Path, *, gpus_per_node: int | None = None, env: Mapping[st
         return report(toml if toml.is_file() else None, path, gpus_per_node=gpus_per_node, env=env)
     if not path.is_file():  # a FIFO or a device: the open-loop lint refuses it with its one line
         return None
-    try:
-        with path.open("rb") as f:
-            head = f.read(1 << 20)
-    except OSError:
+    from a1x_diagnostics.inputs import InputError, read_input
+
+    try:  # through read_input: a /proc file or a device that never ends a read must not block here
+        head = read_input(path, limit=1 << 20, what="TOML")
+    except InputError:
         return None
     if b'"alpagym_rollout"' not in head and b"resolved_config_path" not in head:
         return None

@@ -3,13 +3,19 @@
 Values are set and removed with tomlkit, which keeps everything it does not touch byte for byte.
 A misspelled key is renamed in place (only the key's characters change), so its value, comment
 and position survive. Every result is parsed again and compared with the intended data: an edit
-that would change anything else is an error, never a silent surprise.
+that would change anything else is an error, never a silent surprise. So is one that Cosmos-RL's
+own parser (``cosmos_toml``) would read differently from the file it was given.
+
+tomlkit reads TOML 1.0, whose lines end in LF or CRLF; Cosmos-RL reads the file in text mode, where
+a lone CR ends a line too. The text is edited with every line end as LF and each line that the edit
+leaves as it was gets its own line end back; new lines get the file's most common one.
 """
 
 from __future__ import annotations
 
 import copy
 import difflib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +25,7 @@ from tomlkit.container import Container, OutOfOrderTableProxy
 from tomlkit.items import AoT, Array, InlineTable, Item, String, StringType, Table
 
 from a1x_diagnostics.config._locate import scan_keys
+from a1x_diagnostics.config.cosmos_toml import read_like_cosmos, shown, toml10_text
 
 
 class _Remove:
@@ -211,9 +218,11 @@ def _apply(doc: tomlkit.TOMLDocument, e: Edit, created: list[Table]) -> None:
 
 
 def edit_text(text: str, edits: Sequence[Edit]) -> str:
-    """``text`` with ``edits`` applied; raises ``EditError`` if the result is not exactly that."""
-    data = tomlkit.parse(text).unwrap()
-    renamed, rest = _renames(text, data, edits)
+    """``text`` with ``edits`` applied; raises ``EditError`` if the result is not exactly that, or if
+    Cosmos-RL's parser reads the result differently while it read ``text`` as written."""
+    normal = toml10_text(text)
+    data = tomlkit.parse(normal).unwrap()
+    renamed, rest = _renames(normal, data, edits)
     doc = tomlkit.parse(renamed)
     created: list[Table] = []
     for e in rest:
@@ -222,11 +231,71 @@ def edit_text(text: str, edits: Sequence[Edit]) -> str:
     for table in created:
         if table is not last and not table.is_super_table():
             table.add(tomlkit.nl())  # a blank line between a new table and whatever follows it
-    result = doc.as_string()
+    edited = doc.as_string()
     try:
-        got = tomlkit.parse(result).unwrap()
+        got = tomlkit.parse(edited).unwrap()
     except tomlkit.exceptions.TOMLKitError as exc:
         raise EditError(f"the edited file would not parse: {exc}") from None
-    if _pruned(got) != intended(data, edits):
+    want = intended(data, edits)
+    if _pruned(got) != want:
         raise EditError("the edited file would differ from the intended change")
+    result = with_line_ends(text, edited)
+    _check_cosmos_reads(text, data, result, got)
     return result
+
+
+def _check_cosmos_reads(before: str, before_data: dict[str, Any], after: str, after_data: dict[str, Any]) -> None:
+    """The edited text must read the same in Cosmos-RL's parser as in TOML 1.0, if the original did."""
+    reading = read_like_cosmos(after)
+    problems = reading.misreads(after_data)
+    if reading.rejected is None and not problems:
+        return
+    old = read_like_cosmos(before)
+    if old.rejected is not None or old.misreads(before_data):
+        return  # the file was not read as written before either: that is lint's toml_* finding, not the edit's
+    if reading.rejected is not None:
+        where = f"line {reading.rejected.line}: " if reading.rejected.line else ""
+        raise EditError(
+            f"Cosmos-RL's TOML parser (toml 0.10.2) would refuse the edited file ({where}{reading.rejected.problem})"
+        )
+    first = problems[0]
+    raise EditError(
+        f"Cosmos-RL's TOML parser (toml 0.10.2) would read {first.path} = {shown(first.written)} as "
+        f"{shown(first.seen)}"
+    )
+
+
+_LINE = re.compile(r"([^\r\n]*)(\r\n|\r|\n|)")
+
+
+def _lines(text: str) -> tuple[list[str], list[str]]:
+    """The lines of ``text`` and how each ends (``\r\n``, ``\r``, ``\n`` or nothing for the last)."""
+    bodies: list[str] = []
+    ends: list[str] = []
+    pos = 0
+    while pos < len(text):
+        m = _LINE.match(text, pos)
+        assert m is not None
+        bodies.append(m.group(1))
+        ends.append(m.group(2))
+        pos = m.end()
+    return bodies, ends
+
+
+def with_line_ends(original: str, edited: str) -> str:
+    """``edited`` (LF line ends, no byte-order mark) with the line ends and byte-order mark of ``original``:
+    each line the edit kept or changed in place ends as it did, each new line with ``original``'s most
+    common line end."""
+    bom = "\ufeff" if original.startswith("\ufeff") else ""
+    old_lines, old_ends = _lines(original.removeprefix("\ufeff"))
+    new_lines, new_ends = _lines(edited)
+    counts = {e: old_ends.count(e) for e in ("\n", "\r\n", "\r")}
+    usual = max(("\n", "\r\n", "\r"), key=lambda e: counts[e]) if any(counts.values()) else "\n"
+    ends = [usual if e else "" for e in new_ends]
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag in ("equal", "replace"):  # a kept line, or a line changed in place: its own line end
+            for k in range(min(i2 - i1, j2 - j1)):
+                if new_ends[j1 + k]:
+                    ends[j1 + k] = old_ends[i1 + k] or usual
+    return bom + "".join(body + end for body, end in zip(new_lines, ends, strict=True))

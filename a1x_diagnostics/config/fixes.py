@@ -26,6 +26,7 @@ from typing import Any
 
 import tomlkit
 
+from a1x_diagnostics.config.cosmos_toml import shown
 from a1x_diagnostics.config.edit import REMOVE, Edit, EditError, edit_text
 from a1x_diagnostics.config.loader import ConfigError, LoadedConfig, load_config, parse_config
 from a1x_diagnostics.config.report import report_for
@@ -97,6 +98,23 @@ def _edits_for(finding: Finding, values: Mapping[str, Any], file: str) -> list[E
     return [Edit(f.path, values.get(f.path, REMOVE if f.proposed is None else f.proposed)) for f in finding.fixes]
 
 
+def not_read_as_written(loaded: LoadedConfig) -> str | None:
+    """Why Cosmos-RL's parser does not read ``loaded`` as the file says (None when it does), in one clause."""
+    if loaded.toml10_problem is not None:
+        return f"a1x-tui's TOML 1.0 editor cannot read it ({loaded.toml10_problem})"
+    rejected = loaded.cosmos.rejected if loaded.cosmos is not None else None
+    if rejected is not None:
+        where = f"line {rejected.line}: " if rejected.line else ""
+        byte = f"; {rejected.byte}" if rejected.byte else ""
+        return (
+            f"Cosmos-RL's TOML parser (toml 0.10.2) refuses it ({where}{rejected.problem}{byte}; lint: toml_rejected)"
+        )
+    if loaded.misreads:
+        m = loaded.misreads[0]
+        return f"Cosmos-RL's TOML parser (toml 0.10.2) reads {m.path} differently ({shown(m.seen)}; lint: toml_misread)"
+    return None
+
+
 def plan_fix(
     loaded: LoadedConfig,
     finding_id: str,
@@ -116,6 +134,9 @@ def plan_fix(
     if not finding.fixes:
         hint = f": {finding.action}" if finding.action else ""
         raise FixRefused(f"{file}: no TOML change cures {finding.id}{hint}")
+    unread = not_read_as_written(loaded)
+    if unread is not None:
+        raise FixRefused(f"{file}: {unread}; a fix writes only files Cosmos-RL reads as written: correct that first")
     edits = _edits_for(finding, values or {}, file)
     try:
         new_text = edit_text(loaded.text, edits)

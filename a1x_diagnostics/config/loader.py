@@ -12,7 +12,7 @@ import hashlib
 import re
 import types
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +22,10 @@ from tomlkit.exceptions import ParseError, TOMLKitError
 
 from a1x_diagnostics.config._locate import KeyLocation, first_duplicate, header_before, scan_keys
 from a1x_diagnostics.config.bounds import OutOfRange, out_of_range
+from a1x_diagnostics.config.cosmos_toml import CosmosReading, Misread, read_like_cosmos, toml10_text
 from a1x_diagnostics.config.schema import (
     NEWER_THAN_747,
     SHIPPED_BUT_IGNORED,
-    CustomSection,
     GrpoPolicy,
     RecipeConfig,
     SftPolicy,
@@ -33,6 +33,7 @@ from a1x_diagnostics.config.schema import (
 )
 from a1x_diagnostics.findings import Evidence
 from a1x_diagnostics.inputs import InputError, read_input
+from a1x_diagnostics.recipe_entries import ENTRIES, SHIPPED_UNREAD
 
 _TOP_LEVEL_SCALARS = ("redis", "eth_ips", "mode")
 # The recipe's TOMLs are a few KB; a file far larger is not one, and parsing it costs its size many
@@ -41,7 +42,10 @@ MAX_TOML_BYTES = 1 << 20
 
 
 class ConfigError(Exception):
-    """The file cannot be loaded. ``str()`` is one line: ``<file>: <toml.path> (line N): problem``."""
+    """The file cannot be loaded. ``str()`` is one line: ``<file>: <toml.path> (line N): problem``.
+
+    ``finding_id`` is the lint finding it amounts to: ``toml_rejected`` when Cosmos-RL's TOML parser
+    refuses the text, ``invalid_value`` when a value does not fit Cosmos-RL's schema."""
 
     def __init__(
         self,
@@ -52,6 +56,8 @@ class ConfigError(Exception):
         line: int | None = None,
         unreadable: bool = False,
         line_text: str | None = None,
+        finding_id: str = "invalid_value",
+        hint: str | None = None,
     ) -> None:
         self.file = file
         self.problem = problem
@@ -59,6 +65,8 @@ class ConfigError(Exception):
         self.line = line
         self.unreadable = unreadable  # the file could not be read at all (not: read but invalid)
         self.line_text = line_text  # the text of ``line`` (the file is never read again to quote it)
+        self.finding_id = finding_id
+        self.hint = hint  # how to write it so that Cosmos-RL's parser reads it
         where = " ".join(p for p in (toml_path, f"(line {line})" if line else None) if p)
         super().__init__(f"{file}: {where}: {problem}" if where else f"{file}: {problem}")
 
@@ -91,10 +99,25 @@ class LoadedConfig:
     unknown_keys: list[UnknownKey] = field(default_factory=list)
     locations: dict[tuple[str, ...], KeyLocation] = field(default_factory=dict, repr=False)
     out_of_range: list[OutOfRange] = field(default_factory=list)  # checked before any rule computes
+    # How Cosmos-RL reads the text (cosmos_toml.py): what its parser refuses or reads differently.
+    cosmos: CosmosReading | None = field(default=None, repr=False)
+    misreads: list[Misread] = field(default_factory=list)
+    # tomlkit's refusal when only Cosmos-RL's parser reads the file (``data`` is then its reading):
+    # lint works, but a1x-tui cannot edit the file.
+    toml10_problem: str | None = None
+
+    @property
+    def cosmos_clean(self) -> bool:
+        """Whether Cosmos-RL reads exactly what the file says (so an edit of it can be checked)."""
+        return self.toml10_problem is None and not self.misreads and (self.cosmos is None or not self.cosmos.rejected)
 
     @property
     def sha256(self) -> str:
         return hashlib.sha256(self.text.encode()).hexdigest()
+
+    def text_line(self, line: int) -> str | None:
+        """Line ``line`` as Cosmos-RL sees the file (universal newlines), for evidence."""
+        return _line_text(self.text, line)
 
     def is_set(self, dotted: str) -> bool:
         """Whether the file itself sets ``dotted`` (defaults do not count)."""
@@ -176,12 +199,14 @@ def declared_policy_type(data: dict[str, Any]) -> str:
 def _find_unknown(
     data: dict[str, Any], model: type[BaseModel], prefix: tuple[str, ...], policy_type: str, out: list[tuple[str, ...]]
 ) -> None:
+    """Keys Cosmos-RL's schema does not know. ``[custom]`` is not Cosmos-RL's (``_custom_unread``)."""
     fields = model.model_fields
     for key, value in data.items():
         path = (*prefix, key)
+        if model is RecipeConfig and key == "custom":
+            continue
         if key not in fields:
-            if model is not CustomSection:
-                out.append(path)
+            out.append(path)
             continue
         if path == ("train", "train_policy"):
             sub: type[BaseModel] | None = GrpoPolicy if policy_type == "grpo" else SftPolicy
@@ -247,6 +272,50 @@ def _index_inline_tables(data: dict[str, Any], locations: dict[tuple[str, ...], 
     walk(data, (), None)
 
 
+def _custom_leaves(node: Any, prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
+    if isinstance(node, dict) and node:
+        return [leaf for k, v in node.items() for leaf in _custom_leaves(v, (*prefix, str(k)))]
+    return [prefix]
+
+
+def _custom_unread(data: dict[str, Any], locations: dict[tuple[str, ...], KeyLocation]) -> list[UnknownKey]:
+    """Keys under ``[custom]`` that no entry script of the recipe reads (``a1x_diagnostics.recipe_entries``);
+    a close match to a key some entry reads in the same table is the suggestion. Which of the rest the entry
+    in use reads is the lint's to say (it knows the entry)."""
+    out: list[UnknownKey] = []
+    custom = data.get("custom")
+    if not isinstance(custom, dict):
+        return out
+    known = {k for e in ENTRIES.values() for k in e.reads} | set(SHIPPED_UNREAD)
+    for path in _custom_leaves(custom, ("custom",)):
+        if len(path) < 2 or path == ("custom", "alpamayo"):
+            continue  # an empty [custom] or [custom.alpamayo]
+        if path[:2] != ("custom", "alpamayo"):
+            table = ".".join(path[:2])
+            note = f"no entry script of the recipe reads [{table}] (only [custom.alpamayo]); your own may"
+        else:
+            rel = ".".join(path[2:])
+            if rel in known or any(k.startswith(rel + ".") for k in known):
+                continue  # an empty [table] of known keys, or a key some entry reads
+            siblings = [k.rpartition(".")[2] for k in known if k.rpartition(".")[0] == rel.rpartition(".")[0]]
+            close = difflib.get_close_matches(path[-1], siblings, n=1, cutoff=0.75)
+            if close:
+                loc = locations.get(path)
+                out.append(
+                    UnknownKey(
+                        path=".".join(path),
+                        line=loc.line if loc else None,
+                        text=loc.text if loc else "",
+                        suggestion=".".join((*path[:-1], close[0])),
+                    )
+                )
+                continue
+            note = "no entry script of the recipe reads it (" + ", ".join(e.name for e in ENTRIES.values()) + ")"
+        loc = locations.get(path)
+        out.append(UnknownKey(".".join(path), loc.line if loc else None, loc.text if loc else "", None, note))
+    return out
+
+
 _POSITION = re.compile(r"\s+at line \d+ col \d+$")
 
 
@@ -265,10 +334,11 @@ def _dotted_loc(data: dict[str, Any], loc: tuple[int | str, ...]) -> str:
 
 
 def _line_text(text: str, line: int | None) -> str | None:
+    """Line ``line`` as Cosmos-RL sees the file (universal newlines)."""
     if line is None or line < 1:
         return None
-    lines = text.split("\n", line)
-    return lines[line - 1].rstrip("\r") if line <= len(lines) else None
+    lines = toml10_text(text).split("\n", line)
+    return lines[line - 1] if line <= len(lines) else None
 
 
 def parse_config(text: str, path: Path) -> LoadedConfig:
@@ -281,30 +351,56 @@ def parse_config(text: str, path: Path) -> LoadedConfig:
         raise
 
 
+def _rejected_error(
+    file: str, reading: CosmosReading, text: str, fallback_line: int | None = None, toml10: str | None = None
+) -> ConfigError:
+    """Both parsers refuse the text: one line that says where, in Cosmos-RL's words (and tomlkit's)."""
+    rejected = reading.rejected
+    assert rejected is not None
+    if rejected.line is None and fallback_line:
+        rejected = replace(rejected, line=fallback_line)
+    byte = f"; {rejected.byte}" if rejected.byte else ""
+    also = f"; TOML 1.0: {toml10}" if toml10 else ""
+    reader = "its copy of the file" if rejected.reader == "controller" else "it"
+    problem = f"Cosmos-RL's TOML parser (toml 0.10.2) refuses {reader}: {rejected.problem}{byte}{also}"
+    header = header_before(toml10_text(text), rejected.line) if rejected.line else None
+    return ConfigError(
+        file, problem, toml_path=header, line=rejected.line, finding_id="toml_rejected", hint=rejected.hint
+    )
+
+
 def _parse_config(text: str, path: Path) -> LoadedConfig:
     file = str(path)
+    reading = read_like_cosmos(text)
+    normal = toml10_text(text)  # the lines Cosmos-RL sees; line numbers below count these
+    toml10_problem: str | None = None
     try:
-        document = tomlkit.parse(text)
+        data: dict[str, Any] = tomlkit.parse(normal).unwrap()
     except ParseError as exc:
-        header = header_before(text, exc.line)
-        problem = _POSITION.sub("", str(exc))
-        raise ConfigError(
-            file, f"TOML syntax error: {problem} (col {exc.col})", toml_path=header, line=exc.line
-        ) from None
+        if reading.rejected is not None or reading.launcher is None:
+            toml10 = f"{_POSITION.sub('', str(exc))} (col {exc.col})"
+            raise _rejected_error(file, reading, text, exc.line, toml10) from None
+        toml10_problem = f"line {exc.line}: {_POSITION.sub('', str(exc))}"
+        data = copy.deepcopy(reading.launcher)
     except TOMLKitError as exc:
-        duplicate = first_duplicate(text)
-        if duplicate is None:
-            raise ConfigError(file, f"TOML error: {exc}") from None
-        dup_path, dup_loc = duplicate
-        raise ConfigError(
-            file,
-            f"TOML error: {'.'.join(dup_path)} is defined twice ({exc})",
-            toml_path=".".join(dup_path),
-            line=dup_loc.line,
-        ) from None
-    data: dict[str, Any] = document.unwrap()
-    locations = scan_keys(text)
+        if reading.rejected is not None or reading.launcher is None:
+            duplicate = first_duplicate(normal)
+            if duplicate is not None:  # toml says only 'Duplicate keys!': name the key
+                dup_path, dup_loc = duplicate
+                raise ConfigError(
+                    file,
+                    f"Cosmos-RL's TOML parser (toml 0.10.2) refuses it: {'.'.join(dup_path)} is defined twice",
+                    toml_path=".".join(dup_path),
+                    line=dup_loc.line,
+                    finding_id="toml_rejected",
+                    hint="a key or table is set twice: keep one",
+                ) from None
+            raise _rejected_error(file, reading, text) from None
+        toml10_problem = str(exc)
+        data = copy.deepcopy(reading.launcher)
+    locations = scan_keys(normal)
     _index_inline_tables(data, locations)
+    misreads = reading.misreads(data if toml10_problem is None else None)
     try:
         model = RecipeConfig.model_validate(copy.deepcopy(data))
     except ValidationError as exc:
@@ -318,7 +414,18 @@ def _parse_config(text: str, path: Path) -> LoadedConfig:
     unknown_paths: list[tuple[str, ...]] = []
     _find_unknown(data, RecipeConfig, (), policy_type, unknown_paths)
     unknown = [_describe_unknown(p, policy_type, locations) for p in unknown_paths]
-    loaded = LoadedConfig(path=path, text=text, data=data, model=model, unknown_keys=unknown, locations=locations)
+    unknown += _custom_unread(data, locations)
+    loaded = LoadedConfig(
+        path=path,
+        text=text,
+        data=data,
+        model=model,
+        unknown_keys=unknown,
+        locations=locations,
+        cosmos=reading,
+        misreads=misreads,
+        toml10_problem=toml10_problem,
+    )
     loaded.out_of_range = out_of_range(data, loaded.get)
     return loaded
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from a1x_diagnostics.catalog import entry
 from a1x_diagnostics.config.loader import ConfigError, LoadedConfig, load_config
-from a1x_diagnostics.config.rules import LintContext, make_context, run_rules
+from a1x_diagnostics.config.rules import LintContext, custom_notes, make_context, run_rules
 from a1x_diagnostics.findings import (
     CheckResult,
     CheckState,
@@ -38,15 +38,24 @@ def _load_failure(path: Path, error: ConfigError) -> Report:
             notes=[str(error)],
         )
     text = error.line_text if error.line_text is not None else error.problem
+    if error.finding_id == "toml_rejected":
+        explanation = f"{error.problem}: the launcher exits at start with 'Error reading config file ...'."
+        action = error.hint or "write the line the way TOML 0.5 allows (docs/config.md)"
+    else:
+        explanation = (
+            f"Cosmos-RL cannot load this file: {error.problem}"
+            + (f" (at {error.toml_path})" if error.toml_path else "")
+            + ". The controller would exit at start with 'Failed to load or parse config file ...'."
+        )
+        action = None
     finding = Finding(
-        id="invalid_value",
+        id=error.finding_id,
         severity=Severity.CRITICAL,
-        title=entry("invalid_value").title,
-        explanation=f"Cosmos-RL cannot load this file: {error.problem}"
-        + (f" (at {error.toml_path})" if error.toml_path else "")
-        + ". The controller would exit at start with 'Failed to load or parse config file ...'.",
+        title=entry(error.finding_id).title,
+        explanation=explanation,
         evidence=[Evidence(file=str(path), line=error.line, text=text)],
-        data={"toml_path": error.toml_path, "problem": error.problem},
+        action=action,
+        data={"toml_path": error.toml_path, "problem": error.problem, "line": error.line},
     )
     return Report(
         kind="lint",
@@ -64,6 +73,12 @@ def report_for(loaded: LoadedConfig, ctx: LintContext) -> Report:
     findings, checks = run_rules(loaded, ctx)
     status = overall_status(findings)
     notes = [f"{u.message} (line {u.line})" for u in loaded.unknown_keys if u.note and "harmless" in u.note]
+    notes += custom_notes(loaded, ctx)
+    if loaded.toml10_problem:
+        notes.append(
+            f"Cosmos-RL's parser (toml 0.10.2) reads this file, but it is not TOML 1.0 ({loaded.toml10_problem}): "
+            "lint judged what Cosmos-RL reads; `a1x-tui fix` cannot edit it"
+        )
     notes.append("Defaults are those of Cosmos-RL 747d1bd, the revision the Alpamayo recipe pins.")
     metrics: dict[str, float | int | str | None] = {
         "unknown_keys": len(loaded.unknown_keys),
@@ -95,10 +110,12 @@ def lint_report(
     nodes: int | None = None,
     compute: str | None = None,
     env: Mapping[str, str] | None = None,
+    entry: str | None = None,
 ) -> Report:
-    """Load and lint ``path``; a file Cosmos-RL could not load is itself a critical finding."""
+    """Load and lint ``path``; a file Cosmos-RL could not load is itself a critical finding. ``entry`` is
+    the entry script cosmos-rl will run, when known: ``[custom]`` keys are judged against it."""
     path = Path(path)
-    ctx = make_context(gpus_per_node=gpus_per_node, nodes=nodes, compute=compute, env=env)
+    ctx = make_context(gpus_per_node=gpus_per_node, nodes=nodes, compute=compute, env=env, entry=entry)
     try:
         loaded = load_config(path)
     except ConfigError as error:

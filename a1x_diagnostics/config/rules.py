@@ -15,9 +15,12 @@ from typing import Any
 
 from a1x_diagnostics.catalog import entry
 from a1x_diagnostics.config import gpus
+from a1x_diagnostics.config.cosmos_toml import MISSING, shown
 from a1x_diagnostics.config.loader import LoadedConfig, declared_policy_type
 from a1x_diagnostics.config.schema import GRPO_MARKER_KEYS, effective_policy_type
 from a1x_diagnostics.findings import CheckResult, CheckState, Evidence, Finding, Fix, Severity
+from a1x_diagnostics.layout import divisible_split
+from a1x_diagnostics.recipe_entries import ENTRIES, SHIPPED_UNREAD, Entry, entry_named, readers
 
 COMPUTE_CHOICES = ("local", "cluster")
 MAX_MACHINE = 1 << 16  # --gpus / --nodes: far above any machine, so the arithmetic stays small
@@ -56,6 +59,12 @@ class LintContext:
     nodes: int | None = None
     compute: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    entry: str | None = None  # the entry script cosmos-rl will run (a path or its name), when known
+
+    @property
+    def entry_script(self) -> Entry | None:
+        """The recipe's entry that ``entry`` names; None when unknown or a script of the user's own."""
+        return entry_named(self.entry) if self.entry else None
 
     @property
     def multi_node(self) -> bool:
@@ -174,6 +183,16 @@ def _policy_replicas_per_node(cfg: LoadedConfig, ctx: LintContext) -> int | None
     if ctx.nodes is not None:
         return max(1, -(-n_policy // ctx.nodes))
     return None if ctx.multi_node else n_policy
+
+
+def _recipe_skip(cfg: LoadedConfig) -> Skipped | None:
+    """Skipped for a TOML that is not the Alpamayo recipe's (no [custom.alpamayo], neither its backend nor its
+    trainer): the recipe's values and asserts would propose another engine or another reward (R §8.1)."""
+    if cfg.is_set("custom.alpamayo") or cfg.raw("rollout.backend") == RECIPE_BACKEND or cfg.raw(
+        "train.train_policy.trainer_type"
+    ) == RECIPE_TRAINER:
+        return None
+    return Skipped("not an Alpamayo recipe TOML (no [custom.alpamayo], not its backend or trainer)")
 
 
 # --- rules -----------------------------------------------------------------------------------
@@ -320,26 +339,15 @@ def batch_not_divisible(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
         "policy.parallelism.dp_shard_size",
         "train.train_policy.mini_batch",
     )
-    if batch % dp == 0:
-        m = _largest_divisor_up_to(batch // dp, mini)
-        b.fix("train.train_policy.mini_batch", m, f"{batch} / ({dp} x {m}) = {batch // (dp * m)} mini-batches per rank")
-    else:
-        unit = dp * mini
-        b.fix("train.train_batch_per_replica", max(unit, batch // unit * unit), f"a multiple of {dp} x {mini}")
+    # train_batch_per_replica is the algorithm's batch: only its split changes, never onto more GPUs
+    d, m = divisible_split(batch, dp, mini)
+    if d != dp:
+        b.fix("policy.parallelism.dp_shard_size", d,
+              f"{batch} completions split over {d} GPUs; trade-off: fewer GPUs shard the policy, more memory on each")
+    if m != mini:
+        b.fix("train.train_policy.mini_batch", m,
+              f"{batch} / ({d} x {m}) = {batch // (d * m)} mini-batches per rank; trade-off: more, smaller passes")
     return b.build()
-
-
-def _largest_divisor_up_to(n: int, limit: int) -> int:
-    """The largest divisor of ``n`` (>= 1) that is at most ``limit``: O(sqrt n) whatever ``limit`` is."""
-    best = 1
-    i = 1
-    while i * i <= n:
-        if n % i == 0:
-            for d in (i, n // i):
-                if best < d <= limit:
-                    best = d
-        i += 1
-    return best
 
 
 def _respell(b: _Builder, wrong: str, right: str, value: Any, reader: str) -> None:
@@ -354,6 +362,9 @@ def _respell(b: _Builder, wrong: str, right: str, value: Any, reader: str) -> No
 
 def prefetch_misconfig(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
     """R §9.1, §9.4, §8.5; C §13.3: the recipe's node prefetch, which Cosmos never validates."""
+    skipped = _recipe_skip(cfg)
+    if skipped is not None:
+        return skipped
     b = _Builder(cfg, "prefetch_misconfig")
     for unknown in cfg.unknown_keys:
         if not (unknown.path.startswith(PREFETCH + ".") or unknown.suggestion == PREFETCH):
@@ -496,7 +507,8 @@ def no_group_signal(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
         "advantage is 0 and GRPO learns nothing.",
         "rollout.n_generation",
     )
-    b.fix("rollout.n_generation", 12, "the recipe's value (R §8.5)")
+    b.fix("rollout.n_generation", 12, "the recipe's value (R §8.5): GRPO needs a group to compare; trade-off: "
+          "12 completions per prompt, 12 times the rollout work of one")
     return b.build()
 
 
@@ -504,6 +516,9 @@ def gpu_memory_utilization_range(cfg: LoadedConfig, ctx: LintContext) -> RuleRes
     """C §13.4, §9; R §14 #9: the vLLM memory fraction."""
     value = cfg.get("rollout.gpu_memory_utilization")
     mode = cfg.get("mode")
+    backend = cfg.get("rollout.backend")
+    if not (isinstance(backend, str) and (backend in ("vllm", "vllm_async", "trtllm") or "vllm" in backend.lower())):
+        return Skipped(f"rollout.backend = {backend!r} does not read gpu_memory_utilization (C §9)")
     b = _Builder(cfg, "gpu_memory_utilization_range")
     b.data = {"gpu_memory_utilization": value, "mode": mode}
     if not 0 < value <= 1:
@@ -533,6 +548,9 @@ def gpu_memory_utilization_range(cfg: LoadedConfig, ctx: LintContext) -> RuleRes
 
 def recipe_parallelism_unsupported(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
     """R §8.7, §14 #19: the recipe asserts TP, CP, PP = 1 and compile = false."""
+    skipped = _recipe_skip(cfg)
+    if skipped is not None:
+        return skipped
     b = _Builder(cfg, "recipe_parallelism_unsupported")
     asserts = {
         "tp_size": "TP not supported for ReasoningVLACosmos",
@@ -559,8 +577,8 @@ def recipe_parallelism_unsupported(cfg: LoadedConfig, ctx: LintContext) -> RuleR
 
 
 def grader_missing(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
-    """R §7, §14 #5: the joint reward loads the Lingo-Judge grader at the first reward."""
-    if not cfg.is_set("custom.alpamayo.reward.reasoning_weight"):
+    """R §7, §14 #5: the joint rewards load the Lingo-Judge grader at the first reward."""
+    if not cfg.is_set("custom.alpamayo.reward.reasoning_weight") and not reward_entry(cfg, ctx).grader:
         return Skipped("motion reward: no reasoning grader needed")
     key = "custom.alpamayo.reasoning_grading_model_path"
     value = cfg.raw(key)
@@ -667,6 +685,9 @@ def policy_oom_config(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
 
 def recommended_value(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
     """R §8.1, §8.4, §8.5: the recipe's own values, and the local vs cluster table."""
+    skipped = _recipe_skip(cfg)
+    if skipped is not None:
+        return skipped
     b = _Builder(cfg, "recommended_value")
     recipe = {"rollout.backend": RECIPE_BACKEND, "train.train_policy.trainer_type": RECIPE_TRAINER}
     for path, wanted in recipe.items():
@@ -687,18 +708,45 @@ def recommended_value(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
         b.fix("validation.enable", False, "the recipe's value")
     shape = ctx.compute_shape
     b.data = {"compute": shape}
+    noted: list[str] = []
     for path, wanted in RECOMMENDED.get(shape or "", {}).items():
         value = cfg.get(path)
-        if value != wanted:
-            b.problem(f"{path} = {value!r} differs from the recipe's {shape} value {wanted!r} (R §8.5).", path)
-            b.fix(path, wanted, f"the recipe's {shape} value (R §8.5)")
+        if value == wanted:
+            continue
+        if path in ALGORITHM_KEYS:
+            noted.append(f"{path} = {wanted!r} (yours {value!r}: an algorithm setting, yours to choose)")
+            continue
+        if path == "policy.parallelism.dp_shard_size" and not _fits(cfg, ctx, wanted):
+            have = "pass --gpus N to check it fits" if ctx.gpus_per_node is None else "it does not fit the GPUs given"
+            noted.append(f"{path} = {wanted!r} (yours {value!r}: {have})")
+            continue  # a layout is proposed only where the GPUs are known to hold it
+        b.problem(f"{path} = {value!r} differs from the recipe's {shape} value {wanted!r} (R §8.5).", path)
+        b.fix(path, wanted, f"the recipe's {shape} value (R §8.5)")
+    if noted and b.problems:
+        return b.build(action=f"The recipe's {shape} table also has " + "; ".join(noted) + ".")
     return b.build()
+
+
+# Settings of the algorithm itself (the batch a step trains, the group size, the learning rate): a finding may
+# name them, a fix never changes them (issue 34: fixes act on the cause, never on the algorithm).
+ALGORITHM_KEYS = frozenset({"train.train_batch_per_replica", "rollout.n_generation", "train.optm_lr"})
+
+
+def _fits(cfg: LoadedConfig, ctx: LintContext, dp_shard: int) -> bool:
+    """The replicas fit the GPUs ``--gpus`` (and ``--nodes``) say the run has with this policy dp_shard_size."""
+    if ctx.gpus_per_node is None:
+        return False
+    data = {**cfg.data, "policy": {**cfg.data.get("policy", {}),
+                                   "parallelism": {**cfg.raw("policy.parallelism", {}), "dp_shard_size": dp_shard}}}
+    return gpus.plan(data, ctx.gpus_per_node).gpus_needed <= ctx.gpus_per_node * (ctx.nodes or 1)
 
 
 def unknown_toml_key(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
     """C §8.3, §8.7 #10; R §14 #26: Cosmos-RL silently ignores keys it does not know."""
     b = _Builder(cfg, "unknown_toml_key")
     for unknown in cfg.unknown_keys:
+        if unknown.path.startswith("custom."):
+            continue  # read by the entry script, not Cosmos-RL: notes (custom_notes), prefetch_misconfig
         if unknown.path.startswith(PREFETCH + ".") or unknown.suggestion == PREFETCH:
             continue  # prefetch_misconfig explains those
         if unknown.note and "harmless" in unknown.note:
@@ -713,8 +761,122 @@ def unknown_toml_key(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
             b.fix(key, value, "top-level keys go above the first [table]")
         elif unknown.note and unknown.note.startswith("exists in newer"):
             b.fix(unknown.path, None, "has no effect at 747d1bd")
-    b.data = {"keys": [u.path for u in cfg.unknown_keys]}
+    b.data = {"keys": [u.path for u in cfg.unknown_keys if not u.path.startswith("custom.")]}
     return b.build()
+
+
+def custom_notes(cfg: LoadedConfig, ctx: LintContext) -> list[str]:
+    """Keys under ``[custom]`` that the entry script in use does not read, as notes naming it: Cosmos-RL
+    hands ``[custom]`` to the entry script unread (C §8.3), so only the script can ignore a key, and a
+    newer entry may read what an older one does not (R §8.1: the collision entry's ``collision_weight``)."""
+    entry = ctx.entry_script
+    notes: list[str] = []
+    if ctx.entry and entry is None:
+        notes.append(f"{ctx.entry} is not one of the recipe's entry scripts: [custom] keys are not checked against it")
+        return notes
+    names = ", ".join(e.name for e in ENTRIES.values())
+    for u in cfg.unknown_keys:
+        if not u.path.startswith("custom.") or u.path.startswith(PREFETCH + ".") or u.suggestion == PREFETCH:
+            continue  # prefetch_misconfig explains the prefetch keys
+        parent, _, key = u.path.rpartition(".")
+        hint = f"; did you mean {u.suggestion.rpartition('.')[2]}?" if u.suggestion else ""
+        where = f" (line {u.line})" if u.line else ""
+        if entry is not None:
+            notes.append(f"[{parent}] {key}: {entry.name}, the entry script in use, does not read it{hint}{where}")
+        elif parent.startswith("custom.alpamayo"):
+            notes.append(f"[{parent}] {key}: no entry script of the recipe reads it ({names}){hint}{where}")
+        else:
+            notes.append(f"[{parent}] {key}: the recipe's entry scripts read only [custom.alpamayo]; yours may{where}")
+    if entry is None:
+        return notes
+    for dotted in _custom_alpamayo_leaves(cfg.data):
+        if dotted in entry.reads or dotted in SHIPPED_UNREAD or not readers(dotted):
+            continue
+        others = ", ".join(e.name for e in readers(dotted))
+        path = f"custom.alpamayo.{dotted}"
+        parent, _, key = path.rpartition(".")
+        loc = cfg.locate(path)
+        where = f" (line {loc.line})" if loc is not None and loc.line else ""
+        notes.append(
+            f"[{parent}] {key}: {entry.name}, the entry script in use, does not read it ({others} does){where}"
+        )
+    return notes
+
+
+def _custom_alpamayo_leaves(data: dict[str, Any]) -> list[str]:
+    node = data.get("custom", {}).get("alpamayo") if isinstance(data.get("custom"), dict) else None
+    if not isinstance(node, dict):
+        return []
+    return _leaf_paths(node)
+
+
+def _leaf_paths(node: dict[str, Any], prefix: str = "") -> list[str]:
+    out: list[str] = []
+    for key, value in node.items():
+        if isinstance(value, dict):
+            out += _leaf_paths(value, f"{prefix}{key}.")
+        else:
+            out.append(f"{prefix}{key}")
+    return out
+
+
+TOML_REJECTED_EXIT = "the launcher exits at start with 'Error reading config file ...'"
+
+
+def toml_rejected(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
+    """C §8.1: Cosmos-RL parses the TOML with the toml package 0.10.2 (TOML 0.5), not TOML 1.0; a file it
+    refuses never starts. (A file neither parser reads is refused at load: report.py.)"""
+    rejected = cfg.cosmos.rejected if cfg.cosmos is not None else None
+    if rejected is None:
+        return None
+    b = _Builder(cfg, "toml_rejected")
+    where = f"line {rejected.line}: " if rejected.line else ""
+    byte = f" ({rejected.byte})" if rejected.byte else ""
+    if rejected.reader == "controller":
+        b.problem(
+            f"Cosmos-RL's launcher reads the file, but the copy it writes for the controller (toml.dump) does not "
+            f"load again: {rejected.problem}. The controller exits at start with 'Failed to load or parse config "
+            "file ...'."
+        )
+    else:
+        b.problem(
+            f"Cosmos-RL's TOML parser (toml 0.10.2, not a TOML 1.0 parser) refuses {where}{rejected.problem}"
+            f"{byte}: {TOML_REJECTED_EXIT}."
+        )
+    if rejected.line:
+        text = cfg.text_line(rejected.line)
+        b.evidence.append(Evidence(file=str(cfg.path), line=rejected.line, text=text if text is not None else ""))
+    b.data = {"line": rejected.line, "problem": rejected.problem, "reader": rejected.reader, "byte": rejected.byte}
+    return b.build(action=rejected.hint or "write the line the way TOML 0.5 allows (docs/config.md)")
+
+
+def toml_misread(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
+    """C §8.1: what Cosmos-RL reads differs from what the file says in TOML 1.0 (the launcher's toml 0.10.2,
+    then the controller's reading of the launcher's toml.dump copy)."""
+    if not cfg.misreads:
+        return None
+    b = _Builder(cfg, "toml_misread")
+    for m in cfg.misreads:
+        who = "the launcher (toml 0.10.2)" if m.reader == "launcher" else "the controller (from the launcher's copy)"
+        if m.seen is MISSING:
+            seen = "drops it"
+        elif m.written is MISSING:
+            seen = f"reads a key the file does not have: {m.path} = {shown(m.seen)}"
+        else:
+            seen = f"reads {shown(m.seen)}"
+        written = f"{m.path} = {shown(m.written)}" if m.written is not MISSING else m.path
+        b.problem(f"{written}: {who} {seen}.", m.path.split("[")[0])
+    if cfg.cosmos is not None and cfg.cosmos.bom:
+        b.problem("The file starts with a UTF-8 byte-order mark (bytes EF BB BF), which toml reads as part of the "
+                  "first key.")
+    b.data = {
+        "paths": [m.path for m in cfg.misreads],
+        "seen": {m.path: shown(m.seen) for m in cfg.misreads},
+    }
+    return b.build(
+        action="write each value so that TOML 0.5 reads it the same: arrays of one type, no table after a value "
+        "in an array, UTF-8 without a byte-order mark (docs/config.md)"
+    )
 
 
 def invalid_value(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
@@ -735,7 +897,8 @@ def invalid_value(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
                 "train.train_policy.on_policy",
                 "train.sync_weight_interval",
             )
-            b.fix("train.train_policy.on_policy", False, "the recipe's off-policy setting")
+            b.fix("train.sync_weight_interval", 1,
+                  "on-policy training syncs the weights after every step; trade-off: a weight transfer every step")
     save_mode = cfg.get("train.ckpt.save_mode")
     if save_mode not in ("async", "sync"):
         b.problem(
@@ -758,7 +921,8 @@ def invalid_value(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
         b.problem(bad.message, bad.path)
         if bad.bound is not None:
             b.fix(bad.path, bad.bound.fix, bad.bound.why)
-    _reward_checks(cfg, b)
+    if _recipe_skip(cfg) is None:
+        _reward_checks(cfg, ctx, b)
     if cfg.get("custom.alpamayo.idx_rng_enable") and cfg.get("custom.alpamayo.idx_rng_seed") is None:
         b.problem(
             "idx_rng_enable = true without idx_rng_seed: the prefetch server fails with 'idx_rng_enable=true "
@@ -776,19 +940,24 @@ def invalid_value(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
     return b.build()
 
 
-def _reward_checks(cfg: LoadedConfig, b: _Builder) -> None:
-    """R §10: the reward functions require their weights under [custom.alpamayo.reward]."""
-    joint = cfg.is_set("custom.alpamayo.reward.reasoning_weight") or cfg.is_set(
+def reward_entry(cfg: LoadedConfig, ctx: LintContext) -> Entry:
+    """The entry whose reward the TOML feeds: the one in use when known, else the one its keys point to
+    (``collision_weight``: collision; ``reasoning_weight`` or a grader path: joint; else motion)."""
+    if ctx.entry_script is not None:
+        return ctx.entry_script
+    if cfg.is_set("custom.alpamayo.reward.collision_weight"):
+        return ENTRIES["collision"]
+    if cfg.is_set("custom.alpamayo.reward.reasoning_weight") or cfg.is_set(
         "custom.alpamayo.reasoning_grading_model_path"
-    )
-    shipped = (
-        {"traj_l2_weight": 0.2, "comfort_weight": 0.0, "reasoning_weight": 0.3}
-        if joint
-        else {
-            "traj_l2_weight": 0.4,
-            "comfort_weight": 0.1,
-        }
-    )
+    ):
+        return ENTRIES["joint"]
+    return ENTRIES["motion"]
+
+
+def _reward_checks(cfg: LoadedConfig, ctx: LintContext, b: _Builder) -> None:
+    """R §10: the reward functions require their weights under [custom.alpamayo.reward]."""
+    entry = reward_entry(cfg, ctx)
+    shipped = {k: entry.rewards[k] for k in entry.required_rewards}
     if not isinstance(cfg.raw("custom.alpamayo.reward"), dict):
         b.problem(
             "[custom.alpamayo.reward] is missing: the reward fails at the first rollout with 'Reward config "
@@ -805,14 +974,15 @@ def _reward_checks(cfg: LoadedConfig, b: _Builder) -> None:
             "custom.alpamayo.reward",
         )
         shipped = {k: shipped[k] for k in missing}
-    mode = "joint" if joint else "motion"
     for key, value in shipped.items():
-        b.fix(f"custom.alpamayo.reward.{key}", value, f"the recipe's {mode} value (R §8.4)")
+        b.fix(f"custom.alpamayo.reward.{key}", value, f"the recipe's {entry.mode} value (R §8.4)")
 
 
 Rule = Callable[[LoadedConfig, LintContext], RuleResult]
 
 RULES: dict[str, Rule] = {
+    "toml_rejected": toml_rejected,
+    "toml_misread": toml_misread,
     "placeholder_path": placeholder_path,
     "insufficient_gpus": insufficient_gpus,
     "batch_not_divisible": batch_not_divisible,
@@ -870,6 +1040,7 @@ def make_context(
     nodes: int | None = None,
     compute: str | None = None,
     env: Mapping[str, str] | None = None,
+    entry: str | None = None,
 ) -> LintContext:
     if compute is not None and compute not in COMPUTE_CHOICES:
         raise ValueError(f"compute must be one of {', '.join(COMPUTE_CHOICES)}, got {compute!r}")
@@ -877,7 +1048,11 @@ def make_context(
         if value is not None and not 1 <= value <= MAX_MACHINE:
             raise ValueError(f"{name} must be between 1 and {MAX_MACHINE}, got {value}")
     return LintContext(
-        gpus_per_node=gpus_per_node, nodes=nodes, compute=compute, env=dict(os.environ if env is None else env)
+        gpus_per_node=gpus_per_node,
+        nodes=nodes,
+        compute=compute,
+        env=dict(os.environ if env is None else env),
+        entry=entry or None,
     )
 
 
@@ -888,9 +1063,10 @@ def lint_config(
     nodes: int | None = None,
     compute: str | None = None,
     env: Mapping[str, str] | None = None,
+    entry: str | None = None,
 ) -> list[Finding]:
     """Config-only findings for a loaded TOML; ``env`` defaults to this process's environment."""
-    ctx = make_context(gpus_per_node=gpus_per_node, nodes=nodes, compute=compute, env=env)
+    ctx = make_context(gpus_per_node=gpus_per_node, nodes=nodes, compute=compute, env=env, entry=entry)
     return run_rules(loaded, ctx)[0]
 
 

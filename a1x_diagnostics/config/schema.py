@@ -444,7 +444,8 @@ class RewardSection(_Section):
 
     traj_l2_weight: float | None = None
     comfort_weight: float | None = None
-    reasoning_weight: float | None = None  # joint reward only
+    reasoning_weight: float | None = None  # joint and collision rewards
+    collision_weight: float | None = None  # the collision entry (upstream pull request #13), optional there
 
 
 class AlpamayoSection(_Section):
@@ -460,7 +461,9 @@ class AlpamayoSection(_Section):
 
 
 class CustomSection(BaseModel):
-    """``[custom]`` is a free dict for user code; only ``alpamayo`` is the recipe's."""
+    """``[custom]`` is a free dict for user code; only ``alpamayo`` is the recipe's. Which of its keys are
+    read depends on the entry script (``a1x_diagnostics.recipe_entries``): lint judges them there, not
+    against this model."""
 
     model_config = ConfigDict(extra="allow")
 

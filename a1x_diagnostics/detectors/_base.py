@@ -13,6 +13,7 @@ from typing import Any
 
 from a1x_diagnostics.catalog import entry
 from a1x_diagnostics.detectors._config import RunConfig, clip_text
+from a1x_diagnostics.detectors._config import duration as duration
 
 # The contract's names, for detectors: the context and its time helpers live below the facts.
 from a1x_diagnostics.detectors._context import DetectorContext as DetectorContext
@@ -20,7 +21,7 @@ from a1x_diagnostics.detectors._context import ts_of as ts_of
 from a1x_diagnostics.detectors._errors import stopped_from_outside as stopped_from_outside
 from a1x_diagnostics.detectors._probes import Hit
 from a1x_diagnostics.detectors.facts import RunFacts
-from a1x_diagnostics.events import Event, Traceback
+from a1x_diagnostics.events import Event, Signal, SignalKind, Traceback
 from a1x_diagnostics.findings import CheckState, Evidence, Finding, Fix, RunOutcome, Severity
 
 MAX_EVIDENCE = 6
@@ -186,17 +187,6 @@ def fmt(value: float | None, digits: int = 1) -> str:
     return f"{value:.{digits}f}"
 
 
-def duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    seconds = float(seconds)
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
 # --- run arithmetic shared by detectors ----------------------------------------------------------------
 def batch_per_step(ctx: DetectorContext) -> int | None:
     """Completions one policy step consumes: train_batch_per_replica × policy replicas (§1)."""
@@ -228,3 +218,59 @@ def gpus_per_replica(ctx: DetectorContext, section: str) -> int | None:
             value = 1
         total *= value
     return total
+
+
+# --- what the run has: its engine and its GPUs (fixes stay within them) -----------------------------------
+# Backends whose engine reads rollout.gpu_memory_utilization (docs/reference/cosmos-rl.md §9: vllm_rollout.py:299,
+# vllm_rollout_async.py:169, trtllm_rollout.py:101 at 747d1bd); a custom backend is taken as vLLM by its name (the
+# recipe's reasoning_vla_vllm_rollout). example_hf, vla, gym... never read it.
+_MEMORY_FRACTION_BACKENDS = frozenset({"vllm", "vllm_async", "trtllm"})
+
+
+def rollout_backend(ctx: DetectorContext) -> str | None:
+    """``rollout.backend`` as the next run will use it: the TOML's when one was given (defaults included: an unset
+    key is vLLM, §8.4), else what the run's config dump logged; None when neither is known."""
+    toml = ctx.config.toml
+    if toml is not None:
+        value = toml.get("rollout.backend")
+        if isinstance(value, str) and value:
+            return value
+    for dump in ctx.config.dumps:
+        value = dump.get("rollout.backend")
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def engine_reads_memory_fraction(backend: str | None) -> bool:
+    """True when the rollout engine sizes itself by ``rollout.gpu_memory_utilization``."""
+    return backend is not None and (backend in _MEMORY_FRACTION_BACKENDS or "vllm" in backend.lower())
+
+
+def detected_gpus(ctx: DetectorContext) -> tuple[int | None, Signal | None]:
+    """GPUs the launcher saw on this node (``Detected N GPUs: …`` in its output, §2.3), with that line; (None,
+    None) when the logs do not say (no launcher output, or a multi-node job: then a node's count is not the
+    job's)."""
+    sig = ctx.store.signal(SignalKind.GPUS_DETECTED).last
+    workers = ctx.store.signal(SignalKind.WORKERS_REQUIRED).last
+    nodes = workers.fields.get("count") if workers is not None else None
+    if sig is None or (isinstance(nodes, int) and nodes > 1):
+        return None, None
+    count = sig.fields.get("count")
+    return (count, sig) if isinstance(count, int) and count > 0 else (None, None)
+
+
+def policy_gpus_needed(ctx: DetectorContext, dp_shard: int) -> int | None:
+    """GPUs the run's replicas need with the policy's ``dp_shard_size`` set to ``dp_shard`` (§2.2, §2.3): policy
+    replicas × their GPUs, plus the rollouts' in disaggregated mode (colocated modes share the policies')."""
+    replicas = ctx.config.integer("policy.parallelism.n_init_replicas")
+    each = gpus_per_replica(ctx, "policy")
+    shard = ctx.config.integer("policy.parallelism.dp_shard_size") or 1
+    if not replicas or not each:
+        return None
+    policy = replicas * (each // max(1, shard)) * dp_shard
+    if run_mode(ctx) != "disaggregated":
+        return policy
+    rollouts = ctx.config.integer("rollout.parallelism.n_init_replicas") or 0
+    rollout_each = gpus_per_replica(ctx, "rollout") or 1
+    return policy + rollouts * rollout_each

@@ -102,6 +102,20 @@ class DumpConfig:
         )
 
 
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = float(seconds)
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 600:  # minutes and seconds: 150 s is "2 min 30 s", not "3 min"
+        m, sec = divmod(round(seconds), 60)
+        return f"{m} min {sec} s" if sec else f"{m} min"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def _safe_get(config: ConfigLike | None, dotted: str) -> Any:
     if config is None:
         return None

@@ -24,7 +24,7 @@ from a1x_diagnostics.detectors._base import (
 )
 from a1x_diagnostics.events import Event, Role, SignalKind, SyncPhase
 from a1x_diagnostics.findings import Evidence, Fix
-from a1x_diagnostics.metrics import Streak
+from a1x_diagnostics.metrics import REWARD_STD_ZERO, Streak, finite
 
 MIN_COLLAPSED_STEPS = 3
 DAPO_COLLAPSE_SHARE = 0.8
@@ -51,27 +51,57 @@ def _enable_console(ctx: DetectorContext) -> Fix:
     )
 
 
-def _collapse_fixes(ctx: DetectorContext) -> list[Fix]:
+def _sampling_fix(ctx: DetectorContext) -> list[Fix]:
+    """Groups that differ from each other but not inside: more diverse completions within a group (recipe §14
+    row 13). The trainer recomputes log-probs with ``train.train_policy.temperature`` (grpo_trainer.py:414-417
+    at 747d1bd, docs/reference/cosmos-rl.md §8.7 rule 9), so where the two temperatures agree both move: one
+    change, two keys that depend on each other."""
     cfg = ctx.config
-    fixes: list[Fix] = []
     temp = cfg.number("rollout.sampling_config.temperature")
     temp = 1.0 if temp is None else temp
     proposed = 1.0 if temp < 1.0 else round(min(1.5, temp + 0.2), 2)
-    fixes.append(
-        fix(
-            cfg,
-            "rollout.sampling_config.temperature",
-            proposed,
-            "more diverse completions give the group different rewards (recipe §14 row 13)",
-        )
-    )
-    penalty = cfg.number("rollout.sampling_config.repetition_penalty")
-    if penalty is not None and penalty > 1.0:
-        fixes.append(fix(cfg, "rollout.sampling_config.repetition_penalty", 1.0, "recipe §14 row 13"))
-    n_gen = cfg.integer("rollout.n_generation")
-    if n_gen is not None and n_gen < 4:
-        fixes.append(fix(cfg, "rollout.n_generation", 8, "a bigger group is less likely to be all-equal"))
+    why = ("more diverse completions give a group different rewards (recipe §14 row 13); trade-off: noisier "
+           "completions, and the reward may drop at first")
+    fixes = [fix(cfg, "rollout.sampling_config.temperature", proposed, why)]
+    trainer = cfg.number("train.train_policy.temperature")
+    if trainer is not None and abs(trainer - temp) < 1e-9:
+        fixes.append(fix(cfg, "train.train_policy.temperature", proposed,
+                         "the trainer recomputes log-probs at this temperature: it must follow the sampling one, "
+                         "or the importance ratios are skewed (§8.7 rule 9)"))
     return fixes
+
+
+SAMPLING_ALTERNATIVES = ("Alternatives: lower rollout.sampling_config.repetition_penalty to 1.0; a denser reward; "
+                         "data that is neither all easy nor all hard. A larger rollout.n_generation also helps but "
+                         "changes the GRPO group size (the algorithm): your call.")
+
+
+def _constant_rewards(ctx: DetectorContext, first: int | None, last: int | None) -> tuple[bool, set[float]]:
+    """(every step of [first, last] gave all its completions one reward, the values): ``Reward Std`` 0 over the
+    whole batch, or ``Reward Max`` = ``Reward Min`` (§4.5, §13.5)."""
+    m = ctx.metrics
+    if first is None or last is None:
+        return False, set()
+    per_step: dict[int, dict[str, float]] = {}
+    for name in ("reward_std", "reward_max", "reward_min", "reward_mean"):
+        series = m.get(name)
+        for _, s, v in series.points() if series is not None else ():
+            if finite(s) and first <= s <= last and finite(v):
+                per_step.setdefault(int(s), {})[name] = v
+    if not per_step:
+        return False, set()
+    values: set[float] = set()
+    for found in per_step.values():
+        std, high, low = found.get("reward_std"), found.get("reward_max"), found.get("reward_min")
+        if high is not None and low is not None:
+            if abs(high - low) > REWARD_STD_ZERO:
+                return False, set()
+            values.add(round(high, 4))
+        elif std is None or abs(std) >= REWARD_STD_ZERO:
+            return False, set()
+        elif "reward_mean" in found:
+            values.add(round(found["reward_mean"], 4))
+    return True, values
 
 
 def _streak_evidence(streak: Streak) -> list[Event | None]:
@@ -123,11 +153,31 @@ def grpo_collapse(ctx: DetectorContext) -> Verdict:
                 f"{streak.length} consecutive Train reports ({first_step}–{last_step}) have advantage std 0 "
                 f"(rollout/advantage_std {fmt(m.last('advantage_std'), 6)})"
             )
-        explanation = (
-            f"GRPO has no learning signal: {detail}. Every completion in a group got the same reward, so every "
-            "advantage is exactly 0 and the policy does not change."
-        )
-        if reward is not None:
+        constant, values = _constant_rewards(ctx, first_step, last_step)
+        if constant:
+            same = (f"the same reward, {fmt(next(iter(values)), 4)}, at every step" if len(values) == 1
+                    else f"one reward per step ({', '.join(fmt(v, 4) for v in sorted(values)[:4])}"
+                         + ("…" if len(values) > 4 else "") + ")")
+            explanation = (
+                f"GRPO has no learning signal: {detail}. Every completion of each step got {same}: Reward Max = "
+                "Reward Min, so every group is constant, every advantage is exactly 0 and the policy does not "
+                "change. The reward function gives the same score whatever the completion: it returns a "
+                "constant, or every completion fails its check alike. No sampling change can help."
+            )
+            fixes: list[Fix] = []
+            action = ("Check the reward function on a few completions of the rollout log (DEBUG "
+                      "`[RolloutGroup] Rewards:` lines show each group's rewards): a constant return, a parse "
+                      "that always fails, a gate every completion misses (the recipe's −1), or data every "
+                      "completion gets wrong with a binary reward.")
+        else:
+            explanation = (
+                f"GRPO has no learning signal: {detail}. Rewards differ between groups but every completion "
+                "within a group got the same reward, so every advantage is exactly 0 and the policy does not "
+                "change: the completions of one prompt are too alike."
+            )
+            fixes = _sampling_fix(ctx)
+            action = SAMPLING_ALTERNATIVES
+        if reward is not None and not constant:
             explanation += f" Reward mean is pinned at {fmt(reward, 4)}"
             explanation += " (the recipe's −1 gate: no usable trajectory)." if abs(reward + 1.0) < 1e-4 else "."
         if not ongoing:
@@ -137,15 +187,16 @@ def grpo_collapse(ctx: DetectorContext) -> Verdict:
                 "grpo_collapse",
                 explanation,
                 _streak_evidence(streak),
-                fixes=_collapse_fixes(ctx),
-                action="Make the reward denser or the data less uniformly easy/hard; "
-                "check the reward function's output.",
+                fixes=fixes,
+                action=action,
                 data={
                     "collapsed": streak.length,
                     "first_step": first_step,
                     "last_step": last_step,
                     "ongoing": ongoing,
                     "source": what,
+                    "constant_reward": constant,
+                    **({"rewards": sorted(values)} if constant else {}),
                 },
             )
         )
@@ -161,7 +212,8 @@ def grpo_collapse(ctx: DetectorContext) -> Verdict:
                 f"identical rewards (filtered_positive {dapo.get('filtered_positive', 0)}, filtered_negative "
                 f"{dapo.get('filtered_negative', 0)}): most prompts give no learning signal.",
                 [last],
-                fixes=_collapse_fixes(ctx),
+                fixes=_sampling_fix(ctx),
+                action=SAMPLING_ALTERNATIVES,
                 data={"sampled": sampled, "filtered": filtered},
             )
         )

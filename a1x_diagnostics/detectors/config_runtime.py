@@ -13,6 +13,7 @@ import re
 from a1x_diagnostics.detectors._base import DetectorContext, Verdict, detector, fix, make_finding, verdict_of
 from a1x_diagnostics.detectors._config import clip_text
 from a1x_diagnostics.events import Role, SignalKind
+from a1x_diagnostics.layout import divisible_split
 
 _DIMS = re.compile(r"tp\((?P<tp>\d+)\).*WORLD_SIZE\((?P<world>\d+)\)")
 
@@ -25,7 +26,6 @@ def outdated_steps_below_sync(ctx: DetectorContext) -> Verdict:
         return Verdict.ok()
     value = raised[0].fields.get("value")
     raised_to = int(value) if isinstance(value, (int, str)) and str(value).lstrip("-").isdigit() else 0
-    interval = ctx.config.integer("train.sync_weight_interval")
     return verdict_of(
         make_finding(
             "outdated_steps_below_sync",
@@ -38,8 +38,9 @@ def outdated_steps_below_sync(ctx: DetectorContext) -> Verdict:
                 fix(
                     ctx.config,
                     "train.train_policy.allowed_outdated_steps",
-                    max(raised_to, interval or 1),
-                    "state the value that actually runs, at least sync_weight_interval",
+                    raised_to,
+                    "the value the loader runs with anyway, now written in the TOML (§8.6); trade-off: none, the "
+                    "run behaves the same (weight_sync_lag says what to change when rollouts wait for weights)",
                 )
             ],
             data={"raised_to": value},
@@ -55,17 +56,17 @@ def batch_not_divisible(ctx: DetectorContext) -> Verdict:
     first = sigs[0]
     batch, shard, mini = first.fields.get("batch"), first.fields.get("dp_shard"), first.fields.get("mini_batch")
     fixes = []
-    if isinstance(batch, int) and isinstance(shard, int) and isinstance(mini, int) and shard * mini > 0:
-        proposed = max(shard * mini, (batch // (shard * mini)) * shard * mini)
-        fixes.append(
-            fix(
-                ctx.config,
-                "train.train_batch_per_replica",
-                proposed,
-                f"the nearest multiple of dp_shard_size × mini_batch = {shard * mini} (docs/reference/cosmos-rl.md "
-                "§8.7 rule 2)",
-            )
-        )
+    if isinstance(batch, int) and isinstance(shard, int) and isinstance(mini, int) and batch > 0 and shard * mini > 0:
+        # the batch is the algorithm's: only its split changes, never onto more GPUs (a1x_diagnostics/layout.py)
+        d, m = divisible_split(batch, shard, mini)
+        if d != shard:
+            fixes.append(fix(ctx.config, "policy.parallelism.dp_shard_size", d,
+                             f"{batch} completions split over {d} GPUs (§8.7 rule 2); trade-off: fewer GPUs shard "
+                             "the policy, more memory on each"))
+        if m != mini:
+            fixes.append(fix(ctx.config, "train.train_policy.mini_batch", m,
+                             f"{batch} / ({d} × {m}) = {batch // (d * m)} passes per GPU (§8.7 rule 2); trade-off: "
+                             "more, smaller forward/backward passes per step"))
     return verdict_of(
         make_finding(
             "batch_not_divisible",
@@ -96,7 +97,9 @@ def tp_size_implicit(ctx: DetectorContext) -> Verdict:
                 + ("." if not explicit else "; the TOML sets it, so check the launcher's --policy/--rollout counts."),
                 [sig],
                 fixes=[
-                    fix(ctx.config, path, int(m.group("world")), "set tp_size explicitly in both parallelism tables")
+                    fix(ctx.config, path, int(m.group("world")),
+                        "set tp_size explicitly in both parallelism tables; trade-off: none, the replica gets the "
+                        "GPUs it was sized for")
                 ],
                 data={"tp": int(m.group("tp")), "world_size": int(m.group("world")), "section": section},
             )

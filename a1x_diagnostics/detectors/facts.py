@@ -10,11 +10,12 @@ from datetime import datetime
 
 from a1x_diagnostics.closed_loop_events import PROGRESS_MARKS as CLOSED_LOOP_PROGRESS
 from a1x_diagnostics.closed_loop_events import STARTUP_MARKS as CLOSED_LOOP_STARTUP
-from a1x_diagnostics.detectors._config import clip_text
+from a1x_diagnostics.detectors._config import clip_text, duration
 from a1x_diagnostics.detectors._context import DetectorContext, ts_of
 from a1x_diagnostics.detectors._errors import exception_text, stopped_from_outside
 from a1x_diagnostics.detectors._probes import Hit
 from a1x_diagnostics.detectors._store import FileFacts
+from a1x_diagnostics.detectors.launcher import exit_words, launcher_views
 from a1x_diagnostics.events import Event, Role, Signal, SignalKind, Traceback
 from a1x_diagnostics.metrics import median
 
@@ -24,13 +25,18 @@ IGNORED_EXC = ("KeyboardInterrupt", "SystemExit")
 REPLICA_ROLES = (Role.POLICY, Role.ROLLOUT, Role.REFERENCE)
 PROCESS_ROLES = (Role.CONTROLLER, *REPLICA_ROLES)
 
-# Stall limits. After a step: STALL_FACTOR usual step times, at least STALL_FLOOR_S (a checkpoint or a
-# slow step of a smoke test is not a stall). Before the first step the scale is the start-up itself:
-# STARTUP_FACTOR times as long as launch -> last milestone took, within [STARTUP_FLOOR_S, STARTUP_CEILING_S]
-# (a 10B model loads for minutes, a tiny one for seconds).
-STALL_FACTOR = 8.0
-STALL_FLOOR_S = 180.0
-STALL_ONE_STEP_S = 600.0  # one step so far: no usual step time yet
+# Stall limits: silence measured against the run's own pace (docs/findings.md "stalled"). After a step:
+# STALL_FACTOR usual steps (the median wall time between Step lines, or of the steps' own Iteration time,
+# whichever is longer) and BURST_FACTOR times the longest recent one, at least STALL_FLOOR_S: what pauses a
+# healthy run between two Step lines is a weight sync (seconds to half a minute, §15.1) or a checkpoint save
+# and a validation pass, which have their own allowance (PAUSE_S). With one step and no Iteration time:
+# STALL_ONE_STEP_S. Before the first step the scale is the start-up itself: STARTUP_FACTOR times as long as
+# launch -> last milestone took, within [STARTUP_FLOOR_S, STARTUP_CEILING_S] (a 10B model loads for
+# minutes, a tiny one for seconds).
+STALL_FACTOR = 10.0
+BURST_FACTOR = 2.0  # and twice its longest recent step: steps that come in bursts between weight syncs (§15)
+STALL_FLOOR_S = 60.0
+STALL_ONE_STEP_S = 600.0
 STARTUP_FACTOR = 4.0
 STARTUP_FLOOR_S = 180.0
 STARTUP_CEILING_S = 1800.0
@@ -69,9 +75,8 @@ SELF_END_KINDS = (
     SignalKind.COORDINATED_SUCCESS,
     SignalKind.TRAINING_COMPLETE,
     SignalKind.NO_POLICY_REPLICAS,
-    SignalKind.PROCESS_COMPLETED,
     SignalKind.ALL_ROLLOUTS_ENDED,
-)
+)  # and the launcher's own end lines, where they show the controller or every process ended (``self_ended``)
 OUTSIDE_SIGNALS = frozenset({1, 2, 15, "SIGTERM", "SIGINT", "SIGHUP"})
 TERM_CODES = frozenset({-15, -2, -1, 143, 130, 129})  # return codes of a process ended by SIGTERM/SIGINT/SIGHUP
 
@@ -87,6 +92,12 @@ class Crash:
     frames: list[str] = field(default_factory=list)  # the last frames of user code: "path:line in func: code"
     items: list[Event | Hit] = field(default_factory=list)
     ts: float | None = None
+    rc: int | None = None  # the return code the launcher reported, when that is all there is
+
+    @property
+    def traceback(self) -> Traceback | None:
+        """The traceback it died with, if its log shows one."""
+        return next((i for i in self.items if isinstance(i, Traceback)), None)
 
 
 @dataclass(frozen=True)
@@ -98,6 +109,8 @@ class Stall:
     progress: Event | None
     ended_by: Event | None  # the stop from outside that followed, if any
     usual_s: float | None
+    until_ts: float | None = None  # the end of the silence measured: the stop, the job's own end, the newest line
+    rule: str = ""  # how the limit was set, for the finding: "10 x the usual step, at least 60 s"
 
 
 def handled(tb: Traceback) -> bool:
@@ -109,9 +122,16 @@ def handled(tb: Traceback) -> bool:
 
 
 def after_end(ctx: DetectorContext, ts: float | None) -> bool:
-    """``ts`` is at or after the final step: shutdown noise, not a failure of the run."""
+    """``ts`` is at or after the final step, or after the user stopped the run through a1x-tui: shutdown
+    noise (processes that die of the stop's SIGTERM or SIGKILL), not a failure of the run."""
+    if ts is None:
+        return False
     end = ctx.final_step_ts
-    return end is not None and ts is not None and ts >= end
+    if end is not None and ts >= end:
+        return True
+    stop = ctx.store.signal(SignalKind.STOPPED_BY_USER).first
+    stopped = ts_of(stop) if stop is not None else None
+    return stopped is not None and ts >= stopped
 
 
 def _stamped(ctx: DetectorContext, event: Event) -> float | None:
@@ -185,26 +205,58 @@ def collect_crashes(ctx: DetectorContext) -> list[Crash]:
             text = clip_text(sig.text.strip(), 240)
             crash = crashes[path] = Crash(sig.source.replica, path, text, ts=_stamped(ctx, sig))
         crash.items.append(sig)
-    launcher: list[Signal] = []
-    for sig in ctx.signals(SignalKind.PROCESS_EXITED_EARLY) + ctx.signals(SignalKind.TERMINATED_ALL):
-        if not after_end(ctx, ts_of(sig)):
-            launcher.append(sig)
-    failed = [s for s in ctx.signals(SignalKind.PROCESS_FAILED)
-              if s.fields.get("rc") not in TERM_CODES and s.fields.get("rc") != 0 and not after_end(ctx, ts_of(s))]
-    if launcher or (failed and not crashes):
-        first = (launcher or failed)[0]
-        rc = first.fields.get("rc")
-        code = f" with code {rc}" if rc is not None else ""
-        cause = f"a process it started exited{code} (the launcher's report)"
-        merged = next((c for c in crashes.values() if c.file.endswith("controller.log")), None)
-        if merged is not None:
-            merged.items.extend(launcher or failed)
-        elif not crashes:
-            crashes[first.source.path] = Crash("the launcher", first.source.path, cause, items=[*launcher, *failed],
-                                               ts=ts_of(first))
-        else:
-            next(iter(crashes.values())).items.extend(launcher or failed)
+    _launcher_crashes(ctx, crashes)
     return sorted(crashes.values(), key=lambda c: c.ts if c.ts is not None else float("inf"))
+
+
+def _log_of(ctx: DetectorContext, name: str) -> str | None:
+    """The log file of the process ``name`` (``controller``, ``policy_0``...), if it was read."""
+    return next((f.source.path for f in ctx.files(*PROCESS_ROLES) if f.source.replica == name), None)
+
+
+def _launcher_crashes(ctx: DetectorContext, crashes: dict[str, Crash]) -> None:
+    """The launcher's reports of processes that failed (docs/reference/cosmos-rl.md §2.7), each joined to the
+    crash its own log shows, or a crash of its own, named by role (``launcher.launcher_views``)."""
+    views = launcher_views(ctx)
+    for view in views:
+        for name, line in view.failures:
+            rc = line.fields.get("rc")
+            if rc in TERM_CODES or rc == 0 or after_end(ctx, ts_of(line)):
+                continue  # a stop from outside (``terminations``), or shutdown after the last step
+            file = _log_of(ctx, name)
+            crash = crashes.get(file) if file else None
+            if crash is None:
+                crash = next((c for c in crashes.values() if c.process == name), None)
+            if crash is not None:
+                crash.items.append(line)
+                if not crash.cause:
+                    crash.cause = exit_words(rc)
+                continue
+            cause = exit_words(rc) + (" (the launcher's report; its log ends without an error)" if file else
+                                      " (the launcher's report)")
+            crashes[file or f"{view.path}:{name}"] = Crash(name, file or view.path, cause, items=[line],
+                                                           ts=ts_of(line), rc=rc if isinstance(rc, int) else None)
+        if view.killed_all is not None and not after_end(ctx, ts_of(view.killed_all)):
+            target = next((c for c in crashes.values() if c.process == "controller"), None)
+            if target is None and crashes:
+                target = min(crashes.values(), key=lambda c: c.ts if c.ts is not None else float("inf"))
+            if target is not None:
+                target.items.append(view.killed_all)
+    for sig in ctx.signals(SignalKind.PROCESS_EXITED_EARLY):  # the controller, while the launcher waited (§2.6)
+        if after_end(ctx, ts_of(sig)):
+            continue
+        rc = sig.fields.get("rc")
+        file = _log_of(ctx, "controller")
+        crash = crashes.get(file) if file else None
+        if crash is None:
+            crash = next((c for c in crashes.values() if c.process in ("controller", "the launcher")), None)
+        if crash is not None:
+            crash.items.append(sig)
+            continue
+        words = exit_words(rc) if rc is not None else "it exited as soon as launched"
+        crashes[file or sig.source.path] = Crash("controller", file or sig.source.path,
+                                                 f"{words}, before it was ready (the launcher's report)",
+                                                 items=[sig], ts=ts_of(sig), rc=rc if isinstance(rc, int) else None)
 
 
 def terminations(ctx: DetectorContext) -> list[Event]:
@@ -223,8 +275,14 @@ def terminations(ctx: DetectorContext) -> list[Event]:
 
 
 def self_ended(ctx: DetectorContext) -> list[Signal]:
-    """Lines showing the job ended by itself (the controller finalized, processes completed)."""
-    return [s for kind in SELF_END_KINDS for s in ctx.signals(kind)]
+    """Lines showing the job ended by itself: the controller finalized or shut down, or the launcher saw the
+    controller (or every process it started) end cleanly. One replica's clean exit ends nothing (§2.7)."""
+    out = [s for kind in SELF_END_KINDS for s in ctx.signals(kind)]
+    for view in launcher_views(ctx):
+        ended = [p.end for p in view.processes if p.ended_ok and p.end is not None
+                 and (p.role is Role.CONTROLLER or view.all_ended_ok)]
+        out.extend(e for e in ended if e not in out)
+    return out
 
 
 def last_progress(ctx: DetectorContext, marks: tuple[str, ...]) -> tuple[float | None, FileFacts | None, str | None]:
@@ -242,9 +300,24 @@ def _startup_began(ctx: DetectorContext) -> float | None:
     return min(times) if times else None
 
 
-def find_stall(ctx: DetectorContext, stops: list[Event] | None = None) -> Stall | None:
+def usual_step_s(ctx: DetectorContext) -> float | None:
+    """The run's pace: the median wall time between its recent Step lines, or the median Iteration time
+    they report, whichever is longer (one step: its Iteration time)."""
+    m = ctx.metrics
+    paces = []
+    for name in ("step_time_s", "iteration_time_s"):
+        series = m.get(name)
+        value = median(series.tail(20)) if series is not None else None
+        if value is not None and value > 0:
+            paces.append(value)
+    return max(paces) if paces else None
+
+
+def find_stall(ctx: DetectorContext, stops: list[Event] | None = None,
+               ends: list[Signal] | None = None) -> Stall | None:
     """No progress for longer than the run's own pace allows, up to the end of its record: a stop from
-    outside (``stops``: ``terminations(ctx)``), the newest line, or (for a run being written) the present."""
+    outside (``stops``: ``terminations(ctx)``), the job's own end, the newest line, or (for a run being
+    written) the present."""
     if ctx.finished_training:
         return None
     m = ctx.metrics
@@ -253,9 +326,15 @@ def find_stall(ctx: DetectorContext, stops: list[Event] | None = None) -> Stall 
     usual: float | None = None
     if step_series is not None and step_series.last_ts is not None:
         since = step_series.last_ts
-        step_times = m.get("step_time_s")
-        usual = median(step_times.tail(20)) if step_times is not None else None
-        limit = max(STALL_FACTOR * usual, STALL_FLOOR_S) if usual is not None else STALL_ONE_STEP_S
+        usual = usual_step_s(ctx)
+        if usual is not None:
+            walls = m.get("step_time_s")
+            longest = max(walls.tail(20), default=0.0) if walls is not None else 0.0
+            limit = max(STALL_FACTOR * usual, BURST_FACTOR * longest, STALL_FLOOR_S)
+            rule = (f"{STALL_FACTOR:g} x the usual step and {BURST_FACTOR:g} x the longest recent one, at least "
+                    f"{duration(STALL_FLOOR_S)}")
+        else:
+            limit, rule = STALL_ONE_STEP_S, "one step logged and no step time: 10 min"
         what = f"the last step ({m.step}/{m.total_steps})"
         progress = ctx.store.steps.last or ctx.store.train_reports.last
     else:
@@ -266,15 +345,24 @@ def find_stall(ctx: DetectorContext, stops: list[Event] | None = None) -> Stall 
         began = _startup_began(ctx)
         took = since - began if began is not None else 0.0
         limit = min(max(STARTUP_FACTOR * took, STARTUP_FLOOR_S), STARTUP_CEILING_S)
+        rule = (f"{STARTUP_FACTOR:g} x the start-up so far ({duration(took)}), within "
+                f"[{duration(STARTUP_FLOOR_S)}, {duration(STARTUP_CEILING_S)}]")
         label = "a rollout reached the controller" if name == "stat" else f"{facts.source.replica}: {name}"
         what = f"the last sign of progress before any step ({label.replace('_', ' ')})"
         progress = _event_at(ctx, facts, facts.marks[name].line) if name else None
     if _paused(ctx):
         limit = max(limit, PAUSE_S)
-    ends = [e for e in (terminations(ctx) if stops is None else stops) if (_stamped(ctx, e) or 0.0) >= since]
-    ended_by = ends[0] if ends else None
+        rule += f"; a checkpoint save or validation had begun: at least {duration(PAUSE_S)}"
+    stopped = [e for e in (terminations(ctx) if stops is None else stops) if (_stamped(ctx, e) or 0.0) >= since]
+    ended_by = stopped[0] if stopped else None
+    own_ends = self_ended(ctx) if ends is None else ends
+    own_end = min((t for s in own_ends if (t := ts_of(s)) is not None and t >= since), default=None)
     if ended_by is not None:
         end = _stamped(ctx, ended_by)
+        if end is not None and own_end is not None and own_end < end:
+            end, ended_by = own_end, None  # the job was ending by itself before the stop came
+    elif own_end is not None:
+        end = own_end  # the job ended by itself: the time after is its shutdown, not silence
     else:
         end = (ctx.newest_ts or since) + ctx.silence
     if end is None:
@@ -282,7 +370,7 @@ def find_stall(ctx: DetectorContext, stops: list[Event] | None = None) -> Stall 
     silent = end - since
     if silent < limit:
         return None
-    return Stall(since, silent, limit, what, progress, ended_by, usual)
+    return Stall(since, silent, limit, what, progress, ended_by, usual, until_ts=end, rule=rule)
 
 
 def _paused(ctx: DetectorContext) -> bool:
@@ -313,11 +401,19 @@ class RunFacts:
     stops: list[Event]
     stall: Stall | None
     ends: list[Signal]
+    user_stop: Signal | None = None  # our supervisor's record that its user stopped the run (``user_stop``)
 
     @classmethod
     def of(cls, ctx: DetectorContext) -> RunFacts:
-        stops = terminations(ctx)
-        return cls(collect_crashes(ctx), stops, find_stall(ctx, stops), self_ended(ctx))
+        stops, ends = terminations(ctx), self_ended(ctx)
+        return cls(collect_crashes(ctx), stops, find_stall(ctx, stops, ends), ends, user_stop(ctx))
+
+
+def user_stop(ctx: DetectorContext) -> Signal | None:
+    """The user stopped the run through a1x-tui before its last step (the supervisor's record, read at the
+    edge: ``a1x_diagnostics.run_record``)."""
+    stop = ctx.store.signal(SignalKind.STOPPED_BY_USER).last
+    return None if stop is None or ctx.finished_training else stop
 
 
 

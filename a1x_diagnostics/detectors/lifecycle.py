@@ -12,6 +12,7 @@ rollout never unregisters, the launcher never returns (0.4.4 and 747d1bd, §15).
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import datetime
 
 from a1x_diagnostics.detectors._base import (
     Conclusion,
@@ -30,13 +31,33 @@ from a1x_diagnostics.detectors._base import (
 )
 from a1x_diagnostics.detectors._probes import Hit
 from a1x_diagnostics.detectors._store import FileFacts
-from a1x_diagnostics.detectors.facts import REPLICA_ROLES, Death, after_end, collect_deaths
+from a1x_diagnostics.detectors.facts import REPLICA_ROLES, TERM_CODES, Death, Stall, after_end, collect_deaths
+from a1x_diagnostics.detectors.launcher import (
+    controller_failure,
+    exit_words,
+    launcher_views,
+    log_dir_of,
+    where_to_look,
+)
 from a1x_diagnostics.events import Event, Role, Signal, SignalKind, Traceback
 from a1x_diagnostics.findings import Finding
 
 
-def _launcher_failures(ctx: DetectorContext) -> list[Signal]:
-    return [s for s in ctx.signals(SignalKind.PROCESS_FAILED) if "controller" not in s.text.lower()]
+def _launcher_failures(ctx: DetectorContext) -> list[tuple[str, Signal]]:
+    """The launcher's reports of a replica that failed (the controller's own failure is not a replica's,
+    ``process_crashed`` names it), with the replica's name where the launch lines tell it (§2.7)."""
+    out = []
+    for view in launcher_views(ctx):
+        for name, line in view.failures:
+            if name != "controller" and line.fields.get("rc") not in TERM_CODES:
+                out.append((name, line))
+    return out
+
+
+def _controller_death(ctx: DetectorContext) -> float | None:
+    """When the controller died (the launcher's report), if it did: replicas that fail after it fail of it."""
+    found = controller_failure(ctx)
+    return ts_of(found[1]) if found is not None else None
 
 
 def _later_progress(ctx: DetectorContext, death: Death) -> str | None:
@@ -69,9 +90,18 @@ def _later_progress(ctx: DetectorContext, death: Death) -> str | None:
 def replica_died(ctx: DetectorContext) -> Verdict:
     deaths = collect_deaths(ctx)
     launcher = _launcher_failures(ctx)
+    controller_died = _controller_death(ctx)
+    if controller_died is not None:  # the replicas lost their controller: process_crashed tells that story
+        deaths = {k: d for k, d in deaths.items() if d.ts is None or d.ts < controller_died - 1.0}
     terminated = ctx.store.signal(SignalKind.TERMINATED_ALL).last
     findings: list[Finding | None] = []
-    for i, (key, death) in enumerate(sorted(deaths.items(), key=lambda kv: kv[1].ts or 0)):
+    dead = {d.replica for d in deaths.values()}
+    # the launcher's lines no death's name claims, in order: each most likely reports the next unnamed death
+    unclaimed = [line for name, line in launcher if name not in dead]
+    for key, death in sorted(deaths.items(), key=lambda kv: kv[1].ts or 0):
+        reported = next((line for name, line in launcher if name == death.replica), None)
+        if reported is None and unclaimed and death.replica not in {n for n, _ in launcher}:
+            reported = unclaimed.pop(0)
         step_then = ctx.metrics.step_at(death.ts) if death.ts is not None else None
         total = ctx.metrics.total_steps
         where = f" at step {step_then}/{total}" if step_then is not None else " before the first logged step"
@@ -86,8 +116,17 @@ def replica_died(ctx: DetectorContext) -> Verdict:
         items: list[Event | Hit | None] = [
             *(it for it in death.items if isinstance(it, (Hit, Traceback))),
             *(it for it in death.items if isinstance(it, Signal)),
-            launcher[i] if i < len(launcher) else None,
+            reported,
         ]
+        traceback = any(isinstance(it, Traceback) and not (it.exc_type or "").endswith("ChildFailedError")
+                        for it in death.items)
+        if traceback:
+            action = (f"Read the end of {death.replica}'s log for the cause, stop the whole run (the launcher does "
+                      "not), fix the cause and relaunch.")
+        else:
+            looking = where_to_look(-9) if death.cause and "SIGKILL" in death.cause else None
+            action = (f"{death.replica} left no traceback: " + (f"{looking}. " if looking else "read the end of its "
+                      "log and the host's kernel log. ") + "Stop the whole run (the launcher does not) and relaunch.")
         findings.append(
             make_finding(
                 "replica_died",
@@ -96,8 +135,7 @@ def replica_died(ctx: DetectorContext) -> Verdict:
                 fixes=[fix(ctx.config, "train.resume", True, "restart from the newest checkpoint instead of step 0")]
                 if ctx.store.checkpoints.get("saved")
                 else [],
-                action=f"Read the end of {death.replica}'s log for the cause, stop the whole run (the launcher "
-                "does not), fix the cause and relaunch.",
+                action=action,
                 data={
                     "replica": death.replica,
                     "file": key if not key.startswith("uuid:") else None,
@@ -105,22 +143,32 @@ def replica_died(ctx: DetectorContext) -> Verdict:
                 },
             )
         )
-    if not deaths:
-        for sig in launcher:
-            if after_end(ctx, ts_of(sig)):
-                continue
-            rc = sig.fields.get("rc")
-            findings.append(
-                make_finding(
-                    "replica_died",
-                    f"The launcher reports a process failed (return code {rc}) and kept running; the replica logs "
-                    "do not say which one (its position in the launcher's list is not a replica index).",
-                    [sig],
-                    action="Find the replica log that ends with a traceback or torchrun's ChildFailedError; "
-                    "stop and relaunch the run.",
-                    data={"rc": rc},
-                )
+    for name, sig in launcher:
+        t = ts_of(sig)
+        known = not name.startswith("the launcher's")
+        own_log = any(f.source.replica == name for f in ctx.files(*REPLICA_ROLES))
+        if name in dead or (deaths and not own_log) or after_end(ctx, t):
+            continue  # its death is told above, or (its log not read) may be one of those told
+        if controller_died is not None and t is not None and t >= controller_died:
+            continue
+        rc = sig.fields.get("rc")
+        text = f"The launcher reports that {name if known else 'a replica'} exited ({exit_words(rc)}) and kept "
+        text += "running the others"
+        if not known:
+            text += " (the launch lines are not in its output: its position in the list does not say which)"
+        text += ". Its log ends without an error." if own_log else ". Its own log is not among the files read."
+        looking = where_to_look(rc)
+        findings.append(
+            make_finding(
+                "replica_died",
+                text,
+                [sig],
+                action=(f"{looking}; " if looking else "") + (f"read the end of {name}.log" if known else
+                        "find the replica log that ends with a traceback or torchrun's ChildFailedError")
+                + "; stop and relaunch the run.",
+                data={"replica": name if known else None, "rc": rc},
             )
+        )
     _ended_as_success(ctx, findings)
     return verdict_of(*findings)
 
@@ -165,34 +213,113 @@ def stalled(c: Conclusion) -> Verdict:
     stall = c.facts.stall
     if stall is None:
         return Verdict.ok()
+    until = stall.until_ts if stall.until_ts is not None else ctx.newest_ts
+    crash = next((k for k in c.facts.crashes if k.ts is None or until is None or k.ts <= until), None)
+    if crash is not None:  # a process died: that explains the silence (replica_died, process_crashed)
+        return Verdict.ok(f"{crash.process} died before the silence ended: the death explains it")
     newest = max((f for f in ctx.files() if f.last_ts is not None), key=lambda f: f.last_ts or 0, default=None)
-    lines_after = (ctx.newest_ts or 0.0) - stall.since_ts
     if stall.ended_by is not None:
         alive = f"until the job was stopped from outside ({stall.ended_by.source.replica})"
+    elif c.facts.user_stop is not None:
+        alive = "until you stopped it"
     elif ctx.live:
         alive = "the log files are still being written"
-    elif ctx.store.signal(SignalKind.TERMINATED_ALL) or ctx.ended is not None:
-        alive = "until the job ended"
-    elif lines_after >= 60 and newest is not None:
-        alive = f"{newest.source.replica} kept logging for {duration(lines_after)} after it"
     elif ctx.silence:
         alive = f"nothing has been written for {duration(ctx.silence)} and no process reported an exit"
+    elif until is not None and until < (ctx.newest_ts or until):
+        alive = "until the job ended by itself"
     else:
-        alive = "and the logs stop there"
-    usual = f"a step usually takes {fmt(stall.usual_s)} s" if stall.usual_s is not None else (
-        f"the limit is {duration(stall.limit_s)} for this run's pace"
-    )
+        alive = "up to the newest line of the logs"
+    pace = (f"a step usually takes {fmt(stall.usual_s)} s" if stall.usual_s is not None else "no step time yet")
+    who, story = _who_went_quiet(ctx, stall, until)
     finding = make_finding(
         "stalled",
-        f"No progress for {duration(stall.silent_s)} after {stall.what} ({alive}); {usual}. "
-        "Heartbeats come from a separate process, so a hung replica is never declared dead.",
+        f"No progress for {duration(stall.silent_s)} after {stall.what} ({alive}); {pace}, and the limit for this "
+        f"run is {duration(stall.limit_s)} ({stall.rule}). {story} Heartbeats come from a separate process, so a "
+        "hung replica is never declared dead.",
         [stall.progress, stall.ended_by, newest.last_event if newest is not None else None],
-        action="Check the other findings (dead replica, NCCL timeout, weight-sync hang); dump the stacks of the "
-        "replica processes (py-spy dump --pid P) to see where they wait; stop and relaunch with train.resume = true.",
+        action=(f"Dump the stacks of {who} (py-spy dump --pid P) to see where it waits" if who else
+                "Dump the stacks of the replica processes (py-spy dump --pid P) to see where they wait")
+        + "; check the other findings (NCCL timeout, weight-sync hang); stop and relaunch with train.resume = true.",
         data={"stalled_s": round(stall.silent_s, 1), "usual_step_s": stall.usual_s, "limit_s": round(stall.limit_s, 1),
-              "live": ctx.live, "stopped_from_outside": stall.ended_by is not None},
+              "live": ctx.live, "stopped_from_outside": stall.ended_by is not None, "quiet_first": who},
     )
     return verdict_of(finding)
+
+
+_STOP_MARKS = frozenset({SignalKind.DEATH_SIGNAL.value, SignalKind.JOB_CANCELLED.value, "traceback",
+                         SignalKind.STOPPED_BY_USER.value})
+_MARK_WORDS = {
+    "step": "a Step line", "stat": "a Stat line", "train_report": "a train report",
+    "sync:recv_done": "a weight-sync receive finished", "sync:recv_start": "a weight-sync receive began",
+    SignalKind.TRAINING_STARTED.value: "'Building lr schedulers' (training set up)",
+    SignalKind.REPLICA_REGISTERED.value: "its registration", SignalKind.REPLICA_STARTED.value: "its start",
+    SignalKind.REPLICA_ATOMS_SET.value: "'All atoms … set'", "throttle:engaged": "soft throttle engaged",
+    "throttle:still_engaged": "'Soft throttle still engaged'", "prompt_rejected": "a prompt rejected (weights)",
+}
+
+
+def _last_marks(facts: FileFacts, since: float, until: float | None) -> tuple[float, str, bool]:
+    """A process's newest typed event before ``until`` (not the stop's own lines): its time, what it was, and
+    whether it came after ``since``."""
+    best = (facts.first_ts or 0.0, "its first line")
+    for name, mark in facts.marks.items():
+        if mark.ts is None or name in _STOP_MARKS or (until is not None and mark.ts > until):
+            continue
+        if mark.ts >= best[0]:
+            best = (mark.ts, _MARK_WORDS.get(name, name.replace("hit:", "").replace("_", " ")))
+    return best[0], best[1], best[0] > since + 1.0
+
+
+def _clock(ts: float) -> str:
+    return datetime.fromtimestamp(ts).strftime("%H:%M:%S")  # the logs' own clock, as their lines print it
+
+
+def _who_went_quiet(ctx: DetectorContext, stall: Stall, until: float | None) -> tuple[str | None, str]:
+    """Which process went quiet first and what the others did meanwhile (docs/reference/cosmos-rl.md §1: a
+    step is dispatched once the buffer holds ``train_batch_per_replica × n_policy`` rollouts; §15.2: what a
+    frozen policy or rollout leaves in the logs)."""
+    since = stall.since_ts
+    procs = [(f, *_last_marks(f, since, until)) for f in ctx.files(Role.CONTROLLER, *REPLICA_ROLES)]
+    if not procs:
+        return None, ""
+    quiet = sorted((p for p in procs if not p[3]), key=lambda p: p[1])
+    active = [p for p in procs if p[3]]
+    stat = ctx.store.stats.last
+    stat_t = ts_of(stat) if stat is not None else None
+    batch = batch_per_step(ctx)
+    blamed: list[tuple[FileFacts, float, str, bool]] = []
+    because = ""
+    if stat is not None and stat_t is not None and stat_t >= since - 1.0 and batch:
+        if stat.pending >= batch:
+            blamed = [p for p in quiet if p[0].source.role is Role.POLICY]
+            because = (f"{stat.pending} rollouts were pending at the controller, enough for a step ({batch}), but "
+                       "no step came: the policy stopped training and the rollouts waited on it")
+        else:
+            blamed = [p for p in quiet if p[0].source.role is Role.ROLLOUT]
+            because = (f"only {stat.pending} rollouts were pending, fewer than the {batch} a step needs: the policy "
+                       "waited for rollouts that did not come")
+    first = (blamed or quiet)[0] if blamed or quiet else None
+    parts = []
+    if first is not None:
+        parts.append(f"Quiet first: {first[0].source.replica} (its last event: {first[2]} at {_clock(first[1])})")
+        then = ctx.metrics.step_at(first[1])
+        if first[0].source.role is Role.ROLLOUT and then is not None and ctx.metrics.step and ctx.metrics.step > then:
+            parts[-1] += (f", after which the policy trained on from rollouts already buffered, to step "
+                          f"{ctx.metrics.step}")
+    parts += [f"{p[0].source.replica} at {_clock(p[1])} ({p[2]})" for p in quiet if p is not first]
+    throttled = [f for f in ctx.files(Role.CONTROLLER) for n in ("throttle:still_engaged", "throttle:engaged")
+                 if (m := f.marks.get(n)) is not None and m.ts is not None and m.ts > since + 1.0]
+    for p in active:
+        doing = "holding rollouts back with its soft throttle (the buffer was full)" if throttled and \
+            p[0].source.role is Role.CONTROLLER else f"its last event: {p[2]}"
+        parts.append(f"{p[0].source.replica} kept logging until {_clock(p[1])} ({doing})")
+    if not active:
+        parts.append("no process logged any progress after that" if parts else "No process logged any progress")
+    story = "; ".join(parts) + "."
+    if because:
+        story += " " + because[:1].upper() + because[1:] + "."
+    return (first[0].source.replica if first is not None else None), story
 
 
 SHUTDOWN_GRACE_S = 300.0  # logs going on this long after the last step
@@ -332,5 +459,31 @@ def premature_end(ctx: DetectorContext) -> Verdict:
         action="Check the rollout logs around the end signal for errors; compare dataset size × n_generation × epoch "
         "with train_batch_per_replica × policy replicas × total steps.",
         data={"step_at_end_signal": step_then, "total_steps": total, "last_step": last},
+    )
+    return verdict_of(finding)
+
+
+@detector("replica_logs_missing")
+def replica_logs_missing(ctx: DetectorContext) -> Verdict:
+    """A launcher capture read alone (``run.out``): what it shows is the processes' starts and ends; their
+    own logs, where training shows, went to ``--log-dir`` (docs/reference/cosmos-rl.md §1, §3.1)."""
+    if ctx.files(Role.CONTROLLER, *REPLICA_ROLES) or ctx.store.steps.last is not None:
+        return Verdict.ok()
+    views = [v for v in launcher_views(ctx) if v.processes or v.planned]
+    planned = [s for v in views for s in v.planned]
+    if not planned:
+        return Verdict.ok("no log folder named by the launcher" if views else None)
+    folder = log_dir_of(planned) or "its --log-dir"
+    names = ", ".join(str(s.fields.get("path", "")).rsplit("/", 1)[-1] for s in planned[:6])
+    source = views[0].path
+    finding = make_finding(
+        "replica_logs_missing",
+        f"Only the launcher's output ({source}) was read. It wrote each process's log to {folder}/ ({names}), which "
+        "is not among the files read, so training itself (its steps, rewards, and the replicas' own errors) is not "
+        "checked here: what this report says comes from the launcher's lines alone.",
+        planned[:3],
+        action=f"Check the log folder: a1x-tui --check {folder.rsplit('/', 1)[0] or folder} on the machine that has "
+        f"it, or copy {folder.rsplit('/', 1)[-1]}/ beside {source.rsplit('/', 1)[-1]} and check that again.",
+        data={"log_dir": folder, "launcher": source},
     )
     return verdict_of(finding)

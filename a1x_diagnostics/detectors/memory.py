@@ -18,9 +18,13 @@ from collections import defaultdict
 from a1x_diagnostics.detectors._base import (
     DetectorContext,
     Verdict,
+    detected_gpus,
     detector,
+    engine_reads_memory_fraction,
     fix,
     make_finding,
+    policy_gpus_needed,
+    rollout_backend,
     run_mode,
     ts_of,
     verdict_of,
@@ -78,79 +82,77 @@ def _oom_hits(ctx: DetectorContext) -> list[Hit]:
 
 
 def _engine_name(ctx: DetectorContext) -> str:
-    backend = ctx.config.get("rollout.backend")
-    if isinstance(backend, str) and backend and "vllm" not in backend:
+    backend = rollout_backend(ctx)
+    if backend is not None and "vllm" not in backend.lower():
         return f"the rollout's generation engine (backend {backend})"
     return "vLLM"
 
 
-def _vllm_fixes(ctx: DetectorContext, hits: list[Hit], at_start: bool) -> list[Fix]:
+def _is_vllm_engine(ctx: DetectorContext, hits: list[Hit]) -> bool | None:
+    """Whether the OOM was in an engine that reads rollout.gpu_memory_utilization: the config's backend (the
+    TOML's first), else vLLM's own messages say so; None when nothing tells (§9)."""
+    backend = rollout_backend(ctx)
+    if backend is not None:
+        return engine_reads_memory_fraction(backend)
+    if any(h.fields.get("kind") in VLLM_KINDS or "vllm" in _text(h).lower() for h in hits):
+        return True
+    return None
+
+
+def _vllm_fixes(ctx: DetectorContext, hits: list[Hit], at_start: bool) -> tuple[list[Fix], list[str]]:
+    """One fix on the engine's memory, for the engine in use, never the group size (``n_generation``, the
+    algorithm); the alternatives in words (§6.7, §13.4; recipe §14 row 9)."""
     cfg = ctx.config
+    engine = _is_vllm_engine(ctx, hits)
     util = cfg.number("rollout.gpu_memory_utilization")
     util = 0.8 if util is None else util
     kinds = {h.fields.get("kind") for h in hits}
     text = "\n".join(_text(h) for h in hits)
-    fixes: list[Fix] = []
     colocated = run_mode(ctx) != "disaggregated"
+    batch = cfg.integer("rollout.batch_size")
+    smaller_batch = (
+        fix(cfg, "rollout.batch_size", max(1, batch // 2),
+            "fewer prompts per generation call: fewer sequences in memory at once; trade-off: more calls, slower "
+            "rollouts (the algorithm is unchanged)")
+        if batch is not None and batch > 1 else None
+    )
+    if not engine:
+        backend = rollout_backend(ctx)
+        what = (f"backend {backend} does not read gpu_memory_utilization" if backend
+                else "the rollout backend is unknown (no TOML, no config dump), so no vLLM key is proposed")
+        notes = f"No engine memory key: {what}. Free the GPU of other processes (a1x-tui preflight lists them)."
+        return ([smaller_batch] if smaller_batch and not at_start else []), [notes]
+    words: list[str] = []
     if "free_memory" in kinds:
         m = _FREE.search(text)
         proposed = 0.7
         if m and float(m.group("total")) > 0:
             proposed = max(0.1, int((float(m.group("free")) / float(m.group("total")) - 0.05) * 100) / 100)
-        fixes.append(
-            fix(
-                cfg,
-                "rollout.gpu_memory_utilization",
-                min(proposed, round(util - 0.1, 2)),
-                "vLLM asked for more memory than was free on the GPU at start",
-            )
-        )
-    elif kinds & {"kv_cache", "no_cache_blocks"}:
+        return [fix(cfg, "rollout.gpu_memory_utilization", min(proposed, round(util - 0.1, 2)),
+                    "vLLM asked for more memory than was free on the GPU at start; trade-off: a smaller KV cache, "
+                    "fewer sequences generated at once")], words
+    if kinds & {"kv_cache", "no_cache_blocks"}:
         m = _MAX_LEN.search(text)
-        if m:
-            fixes.append(
-                fix(
-                    cfg,
-                    "policy.model_max_length",
-                    int(m.group("n")),
-                    "vLLM says this is the longest sequence its KV cache can hold (it is also max_model_len)",
-                )
-            )
         if not colocated and util < 0.9:
-            fixes.append(
-                fix(
-                    cfg,
-                    "rollout.gpu_memory_utilization",
-                    round(min(0.9, util + 0.1), 2),
-                    "the weights leave no room for the KV cache at this share of the GPU",
-                )
-            )
-        elif not m:
-            length = cfg.integer("policy.model_max_length") or 4096
-            fixes.append(
-                fix(
-                    cfg,
-                    "policy.model_max_length",
-                    max(1024, length // 2),
-                    "a shorter max_model_len needs a smaller KV cache",
-                )
-            )
-    else:
-        fixes.append(
-            fix(
-                cfg,
-                "rollout.gpu_memory_utilization",
-                0.7 if util > 0.7 else round(max(0.1, util - 0.1), 2),
-                "leaves headroom outside vLLM's pool (docs/reference/alpamayo-recipe.md §14 row 9)",
-            )
-        )
-        n_gen = cfg.integer("rollout.n_generation")
-        if n_gen is not None and n_gen > 2 and not at_start:
-            fixes.append(fix(cfg, "rollout.n_generation", max(2, n_gen // 2), "fewer sequences generated at once"))
-        batch = cfg.integer("rollout.batch_size")
-        if batch is not None and batch > 1 and not at_start:
-            fixes.append(fix(cfg, "rollout.batch_size", max(1, batch // 2), "fewer prompts per generation call"))
-    return fixes
+            words.append(f"raise rollout.gpu_memory_utilization to {round(min(0.9, util + 0.1), 2)} (the rollout "
+                         "has its GPU to itself in disaggregated mode)")
+        if m:
+            return [fix(cfg, "policy.model_max_length", int(m.group("n")),
+                        "vLLM says this is the longest sequence its KV cache can hold (it is also max_model_len); "
+                        "trade-off: prompt + response longer than that fail")], words
+        if not colocated and util < 0.9:
+            return [fix(cfg, "rollout.gpu_memory_utilization", round(min(0.9, util + 0.1), 2),
+                        "the weights leave no room for the KV cache at this share of the GPU; trade-off: less "
+                        "headroom outside vLLM's pool on that GPU")], []
+        length = cfg.integer("policy.model_max_length") or 4096
+        return [fix(cfg, "policy.model_max_length", max(1024, length // 2),
+                    "a shorter max_model_len needs a smaller KV cache; trade-off: prompt + response longer than "
+                    "that fail")], words
+    if smaller_batch is not None and not at_start:
+        words.append("lower rollout.batch_size (fewer sequences per generation call)")
+    return [fix(cfg, "rollout.gpu_memory_utilization", 0.7 if util > 0.7 else round(max(0.1, util - 0.1), 2),
+                "leaves headroom outside vLLM's pool (docs/reference/alpamayo-recipe.md §14 row 9); trade-off: a "
+                "smaller KV cache, fewer sequences generated at once")], words
 
 
 def _group(hits: list[Hit]) -> dict[str, list[Hit]]:
@@ -193,18 +195,21 @@ def vllm_oom(ctx: DetectorContext) -> Verdict:
                     consequence = "The error escaped the generation call."
                 consequence += " Then the replica process died (see replica_died)."
         kinds = sorted({str(h.fields.get("kind")) for h in chosen})
+        fixes, alternatives = _vllm_fixes(ctx, chosen, at_start)
         findings.append(
             make_finding(
                 "vllm_oom",
                 f"{replica} ran out of GPU memory in {_engine_name(ctx)} {when}: {', '.join(kinds)}. {consequence}",
                 [*chosen[:2], *chosen[-1:]],
-                fixes=_vllm_fixes(ctx, chosen, at_start),
-                action=(
-                    "Free memory on the GPU was short at start: another process holds it (a1x-tui preflight lists "
-                    "orphans); free it, or lower the utilization."
-                    if any(h.fields.get("kind") == "free_memory" for h in chosen)
-                    else None
-                ),
+                fixes=fixes,
+                action=" ".join(
+                    ([
+                        "Free memory on the GPU was short at start: another process holds it (a1x-tui preflight "
+                        "lists orphans); free it, or lower the utilization."
+                    ] if any(h.fields.get("kind") == "free_memory" for h in chosen) else [])
+                    + ([alternatives[0]] if alternatives and alternatives[0].startswith("No engine")
+                       else [f"Alternatives: {'; '.join(alternatives)}."] if alternatives else [])
+                ) or None,
                 data={
                     "replica": replica,
                     "phase": "engine_start" if at_start else "runtime",
@@ -218,39 +223,55 @@ def vllm_oom(ctx: DetectorContext) -> Verdict:
     return verdict_of(*findings)
 
 
-def _policy_fixes(ctx: DetectorContext) -> list[Fix]:
+def _policy_fixes(ctx: DetectorContext) -> tuple[list[Fix], list[str]]:
+    """One fix on the trainer's memory within the GPUs the run has, never the algorithm (batch sizes, group
+    size, learning rate), and the alternatives in words (recipe §14 row 10; docs/reference/cosmos-rl.md §8.4).
+
+    ``mini_batch`` only splits each optimisation step's batch into forward/backward passes (the optimizer steps
+    once per ``batch_size_per_optimize``, grpo_trainer.py at 747d1bd): a memory setting. ``dp_shard_size`` needs
+    more GPUs: proposed only when the launcher's ``Detected N GPUs`` shows them free."""
     cfg = ctx.config
-    fixes: list[Fix] = []
-    shard = cfg.integer("policy.parallelism.dp_shard_size")
-    if shard is not None and shard >= 1:
-        fixes.append(
-            fix(
-                cfg,
-                "policy.parallelism.dp_shard_size",
-                shard * 2,
-                "FSDP shards the weights and optimizer state over more GPUs (recipe §14 row 10)",
-            )
-        )
+    options: list[tuple[Fix | None, str]] = []
     if cfg.get("policy.model_gradient_checkpointing") is False:
-        fixes.append(
-            fix(cfg, "policy.model_gradient_checkpointing", True, "recomputes activations instead of storing them")
-        )
+        options.append((fix(cfg, "policy.model_gradient_checkpointing", True,
+                            "recomputes activations in the backward pass instead of keeping them; trade-off: "
+                            "about a third more compute per step"), "turn on policy.model_gradient_checkpointing"))
+    backend = rollout_backend(ctx)
+    if run_mode(ctx) != "disaggregated" and engine_reads_memory_fraction(backend):
+        util = cfg.number("rollout.gpu_memory_utilization")
+        proposed = round(max(0.1, (util or 0.8) - 0.2), 2)
+        options.append((fix(cfg, "rollout.gpu_memory_utilization", proposed,
+                            f"the rollout engine ({backend}) reserves this share of the GPU the trainer shares; "
+                            "trade-off: a smaller KV cache, fewer sequences generated at once"),
+                        f"lower rollout.gpu_memory_utilization to {proposed}"))
     mini = cfg.integer("train.train_policy.mini_batch")
     if mini is not None and mini > 1:
-        fixes.append(
-            fix(cfg, "train.train_policy.mini_batch", max(1, mini // 2), "fewer samples per forward/backward pass")
-        )
-    if run_mode(ctx) != "disaggregated":
-        util = cfg.number("rollout.gpu_memory_utilization")
-        fixes.append(
-            fix(
-                cfg,
-                "rollout.gpu_memory_utilization",
-                round(max(0.1, (util or 0.8) - 0.2), 2),
-                "vLLM shares this GPU with the trainer",
-            )
-        )
-    return fixes
+        smaller = max(d for d in range(1, mini) if mini % d == 0)  # still divides the batch with dp_shard_size
+        options.append((fix(cfg, "train.train_policy.mini_batch", smaller,
+                            "fewer samples per forward/backward pass; the optimizer step is unchanged (§8.4); "
+                            "trade-off: more passes per step, slower steps"),
+                        f"lower train.train_policy.mini_batch to {smaller}"))
+    shard = cfg.integer("policy.parallelism.dp_shard_size")
+    batch = cfg.integer("train.train_batch_per_replica")
+    have, _ = detected_gpus(ctx)
+    if shard is not None and shard >= 1:
+        need = policy_gpus_needed(ctx, shard * 2)
+        divides = batch is None or batch % (shard * 2 * max(1, mini or 1)) == 0
+        if have is not None and need is not None and need <= have and divides:
+            options.append((fix(cfg, "policy.parallelism.dp_shard_size", shard * 2,
+                                f"FSDP shards weights and optimizer state over twice the GPUs ({need} of the {have} "
+                                "this node has, recipe §14 row 10); trade-off: more communication per step"),
+                            f"raise policy.parallelism.dp_shard_size to {shard * 2} ({need} GPUs of {have})"))
+        elif have is None:
+            options.append((None, "more FSDP sharding (policy.parallelism.dp_shard_size) needs more GPUs: the logs "
+                                  "do not say how many this node has (the launcher's `Detected N GPUs` line)"))
+    if cfg.get("train.fsdp_offload") is False:
+        options.append((fix(cfg, "train.fsdp_offload", True,
+                            "keeps parameters and optimizer state in CPU memory between uses; trade-off: much "
+                            "slower steps"), "set train.fsdp_offload = true"))
+    first = next((f for f, _ in options if f is not None), None)
+    words = [w for f, w in options if f is not first]
+    return ([first] if first is not None else []), words
 
 
 @detector("policy_oom")
@@ -261,6 +282,7 @@ def policy_oom(ctx: DetectorContext) -> Verdict:
         replica = group[0].event.source.replica
         t = ts_of(group[0].event)
         step_then = ctx.metrics.step_at(t) if t is not None else None
+        fixes, alternatives = _policy_fixes(ctx)
         findings.append(
             make_finding(
                 "policy_oom",
@@ -268,8 +290,8 @@ def policy_oom(ctx: DetectorContext) -> Verdict:
                 + (f" (near step {step_then})" if step_then is not None else " (before the first logged step)")
                 + ". The trainer process dies and the run stops making progress.",
                 [*group[:2], *group[-1:]],
-                fixes=_policy_fixes(ctx),
-                action="Keep train_batch_per_replica divisible by dp_shard_size × mini_batch when you change them.",
+                fixes=fixes,
+                action=f"Alternatives: {'; '.join(alternatives)}." if alternatives else None,
                 data={"replica": replica, "file": path, "count": len(group)},
             )
         )

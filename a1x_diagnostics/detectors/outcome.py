@@ -26,6 +26,7 @@ from a1x_diagnostics.detectors._base import (
     concluding,
     duration,
     evidence_list,
+    fmt,
     make_finding,
     ts_of,
     verdict_of,
@@ -34,7 +35,8 @@ from a1x_diagnostics.detectors._config import clip_text
 from a1x_diagnostics.detectors._errors import BENIGN, ErrorGroup, benign_reason, exception_text, signature
 from a1x_diagnostics.detectors._probes import Hit
 from a1x_diagnostics.detectors.facts import PROCESS_ROLES, PROGRESS_MARKS, Crash, RunFacts, last_progress
-from a1x_diagnostics.events import Event, Signal, SignalKind, Traceback
+from a1x_diagnostics.detectors.launcher import launcher_views, where_to_look
+from a1x_diagnostics.events import Event, Role, Signal, SignalKind, Traceback
 from a1x_diagnostics.findings import Evidence, Finding, Outcome, RunOutcome, Severity
 
 
@@ -68,23 +70,40 @@ def decide_outcome(ctx: DetectorContext, facts: RunFacts | None = None) -> RunOu
         first = crashes[0]
         step_then = m.step_at(first.ts) if first.ts is not None else None
         when = f"at step {step_then}/{total if total else '?'}" if step_then is not None else "before the first step"
-        summary = f"{first.process} crashed {when}" + (f": {first.cause}" if first.cause else "")
+        summary = f"{first.process} {'died' if first.traceback is None else 'crashed'} {when}" + (
+            f": {first.cause}" if first.cause else "")
         if step is not None and step_then is not None and step > step_then:
             summary += f" (training went on to step {step})"
         if len(crashes) > 1:
             summary += f" ({len(crashes) - 1} more process(es) ended on an error)"
         return out(Outcome.CRASHED, summary, [*first.items, last_step],
                    processes=[c.process for c in crashes])
-    stall, stops = facts.stall, facts.stops
+    stall, stops, user = facts.stall, facts.stops, facts.user_stop
     if stall is not None:
         summary = f"no progress for {duration(stall.silent_s)} after {stall.what}"
-        if stall.ended_by is not None:
+        if stall.usual_s is not None:
+            summary += f" (a step took {fmt(stall.usual_s)} s)"
+        if user is not None:
+            summary += ", then you stopped it"
+        elif stall.ended_by is not None:
             summary += ", then the job was stopped from outside"
-        return out(Outcome.STALLED, summary, [stall.progress, stall.ended_by, last_step],
+        return out(Outcome.STALLED, summary, [stall.progress, stall.ended_by or user, last_step],
                    stalled_s=round(stall.silent_s, 1), limit_s=round(stall.limit_s, 1))
+    if user is not None:
+        why = str(user.fields.get("reason") or "a1x-tui stop")
+        return out(Outcome.STOPPED, f"stopped by you {_step_text(ctx)} ({why})", [user, last_step, *stops[:1]],
+                   reason=why)
     if stops:
         return out(Outcome.TERMINATED, f"stopped from outside {_step_text(ctx)}", [stops[0], last_step, *stops[1:3]])
-    if ends:
+    views = list({v.path: v for v in launcher_views(ctx)}.values())  # each file's latest launch
+    launcher_only = step is None and not ctx.files(*PROCESS_ROLES) and any(v.processes for v in views)
+    if launcher_only and all(v.all_ended_ok for v in views if v.processes):
+        shown = next(v for v in views if v.processes)
+        return out(Outcome.COMPLETED, "the launcher reports every process it started ended cleanly ("
+                   f"{shown.summary()}); its output has no step line, so training itself is not shown here",
+                   [*sorted((p.end for v in views for p in v.processes if p.end is not None),
+                            key=lambda e: e.line)[-3:]], seen="launcher_only")
+    if ends and not launcher_only:
         return out(Outcome.INCOMPLETE, f"the job ended {_step_text(ctx)} without reaching its last step",
                    [last_step, *ends[:3]])
     if ctx.current:
@@ -92,6 +111,19 @@ def decide_outcome(ctx: DetectorContext, facts: RunFacts | None = None) -> RunOu
         return out(Outcome.RUNNING, what, [last_step])
     newest = max((f for f in ctx.files() if f.last_ts is not None), key=lambda f: f.last_ts or 0.0, default=None)
     tail = newest.last_event if newest is not None else None
+    if launcher_only:
+        shown = next(v for v in views if v.processes)
+        names = [p.name for p in shown.running] or ["some process"]
+        waiting = ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]
+        summary = f"the launcher's output ends while {waiting} had not ended ({shown.summary()})"
+        if any(p.role is Role.CONTROLLER and p.ended_ok for p in shown.processes):
+            summary += (": the controller ended cleanly and a replica did not, the known shutdown race when training "
+                        "has finished (docs/reference/cosmos-rl.md §15), or a replica that outlived a run that ended "
+                        "early; the steps that tell which are in the replica logs")
+        else:
+            summary += ": the launcher prints nothing when it is itself stopped or killed"
+        return out(Outcome.INCOMPLETE, summary, [*(p.end for p in shown.processes if p.end is not None), tail],
+                   ended="no_end_line", seen="launcher_only")
     if step is None:
         if ctx.closed_loop is not None and not ctx.files(*PROCESS_ROLES):
             notes = "; ".join(ctx.closed_loop.layout_notes) or "no Cosmos-RL log"
@@ -104,8 +136,8 @@ def decide_outcome(ctx: DetectorContext, facts: RunFacts | None = None) -> RunOu
                        "capture, or a run that ended before it started): its progress cannot be read", [tail])
         return out(Outcome.NOT_STARTED, "no training step: the logs stop before training began, with no exit, "
                    "error or stop line", [tail])
-    return out(Outcome.INCOMPLETE, f"the logs stop {_step_text(ctx)} with no exit, error or stop line (the job "
-               "was killed with its node, or the logs were copied while it ran)", [last_step, tail])
+    return out(Outcome.INCOMPLETE, f"the logs end {_step_text(ctx)} with no end line, error or stop line",
+               [last_step, tail], ended="no_end_line")
 
 
 # --- findings for what nothing else explains --------------------------------------------------------------
@@ -131,24 +163,47 @@ def process_crashed(c: Conclusion) -> Verdict:
     for crash in c.facts.crashes:
         if _explained(crash, c.findings):
             continue
-        step_then = c.ctx.metrics.step_at(crash.ts) if crash.ts is not None else None
-        total = c.ctx.metrics.max_total_steps or c.ctx.metrics.total_steps
-        when = f"at step {step_then}/{total}" if step_then is not None else "before the first step"
-        text = f"{crash.process} ended on an error {when}" + (f": {crash.cause}." if crash.cause else ".")
-        if crash.frames:
-            text += " Last frames of its own code: " + "; ".join(crash.frames) + "."
-        text += " No other check explains it."
-        findings.append(make_finding(
-            "process_crashed", text, crash.items,
-            action=f"Read the end of {crash.process}'s log (the evidence): fix the error the traceback names, then "
-            "relaunch (train.resume = true continues from the newest checkpoint).",
-            data={"process": crash.process, "file": crash.file or None, "cause": crash.cause,
-                  "frames": crash.frames, "step": step_then},
-        ))
+        findings.append(_crash_finding(c, crash))
     found = verdict_of(*findings)
     if not found.findings:
         found.note = "another finding explains the crash"
     return found
+
+
+def _crash_finding(c: Conclusion, crash: Crash) -> Finding | None:
+    ctx = c.ctx
+    step_then = ctx.metrics.step_at(crash.ts) if crash.ts is not None else None
+    total = ctx.metrics.max_total_steps or ctx.metrics.total_steps
+    when = f"at step {step_then}/{total}" if step_then is not None else "before the first step"
+    tb = crash.traceback
+    verb = "ended on an error" if tb is not None or crash.rc is None else "died"
+    who = "the controller" if crash.process == "controller" else crash.process
+    text = f"{who[:1].upper()}{who[1:]} {verb} {when}" + (f": {crash.cause}." if crash.cause else ".")
+    if crash.frames:
+        text += " Last frames of its own code: " + "; ".join(crash.frames) + "."
+    killed_all = any(isinstance(i, Signal) and i.kind is SignalKind.TERMINATED_ALL for i in crash.items)
+    if crash.process == "controller":
+        text += " The controller coordinates every replica: the run cannot go on without it."
+        if killed_all:
+            text += " The launcher then terminated every process ('Terminated all processes due to failure')."
+    elif killed_all:
+        text += " The launcher then terminated every process."
+    looking = where_to_look(crash.rc) if tb is None else None
+    if tb is None and crash.rc is not None:
+        text += " No traceback: it was ended from outside Python."
+    text += " No other check explains it."
+    if tb is not None:
+        action = (f"Read the end of {who}'s log (the evidence): fix the error the traceback names, then "
+                  "relaunch (train.resume = true continues from the newest checkpoint).")
+    elif looking is not None:
+        action = f"Find what ended {who}: {looking}. Then relaunch (train.resume = true)."
+    else:
+        action = f"Read the end of {who}'s log for the cause; then relaunch (train.resume = true)."
+    return make_finding(
+        "process_crashed", text, crash.items, action=action,
+        data={"process": crash.process, "file": crash.file or None, "cause": crash.cause,
+              "frames": crash.frames, "step": step_then, "return_code": crash.rc},
+    )
 
 
 @concluding("run_incomplete")
@@ -158,13 +213,16 @@ def run_incomplete(c: Conclusion) -> Verdict:
     state = o.state
     if state in (Outcome.COMPLETED, Outcome.RUNNING, Outcome.CRASHED):
         return Verdict.ok(f"the run {state.value}")
-    if state is Outcome.STALLED:
-        return Verdict.ok("the run stalled: stalled says so" + (", and that the job was then stopped" if stops else ""))
-    explaining = next((f for f in c.findings if f.severity is Severity.CRITICAL), None)
-    if explaining is not None:
-        return Verdict.ok(f"{explaining.id} explains why the run did not reach its last step")
     last_step = ctx.store.steps.last or ctx.store.train_reports.last
     where = _step_text(ctx)
+    if state is Outcome.STALLED:
+        stall = c.facts.stall
+        if stall is None or (stall.ended_by is None and c.facts.user_stop is None):
+            return Verdict.ok("the run stalled: stalled says so")
+        return verdict_of(_stopped_after_stall(c, stall.ended_by, last_step))
+    explaining = next((f for f in c.findings if f.severity is Severity.CRITICAL), None)
+    if explaining is not None and state is not Outcome.STOPPED:
+        return Verdict.ok(f"{explaining.id} explains why the run did not reach its last step")
     severity = None
     if state is Outcome.TERMINATED:
         stop = stops[0]
@@ -173,12 +231,26 @@ def run_incomplete(c: Conclusion) -> Verdict:
         items: list[Event | Hit | Evidence | None] = [stop, last_step, *stops[1:3]]
         action = "If the stop was not yours, look for who sent it (scancel, a time limit, the host); relaunch " \
                  "with train.resume = true."
+    elif state is Outcome.STOPPED:
+        severity = Severity.WARNING
+        text = f"You stopped the run through a1x-tui {where}, before its last step ({o.data.get('reason')})."
+        items = [*o.evidence]
+        action = "Relaunch when ready: train.resume = true continues from the newest checkpoint."
     elif state is Outcome.NOT_STARTED:
         severity = Severity.WARNING
         text = "No training step in these logs and nothing says why: the logs stop before training began."
         items = [*o.evidence]
         action = "If the run should have started, read the end of every process's log; a1x-tui needs the Cosmos-RL " \
                  "logs of a run (logs_<ts>/ and the launcher's output)."
+    elif o.data.get("ended") == "no_end_line":
+        severity = Severity.WARNING  # nothing shows a failure: the record just stops
+        text = (o.summary[:1].upper() + o.summary[1:] + ".") if o.summary else "The logs stop."
+        text += (" Nothing in them shows a failure, and nothing shows the end: if the job is still running these "
+                 "are a copy taken while it ran; if it is gone, it ended without a trace (killed with its node, or "
+                 "by the scheduler without a line here).")
+        items = [*o.evidence]
+        action = "Check the job's state and how it ended (the scheduler's record: squeue / sacct -j JOB; the host's " \
+                 "kernel log for the OOM killer: dmesg -T, journalctl -k); check again on the live logs."
     else:
         text = (o.summary[:1].upper() + o.summary[1:] + ".") if o.summary else "The run ended early."
         items = [*o.evidence]
@@ -190,6 +262,23 @@ def run_incomplete(c: Conclusion) -> Verdict:
         finding = make_finding("run_incomplete", text, [Evidence(file="(run)", text=o.summary)], action=action,
                                severity=severity, data={"outcome": state.value})
     return verdict_of(finding)
+
+
+def _stopped_after_stall(c: Conclusion, stop: Event | None, last_step: Event | None) -> Finding | None:
+    """The stop that ended a stall (both facts are reported: ``stalled`` says the hang)."""
+    user = c.facts.user_stop
+    where = _step_text(c.ctx)
+    if user is not None:
+        text = f"You stopped the run through a1x-tui {where} ({user.fields.get('reason')}), after it had stalled."
+        items: list[Event | Hit | Evidence | None] = [user, stop]
+    else:
+        assert stop is not None
+        text = (f"The job was then stopped from outside ({_stop_words(stop)}) {where}, after it had stalled: the "
+                "stop ended a hang (stalled), it did not cut a healthy run short.")
+        items = [stop, last_step]
+    return make_finding("run_incomplete", text, items, severity=Severity.WARNING,
+                        action="Fix what stalled (stalled), then relaunch with train.resume = true.",
+                        data={"outcome": Outcome.STALLED.value, "stopped_from_outside": user is None})
 
 
 def _stop_words(event: Event) -> str:

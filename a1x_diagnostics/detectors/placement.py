@@ -20,6 +20,7 @@ from a1x_diagnostics.detectors._base import (
     fix,
     gpus_per_replica,
     make_finding,
+    policy_gpus_needed,
     run_mode,
     ts_of,
     verdict_of,
@@ -66,17 +67,27 @@ def _arithmetic(ctx: DetectorContext) -> tuple[str | None, int | None, int | Non
 
 
 def _shard_fix(ctx: DetectorContext, detected: int | None) -> list[Fix]:
+    """The largest policy ``dp_shard_size`` below the current one whose replicas fit the GPUs this node showed
+    and that still divides the batch (§8.7 rule 2): fewer GPUs, never more. Nothing when the count is unknown."""
     shard = ctx.config.integer("policy.parallelism.dp_shard_size")
-    if shard is None or shard <= 1 or detected is None or detected < 2:
+    if shard is None or shard <= 1 or detected is None or detected < 1:
         return []
-    return [
-        fix(
-            ctx.config,
-            "policy.parallelism.dp_shard_size",
-            max(1, min(shard, detected - 1)),
-            "fits the policy on this node next to one rollout GPU: for wiring tests only (recipe §14 row 2)",
-        )
-    ]
+    batch = ctx.config.integer("train.train_batch_per_replica")
+    mini = ctx.config.integer("train.train_policy.mini_batch") or 1
+    for d in range(shard - 1, 0, -1):
+        need = policy_gpus_needed(ctx, d)
+        if need is None or need > detected or (batch is not None and batch % (d * max(1, mini)) != 0):
+            continue
+        return [
+            fix(
+                ctx.config,
+                "policy.parallelism.dp_shard_size",
+                d,
+                f"the replicas then need {need} of the {detected} GPUs this node has; trade-off: less FSDP "
+                "sharding, more memory per GPU: for wiring tests (recipe §14 row 2)",
+            )
+        ]
+    return []
 
 
 @detector("insufficient_gpus")

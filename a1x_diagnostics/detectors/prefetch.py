@@ -44,7 +44,8 @@ def _prefetch_fixes(ctx: DetectorContext, events: set[str], texts: str) -> tuple
                 cfg,
                 "custom.alpamayo.prefetch.capacity",
                 proposed,
-                "entries are evicted before clients attach: the cache is too small (§9.4)",
+                "entries are evicted before clients attach: the cache is too small (§9.4); trade-off: more of the "
+                "node's /dev/shm",
             )
         )
     if events & {"client_rpc_timeout", "server_worker_died", "client_rpc_failed"} or "Failed to RPC" in texts:
@@ -54,18 +55,20 @@ def _prefetch_fixes(ctx: DetectorContext, events: set[str], texts: str) -> tuple
                 cfg,
                 "custom.alpamayo.prefetch.num_workers",
                 max((workers or 1) * 2, 5),
-                "a starved server loop times out client RPCs (§9.4)",
+                "a starved server loop times out client RPCs (§9.4); trade-off: more forked worker processes, more "
+                "CPU and host memory",
             )
         )
     if "No space left on device" in texts:
         actions.append("Enlarge /dev/shm (e.g. docker --shm-size); the cache lives in POSIX shared memory.")
     if "capacity must be > 0" in texts:
+        fixes = [f for f in fixes if f.path != "custom.alpamayo.prefetch.capacity"]  # one edit per key
         fixes.append(
             fix(
                 cfg,
                 "custom.alpamayo.prefetch.capacity",
                 per_replica or 16,
-                "the server refuses to start with capacity <= 0",
+                "the server refuses to start with capacity <= 0; trade-off: the cache takes /dev/shm",
             )
         )
     if "dispatch bases" in texts:

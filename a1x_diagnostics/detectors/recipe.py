@@ -103,7 +103,8 @@ def wandb_forbidden(ctx: DetectorContext) -> Verdict:
         logger = c.config.get("logging.logger")
         if isinstance(logger, (list, tuple)) and "wandb" in [str(v).lower() for v in logger]:
             kept = [v for v in logger if str(v).lower() != "wandb"] or ["console"]
-            return [fix(c.config, "logging.logger", kept, "run without W&B until the key has access to the project")]
+            return [fix(c.config, "logging.logger", kept, "run without W&B until the key has access to the project; "
+                        "trade-off: no W&B charts, the console still logs every step")]
         return []
 
     return _row(
@@ -245,7 +246,8 @@ def recipe_parallelism_unsupported(ctx: DetectorContext) -> Verdict:
             what = str(hit.fields.get("what") or hit.fields.get("pp") or "")
             if what in _PARALLEL_KEYS and all(f.path != _PARALLEL_KEYS[what][0] for f in out):
                 path, value = _PARALLEL_KEYS[what]
-                out.append(fix(c.config, path, value, "the recipe's model wrapper asserts this (recipe §8.7)"))
+                out.append(fix(c.config, path, value, "the recipe's model wrapper asserts this (recipe §8.7); "
+                               "trade-off: none, no other value runs"))
         return out
 
     return _row(

@@ -24,98 +24,199 @@ from a1x_diagnostics.detectors._base import (
     ts_of,
     verdict_of,
 )
-from a1x_diagnostics.events import Event, PromptRejected, Role, SyncPhase, WeightSync
-from a1x_diagnostics.findings import Fix
+from a1x_diagnostics.events import Event, PromptRejected, Role, Signal, SignalKind, SyncPhase, WeightSync
+from a1x_diagnostics.findings import Evidence, Fix
 from a1x_diagnostics.metrics import median
 
 MIN_REJECTIONS = 2
+MIN_CYCLES = 2  # sync cycles that outgrew the version gate: one may be the start-up's first prompts
 HANG_FLOOR_S = 300.0
 HANG_FACTOR = 10.0
 SLOW_RECV_S = 60.0
+GROWN_RECV_FACTOR = 3.0  # receives in the run's second half this many times slower than in its first...
+GROWN_RECV_S = 10.0  # ...and at least this much slower: a transfer that degrades, not jitter
+MIN_RECVS = 4
+
+
+def _raised(ctx: DetectorContext) -> Event | None:
+    """The loader's 'allowed_outdated_steps is less than sync_weight_interval - 1, setting …' line (§8.6)."""
+    for s in ctx.signals(SignalKind.CONFIG_ADJUSTED):
+        if s.fields.get("key") == "allowed_outdated_steps" and "sync_weight_interval" in s.text:
+            return s
+    return None
 
 
 def _interval_and_allowed(ctx: DetectorContext) -> tuple[int | None, int | None]:
+    """(k, A) as the run used them: the staleness line states both after the loader's raise (§4.4, §8.6), a
+    'prompt rejected' line states A (§6.3), the loader's raise line the raised A; else the config."""
     k = ctx.config.integer("train.sync_weight_interval")
     a = ctx.config.integer("train.train_policy.allowed_outdated_steps")
     last = ctx.store.staleness.last
     if last is not None:
-        k = k if k is not None else last.sync_weight_interval
-        a = last.allowed_outdated_steps  # the value after the loader's auto-raise (§8.6)
+        k = last.sync_weight_interval if k is None else k
+        a = last.allowed_outdated_steps
+        return k, a
     rejected = ctx.store.prompt_rejected.last
-    if a is None and rejected is not None:
-        a = rejected.allowed_outdated
+    if rejected is not None:
+        return k, rejected.allowed_outdated
+    raised = _raised(ctx)
+    value = raised.fields.get("value") if isinstance(raised, Signal) else None
+    if value is not None and str(value).lstrip("-").isdigit():
+        a = max(a or 0, int(value))
     return k, a
 
 
-def _lag_rejections(ctx: DetectorContext) -> list[PromptRejected]:
-    """'prompt rejected' lines where the rollout's weights trail the controller's step by 2 or more (one
-    step behind is the normal sync in flight). Rejections of prompts meant for steps far ahead, with
-    fresh weights, are rollouts outpacing the policy (rollout_buffer_growth), not lag."""
+def _training_end(ctx: DetectorContext) -> float | None:
+    """The final step's time once training finished: later lines are the shutdown's (a last sync, rollouts
+    waiting for weights that will never come). None while it runs."""
+    return ctx.final_step_ts
+
+
+def _waiting_rejections(ctx: DetectorContext, k: int | None) -> list[PromptRejected]:
+    """'prompt rejected' lines of a rollout waiting for weights that exist (§6.3): the prompt needs version
+    P − A, the controller has trained that far, the rollout has not received it. With a sync every step one
+    step behind is the sync in flight; with k ≥ 2 the rollout waits for the next multiple of k. Prompts for
+    weights not trained yet are rollouts running ahead (rollout_buffer_growth), not lag."""
+    end = _training_end(ctx)
     out = []
     for r in ctx.store.prompt_rejected.items():
         t = ts_of(r)
         step = ctx.metrics.step_at(t) if t is not None else None
-        if step is not None and step - r.current_version >= 2:
+        if step is None or (end is not None and t is not None and t > end):
+            continue
+        needed = r.prompt_version - r.allowed_outdated
+        behind = step - r.current_version
+        if needed <= step and (behind >= 2 or ((k or 1) >= 2 and behind >= 1)):
             out.append(r)
     return out
 
 
-def _lag_fixes(ctx: DetectorContext, k: int | None, a: int | None) -> list[Fix]:
-    fixes: list[Fix] = []
-    if k is not None and k > 1:
-        fixes.append(
-            fix(
-                ctx.config,
-                "train.sync_weight_interval",
-                max(1, k // 2),
-                "rollouts get new weights more often, so versions lag less",
-                seen=k,
-            )
-        )
-    if a is not None:
-        proposed = max(a, k or 1) + 1
-        fixes.append(
-            fix(
-                ctx.config,
-                "train.train_policy.allowed_outdated_steps",
-                proposed,
-                "the version gate and the outdated filter tolerate one more step of lag (more off-policy data)",
-                seen=a,
-            )
-        )
-    return fixes
+def _outgrown_cycles(ctx: DetectorContext, a: int | None) -> list[tuple[WeightSync, int]]:
+    """Weight receives (all versions, §6.2) whose step advanced by more than A since the previous one: just
+    before them the rollout's weights were older than the version gate allows, so every prompt handed out
+    then (stamped at least the controller's step, §4.3) waited (§6.3). At 747d1bd, where the gate is silent,
+    this is the only trace of it. Receives after the last step are the shutdown's."""
+    if a is None:
+        return []
+    end = _training_end(ctx)
+    by_file: dict[str, list[WeightSync]] = {}
+    for ev in ctx.store.sync(SyncPhase.RECV_DONE.value).items():
+        t = ts_of(ev)
+        if t is not None and (end is None or t <= end):
+            by_file.setdefault(ev.source.path, []).append(ev)
+    out: list[tuple[WeightSync, int]] = []
+    for events in by_file.values():
+        previous = 0  # 'at step None' is the initial load: version 0
+        for ev in sorted(events, key=lambda e: ts_of(e) or 0.0):
+            if ev.step is None:
+                continue
+            if ev.step - previous > max(a, 1):
+                out.append((ev, ev.step - previous))
+            previous = ev.step
+    return out
+
+
+def _grown_receives(ctx: DetectorContext) -> tuple[float, float, WeightSync] | None:
+    """(first-half median s, second-half median s, the slowest late receive) when receives grew (§13.2)."""
+    end = _training_end(ctx)
+    recvs = [ev for ev in ctx.store.sync(SyncPhase.RECV_DONE.value).items()
+             if ev.step is not None and ev.seconds is not None and (end is None or (ts_of(ev) or 0.0) <= end)]
+    if len(recvs) < MIN_RECVS:
+        return None
+    half = len(recvs) // 2
+    early = median([e.seconds or 0.0 for e in recvs[:half]]) or 0.0
+    late = median([e.seconds or 0.0 for e in recvs[half:]]) or 0.0
+    if late >= GROWN_RECV_FACTOR * early and late - early >= GROWN_RECV_S:
+        return early, late, max(recvs[half:], key=lambda e: e.seconds or 0.0)
+    return None
+
+
+def _lag_fixes(ctx: DetectorContext, k: int | None, a: int | None) -> tuple[list[Fix], str]:
+    """One fix on the cause, sync_weight_interval, and the alternative in words (§8.6, §13.2).
+
+    A rollout may use weights at most A steps old; new ones come every k steps; the loader raises A to k − 1,
+    so with the user's A below k the gate binds every cycle. A lower k ends it once k ≤ the user's A; with
+    the user's A unknown (the loader raised it) only k = 1 is sure to."""
+    if k is None or k < 2:
+        return [], ("Raise train.train_policy.allowed_outdated_steps (more off-policy data) or make the weight "
+                    "transfer faster; check the rollouts for NCCL problems.")
+    user_a = None
+    toml = ctx.config.toml
+    if toml is not None:
+        value = toml.get("train.train_policy.allowed_outdated_steps")
+        user_a = value if isinstance(value, int) and not isinstance(value, bool) else None
+    elif _raised(ctx) is None:
+        user_a = a
+    proposed = max(1, min(k - 1, user_a)) if user_a is not None else 1
+    recv = ctx.metrics.median_tail("weight_recv_s", 20)
+    cost = f" (each took {fmt(recv, 2)} s here)" if recv is not None else ""
+    ratio = f"{k / proposed:g}"
+    if user_a is None:
+        why = (f"weights after every step instead of every {k}: whatever allowed_outdated_steps the TOML holds (the "
+               "loader raised it), the version gate then never waits for a sync (§6.3, §8.6, §13.2)")
+    else:
+        why = (f"weights every {proposed} step(s) instead of every {k}, within the {user_a} steps the TOML's "
+               "allowed_outdated_steps lets the version gate accept (§6.3, §13.2)")
+    fixes = [fix(ctx.config, "train.sync_weight_interval", proposed,
+                 f"{why}; trade-off: {ratio}× as many weight transfers{cost}", seen=k)]
+    return fixes, (f"Alternative: raise train.train_policy.allowed_outdated_steps to at least {k} (the rollouts "
+                   "then train on data up to that many steps old instead of waiting).")
 
 
 @detector("weight_sync_lag")
 def weight_sync_lag(ctx: DetectorContext) -> Verdict:
+    # Least evidence: two 'prompt rejected' lines waiting for trained weights (0.4.4+); or two weight receives
+    # (all versions) whose step advanced by more than allowed_outdated_steps, with k ≥ 2; or a receive far
+    # behind the controller's step; or receive times that grew; or R2R barrier timeouts; or repeated
+    # discards that no large buffer explains. The config cause (k vs A, the loader's raise) is evidence.
     k, a = _interval_and_allowed(ctx)
     store = ctx.store
-    rejected = store.prompt_rejected
     recv_done = store.sync(SyncPhase.RECV_DONE.value)
     staleness = store.staleness
-    if not (rejected or recv_done or staleness or store.stats):
+    if not (store.prompt_rejected or recv_done or staleness or store.stats):
         return Verdict.blind(
             "no weight-sync, staleness or prompt-rejected lines (rollout logs missing or the run has not synced yet)"
         )
     reasons: list[str] = []
-    evidence: list[Event | None] = []
+    evidence: list[Event | Evidence | None] = []
     data: dict[str, object] = {"sync_weight_interval": k, "allowed_outdated_steps": a}
 
-    lagging = _lag_rejections(ctx)
-    if len(lagging) >= MIN_REJECTIONS:
-        first, last = lagging[0], lagging[-1]
-        gap = last.prompt_version - last.current_version
-        span = None
+    waiting = _waiting_rejections(ctx, k)
+    if len(waiting) >= MIN_REJECTIONS:
+        first, last = waiting[0], waiting[-1]
         t0, t1 = ts_of(first), ts_of(last)
-        if t0 is not None and t1 is not None:
-            span = t1 - t0
+        span = t1 - t0 if t0 is not None and t1 is not None else None
+        needed = last.prompt_version - last.allowed_outdated
         reasons.append(
-            f"rollouts refused to generate {len(lagging)} times because their weights were too old "
-            f"(prompt version {last.prompt_version}, rollout version {last.current_version}: "
-            f"gap {gap} > allowed {last.allowed_outdated})" + (f" over {duration(span)}" if span else "")
+            f"rollouts refused to generate {len(waiting)} times while they waited for weights the policy had already "
+            f"trained (prompt version {last.prompt_version} needs weights ≥ {needed}, the rollout had "
+            f"{last.current_version}, the controller was at step "
+            f"{ctx.metrics.step_at(t1) if t1 is not None else '?'})" + (f" over {duration(span)}" if span else "")
         )
         evidence += [last, first]
-        data["prompt_version_gap"] = gap
+        data["prompt_version_gap"] = last.prompt_version - last.current_version
+
+    cycles = _outgrown_cycles(ctx, a) if (k or 0) >= 2 else []
+    if len(cycles) >= MIN_CYCLES:
+        ev, gap = cycles[-1]
+        reasons.append(
+            f"weights reached the rollouts every {gap} steps (last: step {ev.step}), so before each sync they were "
+            f"{gap} steps old, more than the {a} allowed_outdated_steps the version gate accepts: prompts handed out "
+            f"then waited for the sync ({len(cycles)} such cycles)"
+        )
+        evidence.append(ev)
+        data["sync_cycles_outgrown"] = len(cycles)
+
+    # staleness at the gate's limit where the limit is below the interval (the loader makes A ≥ k − 1, §8.6)
+    gated = k is not None and k >= 2 and a is not None and 1 <= a < k
+    training_end = _training_end(ctx)
+    at_limit = [s for s in staleness.items() if gated and a is not None and s.max >= a
+                and (training_end is None or (ts_of(s) or 0.0) <= training_end)]
+    if at_limit and (reasons or len(at_limit) >= MIN_CYCLES):
+        if not reasons:
+            reasons.append(f"accepted staleness reached {at_limit[-1].max} steps, the limit, in {len(at_limit)} "
+                           f"staleness lines: with a sync every {k} steps the rollouts run out of allowed versions")
+        evidence.append(at_limit[-1])
 
     gap_info = ctx.metrics.recv_gap()
     if gap_info is not None and k is not None and not ctx.finished_training:
@@ -152,22 +253,35 @@ def weight_sync_lag(ctx: DetectorContext) -> Verdict:
         )
         evidence.append(barriers[-1])
 
-    recv_s = ctx.metrics.get("weight_recv_s")
-    slow = median(recv_s.tail(20)) if recv_s is not None else None
-    if reasons and slow is not None and slow >= SLOW_RECV_S:
-        reasons.append(f"a weight receive takes {fmt(slow)} s")
-        data["weight_recv_s"] = slow
+    grown = _grown_receives(ctx)
+    if grown is not None:
+        early, late, slowest = grown
+        reasons.append(f"weight receives slowed from about {fmt(early, 2)} s to {fmt(late, 2)} s during the run")
+        evidence.append(slowest)
+        data["weight_recv_s"] = late
+    else:
+        recv_s = ctx.metrics.get("weight_recv_s")
+        slow = median(recv_s.tail(20)) if recv_s is not None else None
+        if reasons and slow is not None and slow >= SLOW_RECV_S:
+            reasons.append(f"a weight receive takes {fmt(slow)} s")
+            data["weight_recv_s"] = slow
 
     if not reasons:
         return Verdict.ok()
+    cause = ""
+    raised = _raised(ctx)
+    if k is not None and k >= 2 and a is not None and a < k:
+        cause = (f" The cause is in the config: sync_weight_interval = {k} while allowed_outdated_steps = {a}"
+                 + (" (raised to that by the loader, §8.6)" if raised is not None else "")
+                 + ": a rollout may use weights at most that many steps old, but gets new ones only every "
+                   f"{k} steps.")
+    fixes, alternative = _lag_fixes(ctx, k, a)
     finding = make_finding(
         "weight_sync_lag",
-        "Rollouts work with weights that are too old: " + "; ".join(reasons) + ".",
-        evidence,
-        fixes=_lag_fixes(ctx, k, a),
-        action=None
-        if (k or a)
-        else "Lower train.sync_weight_interval or raise train.train_policy.allowed_outdated_steps.",
+        "Rollouts work with weights that are too old: " + "; ".join(reasons) + "." + cause,
+        [*evidence, raised, ctx.config.locate("train.sync_weight_interval")],
+        fixes=fixes,
+        action=alternative,
         data=data,
     )
     return verdict_of(finding)

@@ -9,3 +9,10 @@ a packaged copy lost the link).
 - ``sick``: the same job whose rollout runs out of GPU memory at step 4; the launcher keeps going and
   the controller trains on from buffered rollouts until the run idles.
 """
+
+# What ``a1x-tui --check --example`` lists beside each name (the folders above, one line each).
+DESCRIPTIONS = {
+    "healthy": "a tiny GRPO job that trains its 8 steps and exits cleanly (exit 0)",
+    "sick": "the same job whose rollout runs out of GPU memory at step 4 and trains on from buffered rollouts "
+    "(exit 2)",
+}

@@ -239,12 +239,16 @@ def _log_dir(target: Path, d: Path, run: str | None, kind: str = "log_dir") -> R
                 chosen = "logs_latest"
         if chosen is None and runs:
             chosen = runs[-1]  # names sort by time
+    # The launcher's own stdout, captured next to the logs_<ts> folders (run.out, launcher.log...).
+    captures = [(p, s) for p, s in _log_files(d, target) if s.role is Role.LAUNCHER and _is_launcher_capture(p)]
     if chosen is None:
+        if captures and run is None:
+            # no process log (a launcher that failed before starting any, a copy that lost the empty
+            # logs_<ts>/): its own output is the run's record (docs/reference/cosmos-rl.md §3.1)
+            return RunLayout(target, kind, d, None, runs, sorted(captures, key=_sort_key))
         raise LayoutError(f"{d}: logs_latest points nowhere and there is no logs_<ts> folder")
     run_path = d / chosen
-    files = _log_files(run_path, target)
-    # The launcher's own stdout, captured next to the logs_<ts> folders (run.out, launcher.log...).
-    files += [(p, s) for p, s in _log_files(d, target) if s.role is Role.LAUNCHER and _is_launcher_capture(p)]
+    files = _log_files(run_path, target) + captures
     return RunLayout(target, kind, run_path, chosen, runs, sorted(files, key=_sort_key))
 
 

@@ -55,10 +55,10 @@ SIGS = (
 # Tried after other stacks' entries (``a1x_diagnostics.signatures.SIGS``), whose messages a failure here may
 # quote.
 LATE = (
-    Sig("process_launch.controller_script", r"^\[Controller\] Using script: (?P<script>\S+)", S.PROCESS_LAUNCH, gate=OWN, fields={"role": "controller"},
+    Sig("launch_script.controller_script", r"^\[Controller\] Using script: (?P<script>\S+)", S.LAUNCH_SCRIPT, gate=OWN, fields={"role": "controller"},
         source="cosmos-rl@89f2e5b5:cosmos_rl/launcher/launch_controller.sh:50 (docs/reference/cosmos-rl.md §2.8)",
         samples=("[Controller] Using script: /work/main/tools/fixture_recorder/entry_tiny_grpo.py",)),
-    Sig("process_launch.controller_cmd", r"^Controller CMD: (?P<command>.*)$", S.PROCESS_LAUNCH, gate=OWN, fields={"role": "controller"},
+    Sig("launch_script.controller_cmd", r"^Controller CMD: (?P<command>.*)$", S.LAUNCH_SCRIPT, gate=OWN, fields={"role": "controller"},
         source="cosmos-rl@89f2e5b5:cosmos_rl/launcher/launch_controller.sh:74 (docs/reference/cosmos-rl.md §2.8)",
         samples=("Controller CMD: python /work/main/tools/fixture_recorder/entry_tiny_grpo.py --port 8100 --config /tmp/tmpqkfgygz6.toml",)),
     Sig("replica_atoms_set.all_atoms_of", r"All atoms of (?:Role\.)?(?P<role>\w+) Replica (?P<uuid>\S+) has been set", S.REPLICA_ATOMS_SET, gate=CONTROLLER,

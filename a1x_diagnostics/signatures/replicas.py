@@ -115,10 +115,10 @@ SIGS = (
 # Tried after other stacks' entries (``a1x_diagnostics.signatures.SIGS``), whose messages a failure here may
 # quote.
 LATE = (
-    Sig("process_launch.pre_setting", r"^\[Cosmos-RL\] (?P<role>POLICY|ROLLOUT|REFERENCE) Pre-setting environment variable (?P<variable>\w+)=", S.PROCESS_LAUNCH, gate=OWN,
+    Sig("launch_script.pre_setting", r"^\[Cosmos-RL\] (?P<role>POLICY|ROLLOUT|REFERENCE) Pre-setting environment variable (?P<variable>\w+)=", S.LAUNCH_SCRIPT, gate=OWN,
         source="cosmos-rl@89f2e5b5:cosmos_rl/launcher/launch_replica.sh:40 (docs/reference/cosmos-rl.md §2.8)",
         samples=("[Cosmos-RL] ROLLOUT Pre-setting environment variable NCCL_CUMEM_ENABLE=0",)),
-    Sig("process_launch.launching_command", r"^Launching command: (?P<command>.*)$", S.PROCESS_LAUNCH, gate=OWN,
+    Sig("launch_script.launching_command", r"^Launching command: (?P<command>.*)$", S.LAUNCH_SCRIPT, gate=OWN,
         source="cosmos-rl@89f2e5b5:cosmos_rl/launcher/launch_replica.sh:241 (docs/reference/cosmos-rl.md §2.8)",
         samples=("Launching command: torchrun --nproc-per-node=1 --nnodes=1 --role rank --tee 3 --rdzv_backend c10d --rdzv_endpoint=localhost:0 /work/main/tools/fixture_recorder/entry_tiny_grpo.py --config /tmp/tmpqkfgygz6.toml",)),
     Sig("replica_started.replica_started_at_global_rank", r"(?P<role>POLICY|ROLLOUT|REFERENCE) Replica started at global rank (?P<global_rank>\d+), with replica name: (?P<uuid>\S+)", S.REPLICA_STARTED, gate=OWN,

@@ -11,13 +11,17 @@ carries), so each must be visible inside the container *at the same path*: under
 source and target are equal. A relative path is wrong too: the template changes into the installed
 ``cosmos_rl`` package's folder before it starts anything.
 
-``unmounted`` lists what fails that rule; ``describe`` turns it into the finding's lines and fix.
+``unmounted`` lists what fails that rule; ``mount_problems`` what fails the mounts themselves: a source the
+template mounts unconditionally that does not exist (pyxis fails the step), and 747d1bd's processed TOML,
+written under the submitting user's ``~/.cache/cosmos_rl/tmp_config`` and mounted from there on every
+compute node, on a filesystem local to this node. ``describe`` turns both into the finding's lines and fix.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,11 +32,51 @@ from a1x_supervisor.slurm.spec import ClusterSpec
 HEAD_DEFAULT_MOUNTS = ("/lustre:/lustre/",)  # dispatch_job.py --mount-dirs default at HEAD (§11.1)
 
 
+# Filesystem types that live on this node's own disks or memory: a compute node mounting the same path
+# sees its own disk there, never this node's files (anything else, e.g. nfs, lustre, gpfs, is not judged).
+LOCAL_FILESYSTEMS = frozenset(
+    ("ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "overlay", "zfs", "f2fs", "vfat", "ramfs", "reiserfs", "jfs")
+)
+
+
+def filesystem_type(path: Path) -> str | None:
+    """The type of the filesystem holding ``path`` (its nearest existing folder), from /proc/self/mounts."""
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        real = os.path.realpath(probe)
+        lines = Path("/proc/self/mounts").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    best, kind = "", None
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[1])  # \040 is a space
+        if _under(real, point) and len(point) >= len(best):
+            best, kind = point, fields[2]
+    return kind
+
+
+@dataclass(frozen=True, slots=True)
+class MountProbe:
+    """How this node is asked (tests give their own)."""
+
+    exists: Callable[[Path], bool] = Path.exists
+    fs_type: Callable[[Path], str | None] = filesystem_type
+
+
+DEFAULT_PROBE = MountProbe()
+
+
 @dataclass(frozen=True, slots=True)
 class Mount:
     source: str
     target: str
     origin: str  # what puts it there, for the finding's data
+    required: bool = False  # mounted whether its source exists or not: pyxis fails the step without it
 
     @property
     def same_path(self) -> bool:
@@ -90,23 +134,54 @@ def _parse_mount(text: str, origin: str) -> Mount:
     parts = text.split(":")
     source = parts[0]
     target = parts[1] if len(parts) > 1 and parts[1] else source
-    return Mount(source, target, origin)
+    return Mount(source, target, origin, required=True)
+
+
+def tmp_config_dir(environ: Mapping[str, str]) -> Path:
+    """Where 747d1bd's dispatch_job.py writes the processed TOML: ``~/.cache/cosmos_rl/tmp_config`` of the
+    submitting user (its ``os.path.expanduser("~")``, so ``HOME``)."""
+    return Path(environ.get("HOME") or str(Path.home())) / ".cache" / "cosmos_rl" / "tmp_config"
+
+
+def mount_problems(
+    spec: ClusterSpec, mounts: Sequence[Mount], *, environ: Mapping[str, str], probe: MountProbe | None = None
+) -> list[str]:
+    """One line per mount the job's containers cannot have (docs/slurm.md "What is checked before submission")."""
+    ask = probe or DEFAULT_PROBE
+    lines = []
+    for m in mounts:
+        if m.required and not ask.exists(Path(m.source)):
+            lines.append(
+                f"{m.origin} mounts {m.source} whether it exists or not, and it does not exist on this node: "
+                "pyxis fails every step of the job on a missing mount source"
+            )
+    if spec.cosmos_rev is CosmosRev.PINNED:
+        folder = tmp_config_dir(environ)
+        kind = ask.fs_type(folder)
+        if kind in LOCAL_FILESYSTEMS:
+            lines.append(
+                f"the processed TOML goes to {folder} (747d1bd's dispatch_job.py writes it under the submitting "
+                f"user's HOME), on a local {kind} filesystem of this node: every compute node mounts that folder "
+                "from its own disk, where the file is not"
+            )
+    return lines
 
 
 def job_mounts(spec: ClusterSpec, *, environ: Mapping[str, str]) -> list[Mount]:
     """The container mounts of the job template of ``spec.cosmos_rev`` (§11.1, §11.2)."""
     home = environ.get("HOME") or str(Path.home())
-    hf = Mount(f"{home}/.cache/huggingface", "/root/.cache/huggingface", "the template's Hugging Face cache mount")
+    hf_source, hf_target = f"{home}/.cache/huggingface", "/root/.cache/huggingface"
     if spec.cosmos_rev is CosmosRev.PINNED:
         mounts = [
-            Mount("/lustre", "/lustre/", "747d1bd's template"),
-            hf,
+            Mount("/lustre", "/lustre/", "747d1bd's template", required=True),
+            Mount(hf_source, hf_target, "747d1bd's template (the Hugging Face cache)", required=True),
             Mount(f"{home}/.cache/cosmos_rl/tmp_config", "/opt/tmp_config", "the processed TOML's folder"),
         ]
     else:
-        mounts = [_parse_mount(m, "[cluster] mounts") for m in (spec.mounts or HEAD_DEFAULT_MOUNTS)]
-        if Path(hf.source).is_dir():  # HEAD mounts it only when it exists
-            mounts.append(hf)
+        origin = "[cluster] mounts" if spec.mounts else "dispatch_job.py's default --mount-dirs"
+        mounts = [_parse_mount(m, origin) for m in (spec.mounts or HEAD_DEFAULT_MOUNTS)]
+        if Path(hf_source).is_dir():  # HEAD mounts it only when it exists
+            mounts.append(Mount(hf_source, hf_target, "the template's Hugging Face cache mount"))
     if spec.repo_root is not None:
         mounts.append(Mount(str(spec.repo_root), "/opt/cosmos-rl", "repo_root"))
     return mounts
@@ -149,17 +224,19 @@ def model_link_targets(model_dir: Path) -> list[Path]:
     return list(found.values())
 
 
-def describe(spec: ClusterSpec, missing: Sequence[Unmounted]) -> tuple[str, list[str], str, dict[str, Any]]:
-    """The explanation, one evidence line per path, the fix and the data of the finding."""
+def describe(
+    spec: ClusterSpec, missing: Sequence[Unmounted], problems: Sequence[str] = ()
+) -> tuple[str, list[str], str, dict[str, Any]]:
+    """The explanation, one evidence line per path (with the mount it needs) and per mount problem, the fix
+    and the data of the finding."""
     rev = spec.cosmos_rev
     folders = list(dict.fromkeys(m.mount_dir() for m in missing if m.why != "relative"))
     if rev is CosmosRev.PINNED:
         explanation = (
             "dispatch_job.py at 747d1bd runs every step in a container that sees /lustre at its own path, "
             "~/.cache/huggingface at /root/.cache/huggingface, the TOML folder and repo_root, with "
-            "--no-container-mount-home (docs/reference/cosmos-rl.md §11.2): these paths of the run are not there, so "
-            "the job "
-            "fails inside the container."
+            "--no-container-mount-home (docs/reference/cosmos-rl.md §11.2): these paths of the run are not there, or "
+            "a mount cannot be made, so the job fails inside the container."
         )
         action = (
             "move them under /lustre (the only folder 747d1bd's template mounts at its own path) and point the "
@@ -171,16 +248,29 @@ def describe(spec: ClusterSpec, missing: Sequence[Unmounted]) -> tuple[str, list
         explanation = (
             "dispatch_job.py runs every step in a container that sees only the --mount-dirs list at the same "
             "path (default /lustre:/lustre/; ~/.cache/huggingface goes to /root/.cache/huggingface), with "
-            "--no-container-mount-home (docs/reference/cosmos-rl.md §11.1): these paths of the run are not there, so "
-            "the job "
-            "fails inside the container."
+            "--no-container-mount-home (docs/reference/cosmos-rl.md §11.1): these paths of the run are not there, or "
+            "a mount cannot be made, so the job fails inside the container."
         )
         action = "set [cluster] mounts = [" + ", ".join(f'"{m}"' for m in proposed) + "] (it replaces the default)"
     if any(m.why == "relative" for m in missing):
         action += "; give absolute paths"
+    if problems:
+        action += (
+            "; every mount source must exist on the compute nodes (747d1bd: /lustre and ~/.cache/huggingface), and "
+            "747d1bd's processed TOML needs a HOME on storage the compute nodes share (or cosmos_rev = \"head\", "
+            "which writes it under output_root)"
+        )
+    lines = []
+    for m in missing:
+        if m.why == "relative":
+            lines.append(m.line())
+        elif rev is CosmosRev.PINNED:
+            lines.append(f"{m.line()} (747d1bd's template mounts only /lustre at its own path)")
+        else:
+            lines.append(f"{m.line()} (needs the mount {m.mount_dir()}:{m.mount_dir()})")
     data: dict[str, Any] = {
         "paths": [m.seen for m in missing],
         "mount": folders,
         "cosmos_rev": rev.value,
     }
-    return explanation, [m.line() for m in missing], action, data
+    return explanation, lines + list(problems), action, data

@@ -38,6 +38,10 @@ _UNSAFE_ARG = re.compile(r"[\s'\"`$\\;&|<>()]")
 class DispatchCommand:
     argv: tuple[str, ...]
     run_dir_prefix: Path | None  # HEAD: the run dir is <output-root>/<job-name>_<YYYYmmddHHMMSS>
+    # 747d1bd: the folder of the batch script's own log, which must exist before sbatch (created by
+    # prepare_dispatch); HEAD's dispatch_job.py creates its slurm/ folder itself.
+    log_dir: Path | None = None
+    env: tuple[tuple[str, str], ...] = ()  # added to dispatch_job.py's environment (sbatch passes it on)
 
     def display(self) -> str:
         return " ".join(_quote(a) for a in self.argv)
@@ -136,9 +140,6 @@ def dispatch_argv(
             f"launcher {launcher!r} is relative: the job template runs it from the cosmos_rl package folder, "
             "so give its absolute path"
         )
-    for mount in spec.mounts:
-        if not re.fullmatch(r"[^\s,:]+(:[^\s,:]+){0,2}", mount):
-            raise SlurmSpecError(f"mounts: {mount!r} is not SRC[:DST[:FLAGS]] without commas or spaces")
 
     script = spec.dispatch_script
     if script is None:
@@ -163,10 +164,20 @@ def dispatch_argv(
         argv += ["--mount-dirs", ",".join(spec.mounts)]
     extra = sbatch_extra_items(spec.extra_sbatch_args)
     ours: list[str] = []
+    log_dir: Path | None = None
+    if rev is CosmosRev.PINNED:
+        # 747d1bd's template writes --output=<root>/%j/x.out and --error=<root>/%j/x.err, a folder nobody
+        # creates before the job starts: Slurm fails such a job at launch (JobLaunchFailure, ExitCode 0:53)
+        # before its script runs (docs/reference/cosmos-rl.md §11.2). The later #SBATCH line wins, so the batch
+        # log goes to <root>/<job-name>/slurm_<jobid>.log, next to the job's <jobid>/ folder.
+        log_dir = spec.output_root / spec.job_name
+        ours += [f"--output {log_dir}/slurm_%j.log", f"--error {log_dir}/slurm_%j.log"]
     if rev is CosmosRev.PINNED and spec.request_gpus and not any(i.startswith("--gres ") for i in extra):
         # 747d1bd's only GPU request is its --extra-sbatch-args default ["--gres=gpu:8"], which any
         # value we pass replaces (HEAD's template writes --gres=gpu:<ngpu-per-node> itself).
         ours.append(f"--gres gpu:{spec.gpus_per_node}")
+    elif rev is CosmosRev.HEAD and not spec.request_gpus and not any(i.startswith("--gres ") for i in extra):
+        ours.append("--gres none")  # a later line replaces the template's --gres=gpu:N (GPU-less clusters)
     # 747d1bd's template writes --mem=0 before the extra lines, HEAD's writes no --mem (docs/reference/cosmos-rl.md
     # §11.2): ours come first, so the user's own extra_sbatch_args still win (the last --mem counts).
     if rev is CosmosRev.HEAD or spec.memory != "0":
@@ -193,4 +204,7 @@ def dispatch_argv(
     argv.append(launcher)
     argv += list(launcher_args)
     prefix = spec.output_root / spec.job_name if rev is CosmosRev.HEAD else None
-    return DispatchCommand(tuple(argv), prefix)
+    # srun 22.05+ reads SRUN_CPUS_PER_TASK but not the job's --cpus-per-task; the templates' sruns pass no -c
+    # (docs/slurm.md): dispatch_job.py's environment reaches the batch script through sbatch (--export=ALL).
+    env = (("SRUN_CPUS_PER_TASK", str(spec.cpus_per_task)),) if spec.cpus_per_task is not None else ()
+    return DispatchCommand(tuple(argv), prefix, log_dir, env)

@@ -13,16 +13,21 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from a1x_supervisor.path_checks import must_be_file, must_be_folder
 from a1x_supervisor.slurm.plan import CosmosRev, Packing
+from a1x_supervisor.spec_values import CONTAINER, control_chars, no_controls, plain_name, slurm_word, template_path
 
 # sbatch --time formats: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S (sbatch(1)).
-_SLURM_TIME = re.compile(r"^(\d+-)?\d+(:\d{1,2}){0,2}$|^UNLIMITED$|^INFINITE$", re.IGNORECASE)
+_SLURM_TIME = re.compile(r"([0-9]+-)?[0-9]+(:[0-9]{1,2}){0,2}|UNLIMITED|INFINITE", re.IGNORECASE)
 # sbatch --mem: a number with an optional unit; 0 = all of each node's memory (docs/reference/cosmos-rl.md §11.2).
-_SLURM_MEM = re.compile(r"^\d+[KMGT]?$", re.IGNORECASE)
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SLURM_MEM = re.compile(r"[0-9]+[KMGT]?", re.IGNORECASE)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# One sbatch option per item: --opt, --opt=value or "--opt value"; the value is one word (it becomes an
+# #SBATCH line here and in Cosmos-RL's templates, and an argparse value of dispatch_job.py).
+_SBATCH_OPTION = re.compile(r"--?[A-Za-z][A-Za-z0-9-]*(?:[= ][^\s'\"`$\\;&|<>()]+)?")
+_MOUNT_FLAGS = re.compile(r"[A-Za-z]+")
 _SECRET_WORDS = ("TOKEN", "API_KEY", "APIKEY", "PASSWORD", "SECRET")
 
 
@@ -80,52 +85,104 @@ class ClusterSpec(BaseModel):
     gpu_agent: bool = Field(True, description="sbatch: run `a1x-tui gpu-agent` on every node as a job step")
     a1x_tui: str = Field("a1x-tui", description="sbatch: the a1x-tui command as the compute nodes see it")
 
+    # Every string field is checked against where it goes (a1x_supervisor/spec_values.py): an #SBATCH
+    # line, a word of Cosmos-RL's templates (docs/reference/cosmos-rl.md §11.1-§11.2), or a quoted word of ours.
     @field_validator("output_root", "repo_root")
     @classmethod
-    def _a_folder(cls, value: Path | None) -> Path | None:
+    def _a_folder(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        if value is not None:
+            template_path(str(value), str(info.field_name))
         return must_be_folder(value)
 
     @field_validator("dispatch_script")
     @classmethod
     def _a_file(cls, value: Path | None) -> Path | None:
+        if value is not None:
+            no_controls(str(value), "dispatch_script")
         return must_be_file(value)
+
+    @field_validator("partition", "account")
+    @classmethod
+    def _slurm_names(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return value if value is None else slurm_word(value, str(info.field_name))
+
+    @field_validator("container")
+    @classmethod
+    def _container(cls, value: str | None) -> str | None:
+        if value is not None and (control_chars(value) or not CONTAINER.fullmatch(value)):
+            raise ValueError(
+                f"container: {value!r} is not an image reference or .sqsh path (letters, digits and _./:@#+=%,- "
+                "only: 747d1bd's template pastes it unquoted into every srun line)"
+            )
+        return value
+
+    @field_validator("mounts")
+    @classmethod
+    def _mounts(cls, value: list[str]) -> list[str]:
+        for mount in value:
+            parts = mount.split(":")
+            flags_ok = len(parts) < 3 or bool(_MOUNT_FLAGS.fullmatch(parts[2]))
+            if len(parts) > 3 or not flags_ok:
+                raise ValueError(f"mounts: {mount!r} is not SRC[:DST[:FLAGS]]")
+            for part in parts[:2]:
+                template_path(part, f"mounts: {mount!r}")
+        return value
+
+    @field_validator("python", "a1x_tui")
+    @classmethod
+    def _command(cls, value: str, info: ValidationInfo) -> str:
+        if not value.strip():
+            raise ValueError(f"{info.field_name}: empty command")
+        return no_controls(value, str(info.field_name))
+
+    @field_validator("extra_sbatch_args")
+    @classmethod
+    def _sbatch_options(cls, value: list[str]) -> list[str]:
+        for arg in value:
+            if control_chars(arg) or not _SBATCH_OPTION.fullmatch(arg):
+                raise ValueError(
+                    f"extra_sbatch_args: {arg!r} is not one sbatch option (--opt, --opt=value or '--opt value', "
+                    "the value one word without quotes or shell characters: it becomes an #SBATCH line)"
+                )
+        return value
 
     @field_validator("time")
     @classmethod
     def _time_format(cls, value: str | None) -> str | None:
-        if value is not None and not _SLURM_TIME.match(value):
+        if value is not None and not _SLURM_TIME.fullmatch(value):
             raise ValueError(f"{value!r} is not a Slurm time (e.g. 04:00:00, 90, 2-00:00:00)")
         return value
 
     @field_validator("memory")
     @classmethod
     def _memory_format(cls, value: str) -> str:
-        if not _SLURM_MEM.match(value):
+        if not _SLURM_MEM.fullmatch(value):
             raise ValueError(f"{value!r} is not an sbatch --mem value (e.g. 0, 512G, 480000M)")
         return value
 
     @field_validator("job_name")
     @classmethod
     def _job_name(cls, value: str) -> str:
-        if not value or re.search(r"[\s/'\"$`\\]", value):
-            raise ValueError(f"{value!r}: a job name is one word without /, quotes or $")
-        return value
+        # It names folders (dispatch_job.py: <output-root>/<job-name>...) and goes on #SBATCH lines.
+        return plain_name(value, "job_name")
 
     @field_validator("env")
     @classmethod
     def _env(cls, value: dict[str, str]) -> dict[str, str]:
-        for name in value:
-            if not _ENV_NAME.match(name):
+        for name, text in value.items():
+            if not _ENV_NAME.fullmatch(name):
                 raise ValueError(f"{name!r} is not an environment variable name")
             if any(word in name.upper() for word in _SECRET_WORDS):
                 raise ValueError(f"{name}: secrets are never written into the job script; list it in pass_env")
+            if "\x00" in text:  # the script quotes every value; only NUL cannot be held by a shell variable
+                raise ValueError(f"env.{name}: a value cannot hold a NUL character")
         return value
 
     @field_validator("pass_env")
     @classmethod
     def _pass_env(cls, value: list[str]) -> list[str]:
         for name in value:
-            if not _ENV_NAME.match(name):
+            if not _ENV_NAME.fullmatch(name):
                 raise ValueError(f"{name!r} is not an environment variable name")
         return value
 

@@ -74,6 +74,9 @@ def configure(run_dir: Path) -> dict[str, Any]:
     rundir = RunDir(run_dir)
     spec = load_spec(rundir.spec_path)
     text = render.render_toml(template_choices(spec))
+    unread = cosmos_unread(text)
+    if unread is not None:  # never hand Cosmos-RL a TOML its parser reads otherwise (docs/reference/cosmos-rl.md §8.1)
+        raise SpecError(f"the rendered training TOML: {unread}")
     rundir.config_dir.mkdir(parents=True, exist_ok=True)
     rundir.train_toml.write_text(text, encoding="utf-8")
     hydra_name = render.hydra_config_name(spec.alpamayo_version)
@@ -97,6 +100,17 @@ def configure(run_dir: Path) -> dict[str, Any]:
     return record
 
 
+def cosmos_unread(text: str, path: Path = Path("train.toml")) -> str | None:
+    """Why Cosmos-RL's own TOML parser (toml 0.10.2) would not read ``text`` as written; None when it does."""
+    from a1x_diagnostics.config.fixes import not_read_as_written
+    from a1x_diagnostics.config.loader import ConfigError, parse_config
+
+    try:
+        return not_read_as_written(parse_config(text, path))
+    except ConfigError as exc:
+        return str(exc)
+
+
 def verify_configured(
     record_path: Path,
     *,
@@ -113,9 +127,13 @@ def verify_configured(
         return VerifyResult.failed("the run spec changed since the TOML was written")
     toml_path = Path(str(record.get("toml", "")))
     try:
-        data = tomlkit.parse(toml_path.read_text(encoding="utf-8")).unwrap()
+        text = toml_path.read_text(encoding="utf-8")
+        data = tomlkit.parse(text).unwrap()
     except Exception as exc:
         return VerifyResult.failed(f"{toml_path}: cannot read the training TOML ({exc})")
+    unread = cosmos_unread(text, toml_path)
+    if unread is not None:
+        return VerifyResult.failed(f"{toml_path}: {unread}")
     checks: list[tuple[str, Any, str]] = [
         ("policy.model_name_or_path", data.get("policy", {}).get("model_name_or_path"), str(model_dir)),
         ("train.output_dir", data.get("train", {}).get("output_dir"), str(output_dir)),
@@ -166,7 +184,7 @@ def stage(ctx: StageContext) -> StageSpec:
             alpamayo_version=spec.alpamayo_version,
             model_dir=paths.model_dir,
             output_dir=paths.output_dir,
-            grader_dir=paths.grader_dir if spec.reward_mode == "joint" else None,
+            grader_dir=paths.grader_dir if spec.entry.grader else None,
         )
 
     return StageSpec(

@@ -11,16 +11,18 @@ from a1x_supervisor.progress import LastLine
 from a1x_supervisor.stage import Command, StageSpec, VerifyResult
 from a1x_supervisor.stages._files import as_ints, chunk_column
 from a1x_supervisor.stages.context import StageContext
+from a1x_supervisor.stages.parquet import NO_PYARROW, parquet
 
 
 def verify_curated(pai_dir: Path, *, chunk_ids: Sequence[int], num_clips: int) -> VerifyResult:
     """``clip_index_mini.parquet``: min(N, available) rows, a ``chunk`` column, only the asked chunks."""
-    import pyarrow.parquet as pq
-
     source = pai_dir / "clip_index.parquet"
     mini = pai_dir / "clip_index_mini.parquet"  # the name is hard-coded by the motion entry (§8.1)
     if not mini.exists():
         return VerifyResult.failed(f"{mini} is missing")
+    pq = parquet()
+    if pq is None:
+        return VerifyResult.failed(f"cannot check {mini}: {NO_PYARROW}")
     try:
         src_schema = pq.read_schema(source)
         src_column = chunk_column(src_schema.names)

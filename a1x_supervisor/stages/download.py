@@ -12,6 +12,7 @@ from a1x_supervisor.progress import HfDownload
 from a1x_supervisor.stage import Command, StageError, StageSpec, VerifyResult
 from a1x_supervisor.stages._files import as_ints, chunk_column, nonempty
 from a1x_supervisor.stages.context import StageContext
+from a1x_supervisor.stages.parquet import NO_PYARROW, parquet
 
 
 def _chunk_file_missing(root: Path, chunks: Sequence[int], parts: Sequence[tuple[str, Sequence[str]]]) -> str | None:
@@ -61,8 +62,6 @@ def verify_download_joint(
     labels: Sequence[str],
     stage_log_text: str = "",
 ) -> VerifyResult:
-    import pyarrow.parquet as pq
-
     for name in (
         "features.csv",
         "clip_index.parquet",
@@ -73,6 +72,9 @@ def verify_download_joint(
         if not nonempty(reasoning_dir / name):
             return VerifyResult.failed(f"{reasoning_dir}/{name} is missing{_silent_hub_failure(stage_log_text)}")
     mini = reasoning_dir / "clip_index_reasoning_mini.parquet"
+    pq = parquet()
+    if pq is None:
+        return VerifyResult.failed(f"cannot check {mini}: {NO_PYARROW}")
     try:
         table = pq.read_table(mini)
     except Exception as exc:
@@ -97,7 +99,7 @@ def stage(ctx: StageContext) -> StageSpec:
 
     def prepare() -> list[Command]:
         common = ("--camera", *spec.data.cameras, "--calibration", *spec.data.calibration, "--labels", *spec.labels)
-        if spec.reward_mode == "motion":
+        if not spec.entry.reasoning_data:
             if not spec.data.chunk_ids:
                 raise StageError(
                     "refusing to download without chunk ids (it would fetch the whole dataset): set data.chunk_ids"
@@ -131,7 +133,7 @@ def stage(ctx: StageContext) -> StageSpec:
 
     def verify() -> VerifyResult:
         text = ctx.stage_log_text("download")
-        if spec.reward_mode == "motion":
+        if not spec.entry.reasoning_data:
             return verify_download_motion(
                 paths.pai_dir,
                 chunk_ids=spec.data.chunk_ids,
@@ -151,7 +153,7 @@ def stage(ctx: StageContext) -> StageSpec:
 
     return StageSpec(
         name="download",
-        title="download PAI " + ("motion chunks" if spec.reward_mode == "motion" else "reasoning clips"),
+        title="download PAI " + ("reasoning clips" if spec.entry.reasoning_data else "motion chunks"),
         prepare=prepare,
         verify=verify,
         progress=HfDownload,

@@ -53,7 +53,7 @@ def verify_trained(log_dir: Path, *, ranks: int | None, logs_dir: Path | None = 
 
 
 def stage(ctx: StageContext) -> StageSpec:
-    spec, paths, rundir, log_dir = ctx.spec, ctx.paths, ctx.rundir, ctx.log_dir
+    spec, rundir, log_dir = ctx.spec, ctx.rundir, ctx.log_dir
 
     def prepare() -> list[Command]:
         try:
@@ -64,11 +64,8 @@ def stage(ctx: StageContext) -> StageSpec:
             log_dir.mkdir(parents=True, exist_ok=True)
         cosmos_rl = str(ctx.venv_bin / "cosmos-rl") if (ctx.venv_bin / "cosmos-rl").exists() else "cosmos-rl"
         env = {**ctx.venv_env, "COSMOS_LOG_LEVEL": spec.supervisor.cosmos_log_level}
-        # §3 / §8.1: the entry reads exactly one of these, depending on the reward mode.
-        if spec.reward_mode == "motion":
-            env["ALPAMAYO_PAI_LOCAL_DIR"] = str(paths.pai_dir)
-        else:
-            env["ALPAMAYO_PAI_REASONING_LOCAL_DIR"] = str(paths.reasoning_dir)
+        # §3 / §8.1: each entry reads exactly one dataset variable (a1x_diagnostics.recipe_entries).
+        env[spec.entry.data_env] = str(spec.data_dir)
         secrets: tuple[str, ...] = ("HF_TOKEN",)
         if spec.wandb.enabled:
             secrets += ("WANDB_API_KEY",)

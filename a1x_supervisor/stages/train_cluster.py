@@ -52,9 +52,12 @@ def dispatch_needed_paths(
     data_var: str,
     data_dir: Any,
     environ: Mapping[str, str],
+    workspace: Path | None = None,
 ) -> list[NeededPath]:
     """The host paths a cosmos-dispatch job's processes open in their containers (docs/slurm.md):
-    each must be mounted at the same path (``a1x_supervisor.slurm.container``)."""
+    each must be mounted at the same path (``a1x_supervisor.slurm.container``). A relative
+    ``model_name_or_path`` that names a folder of ``workspace`` is a path given wrongly (the job starts in
+    the cosmos_rl package folder, where it is read as a Hub id); one that does not is a Hub id."""
     from a1x_supervisor.slurm.container import NeededPath, hf_hub_cache, model_link_targets
     from a1x_supervisor.slurm.plan import CosmosRev
 
@@ -63,6 +66,8 @@ def dispatch_needed_paths(
 
     needed = [NeededPath("the entry script", entry, is_file=True)]
     model_path = _as_path(model)
+    if model_path is None and isinstance(model, str) and model and workspace and (workspace / model).exists():
+        model_path = Path(model)  # relative: flagged as such by ``unmounted``
     if model_path is not None:
         key = "policy.model_name_or_path"
         needed.append(NeededPath(f"{key} (the converted model)", model_path, key))
@@ -140,7 +145,7 @@ def cluster_train_command(
                 n_rollout=spec.replicas.rollout,
             )
         else:
-            data_var = "ALPAMAYO_PAI_LOCAL_DIR" if spec.reward_mode == "motion" else "ALPAMAYO_PAI_REASONING_LOCAL_DIR"
+            data_var = spec.entry.data_env
             needed = dispatch_needed_paths(
                 cluster,
                 entry=Path(entry),
@@ -150,6 +155,7 @@ def cluster_train_command(
                 data_var=data_var,
                 data_dir=submitting.get(data_var),
                 environ=submitting,
+                workspace=spec.paths.workspace,
             )
             submission = prepare_dispatch(
                 cluster,
@@ -166,11 +172,18 @@ def cluster_train_command(
         raise StageError(str(exc), findings=[_finding_json(f) for f in exc.findings]) from None
     except SlurmSpecError as exc:
         raise StageError(f"not submitted: {exc}") from None
+    if submission.log_dir is not None:  # 747d1bd: Slurm fails a job whose --output folder is missing
+        try:
+            submission.log_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StageError(
+                f"not submitted: cannot create {submission.log_dir} for the job's batch log: {exc.strerror or exc}"
+            ) from None
     method = "sbatch" if cluster.method == "sbatch" else "dispatch_job.py"
     return Command(
         argv=submission.argv,
         cwd=spec.paths.workspace,
-        env=env,
+        env={**env, **submission.env},
         path_prepend=path_prepend,
         secrets=secrets,
         label=f"submit to Slurm ({method}): {submission.plan.summary()}",

@@ -34,11 +34,25 @@ def run(args: argparse.Namespace) -> int:
     except TargetError as exc:
         print(f"a1x-tui attach: {exc}", file=sys.stderr)
         return 3
-    if not target.controllable:  # a run of ours is shown even before its first log line
+    if target.run_dir is not None:  # a run of ours, with stop and restart: only its owner acts on it
+        from a1x_supervisor.rundir import RunDirError, check_owner
+
+        try:
+            check_owner(target.run_dir)
+        except RunDirError as exc:
+            print(f"a1x-tui attach: {exc}", file=sys.stderr)
+            return 3
+    else:  # a run of ours is shown even before its first log line
         from a1x_diagnostics.engine import unknown_reason
 
         reason = unknown_reason(target.follow)
         if reason is not None:
             print(f"a1x-tui attach: {reason}", file=sys.stderr)
             return 3
-    return int(A1xApp(target=target).run() or 0)
+    from a1x_tui._interrupt import INTERRUPTED, Interrupts
+    from a1x_tui.commands.app import run_until_quit
+
+    with Interrupts() as interrupts:
+        if interrupts.pending:  # Ctrl-C while it loaded: nothing is open yet
+            return INTERRUPTED
+        return run_until_quit(A1xApp(target=target), interrupts)

@@ -27,6 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--config", metavar="TOML", help="the run's TOML: adds config lint and current values to fixes")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="report format (default: text)")
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="text report: list every check that found nothing (ok, blind and why, not applicable)")
     parser.add_argument(
         "--run", metavar="NAME", help="which logs_<ts> (or SLURM part_N/run_M) to read; default: the latest"
     )
@@ -84,7 +86,10 @@ def run(args: argparse.Namespace) -> int:
     if args.example is not None:
         names = example_names()
         if not args.example:
-            _emit("".join(f"{n}\n" for n in names))
+            from a1x_diagnostics.examples import DESCRIPTIONS
+
+            width = max(map(len, names), default=0)
+            _emit("".join(f"{n:<{width}}  {DESCRIPTIONS.get(n, '')}".rstrip() + "\n" for n in names))
             return 0
         try:
             path = str(example_path(args.example))
@@ -104,5 +109,8 @@ def run(args: argparse.Namespace) -> int:
     if path is not None:
         for note in report.notes:
             print(f"a1x-tui --check: {note}", file=sys.stderr)
-    _emit(render(report, args.format))
+        if report.exit_code == 3 and Path(path).suffix == ".toml" and Path(path).is_file():
+            print(f"a1x-tui --check: {path} is a TOML, not a run's logs: `a1x-tui lint {path}` checks a recipe "
+                  f"TOML, `a1x-tui --check RUN --config {path}` a run with its TOML", file=sys.stderr)
+    _emit(render(report, args.format, args.verbose))
     return report.exit_code

@@ -1,8 +1,9 @@
 """``a1x-tui fix TOML --finding ID [--apply]``: show, then write, the TOML change that cures a finding.
 
 stdout: the unified diff (or JSON with ``--format json``); stderr: what happened. Exit 0 when
-the diff was shown or written, 1 when the fix is refused (one line says why), 2 when the TOML
-or the report cannot be read.
+the diff was shown or written, or there is nothing to write (lint no longer raises the finding: a fix
+applied already), 1 when the fix is refused (one line says why), 2 when the TOML or the report cannot
+be read, 3 when no finding has that id (the ids lint raises in the TOML are listed).
 """
 
 from __future__ import annotations
@@ -80,6 +81,42 @@ def _values(settings: list[str], finding: Finding | None) -> dict[str, Any]:
     return values
 
 
+def _not_raised(args: argparse.Namespace, raised: list[Finding]) -> int:
+    """Lint does not raise ``--finding`` in this TOML: an id that does not exist (3, with the ids that do),
+    one that lint never raises (1: it comes from the logs, take it from a report), or a config finding
+    the TOML no longer has, e.g. a fix applied already (0: nothing to write)."""
+    import difflib
+
+    from a1x_diagnostics.catalog import CATALOG
+
+    wanted = args.finding
+    here = sorted({f.id for f in raised if f.fixes})
+    fixable = f"lint raises {', '.join(here) or 'nothing with a fix'} in {args.toml}"
+    entry = CATALOG.get(wanted)
+    if entry is None:
+        close = difflib.get_close_matches(wanted, CATALOG, n=3, cutoff=0.5)
+        guess = f" (did you mean {' or '.join(close)}?)" if close else ""
+        print(f"a1x-tui fix: no finding id {wanted!r}{guess}; {fixable}; every id: docs/findings.md", file=sys.stderr)
+        return 3
+    if "config" not in entry.origins:
+        print(
+            f"a1x-tui fix: lint never raises {wanted} (it comes from a run's logs): pass the run's report, "
+            f"--report REPORT.json (a1x-tui --check RUN --config {args.toml} --format json); {fixable}",
+            file=sys.stderr,
+        )
+        return 1
+    if args.format == "json":  # the shape of a fix that had nothing to change
+        from a1x_diagnostics.config import lint_report
+        from a1x_diagnostics.report import redact_report
+
+        after = redact_report(lint_report(args.toml, gpus_per_node=args.gpus, nodes=args.nodes, compute=args.compute))
+        document = {"finding": wanted, "applied": False, "backup": None, "diff": ""}
+        print(json.dumps({**document, "after": after.model_dump(mode="json")}, indent=2))
+    print(f"nothing to write: lint raises no {wanted} in {args.toml} (the fix is already applied, or it was "
+          f"never needed); {fixable}", file=sys.stderr)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from a1x_diagnostics.config import (
         ConfigError,
@@ -98,14 +135,10 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, _BadReport) as exc:
         print(exc, file=sys.stderr)
         return 2
-    finding = given or next(
-        (
-            f
-            for f in lint_config(loaded, gpus_per_node=args.gpus, nodes=args.nodes, compute=args.compute)
-            if f.id == args.finding
-        ),
-        None,
-    )
+    raised = lint_config(loaded, gpus_per_node=args.gpus, nodes=args.nodes, compute=args.compute)
+    finding = given or next((f for f in raised if f.id == args.finding), None)
+    if finding is None:
+        return _not_raised(args, raised)
     try:
         values = _values(args.set, finding)
         written = False

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import signal
 import sys
 import threading
@@ -83,8 +84,9 @@ def run(args: argparse.Namespace) -> int:
     if not run_dir.is_dir():
         print(f"{PROG}: {run_dir}: not a directory", file=sys.stderr)
         return 2
-    if args.interval <= 0 or args.process_interval <= 0 or args.max_mb <= 0:
-        print(f"{PROG}: --interval, --process-interval and --max-mb must be positive", file=sys.stderr)
+    values = (args.interval, args.process_interval, args.max_mb)
+    if not all(math.isfinite(v) and v > 0 for v in values):  # nan compares false both ways: ask for finite
+        print(f"{PROG}: --interval, --process-interval and --max-mb must be positive finite numbers", file=sys.stderr)
         return 2
     path = samples_path(run_dir, args.host)
     try:

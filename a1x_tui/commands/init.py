@@ -25,6 +25,9 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and not args.force:
         print(f"{out}: already exists (pass --force to overwrite)", file=sys.stderr)
         return 2
+    if out.exists() and not out.is_file():  # a FIFO would block the write until someone reads it
+        print(f"{out}: not a regular file; write the spec to a file (or `--out -` for stdout)", file=sys.stderr)
+        return 2
     try:
         out.write_text(text, encoding="utf-8")
     except OSError as exc:

@@ -42,6 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the recipe TOML to check (or an AlpaGym run's cosmos_config.toml, resolved_config.yaml "
                         "or run folder)")
     add_context_arguments(parser)
+    parser.add_argument(
+        "--entry",
+        metavar="SCRIPT",
+        help="the entry script cosmos-rl will run: [custom] keys are checked against what it reads "
+        "(default: against every entry script of the recipe)",
+    )
     parser.add_argument("--format", choices=("text", "json"), default="text", help="report format (default: text)")
 
 
@@ -81,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     # lint (docs/config.md "Closed-loop runs"); any other TOML: the recipe's.
     closed = lint_target(args.toml, gpus_per_node=args.gpus)
     report = closed if closed is not None else lint_report(args.toml, gpus_per_node=args.gpus, nodes=args.nodes,
-                                                           compute=args.compute)
+                                                           compute=args.compute, entry=args.entry)
     # Evidence quotes TOML lines: a key or token written in the file is masked as --check masks it.
     report = redact_report(report)
     print(report.model_dump_json(indent=2) if args.format == "json" else render_text(report))

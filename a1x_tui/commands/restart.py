@@ -21,15 +21,17 @@ def run(args: argparse.Namespace) -> int:
     from a1x_supervisor.pipeline import select_stages, stage_names
     from a1x_supervisor.protocol import NoSupervisor, SupervisorClient
     from a1x_supervisor.recovery import lock_is_held
-    from a1x_supervisor.rundir import RunDir
+    from a1x_supervisor.rundir import RunDirError, trusted_run
     from a1x_supervisor.spec import SpecError, load_spec
     from a1x_supervisor.stage import StageError
+    from a1x_supervisor.state import load_state
     from a1x_tui.demo.pipeline import register as register_demo
 
     register_demo()  # a demo run's spec names the demo's pipeline
-    rundir = RunDir(args.run_dir.resolve())
-    if not rundir.is_run_dir():
-        print(f"{args.run_dir}: not a run directory (no run.toml)", file=sys.stderr)
+    try:
+        rundir = trusted_run(args.run_dir)
+    except RunDirError as exc:
+        print(str(exc), file=sys.stderr)
         return 3
     try:
         select_stages(stage_names(load_spec(rundir.spec_path)), from_stage=args.stage, only=None)
@@ -42,7 +44,9 @@ def run(args: argparse.Namespace) -> int:
         if lock_is_held(rundir.lock_path):
             print(f"{rundir.run_dir}: a supervisor holds the run but does not answer", file=sys.stderr)
             return 1
-        pid = start_daemon(rundir.run_dir, Plan(from_stage=args.stage, force=(args.stage,)))
+        previous = load_state(rundir.state_path)  # a stage the run left out (--skip) stays out
+        skip = tuple(s for s in (previous.plan.get("skip") or []) if s != args.stage) if previous else ()
+        pid = start_daemon(rundir.run_dir, Plan(from_stage=args.stage, force=(args.stage,), skip=skip))
         error = wait_until_ready(rundir, pid)
         if error is not None:
             print(error, file=sys.stderr)

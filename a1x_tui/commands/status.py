@@ -2,7 +2,7 @@
 
 Asks the run's supervisor over its socket; when none answers, reads ``state.json`` and says so
 (and which of the recorded processes still run). Exit: 0 running or succeeded, 1 failed,
-stopped or blocked, 3 not a run directory.
+stopped or blocked, 3 not a run directory, or one this user must not act on.
 """
 
 from __future__ import annotations
@@ -23,10 +23,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from a1x_supervisor.launch import offline_status
     from a1x_supervisor.protocol import NoSupervisor, SupervisorClient
-    from a1x_supervisor.rundir import RunDir
+    from a1x_supervisor.rundir import RunDirError, trusted_run
     from a1x_tui.console import render_state
 
-    rundir = RunDir(args.run_dir.resolve())
+    try:
+        rundir = trusted_run(args.run_dir)
+    except RunDirError as exc:
+        print(str(exc), file=sys.stderr)
+        return 3
     note = None
     try:
         reply = SupervisorClient(rundir.socket_path).request({"op": "status"})

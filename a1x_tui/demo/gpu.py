@@ -25,8 +25,9 @@ GIB = 1024**3
 class SimulatedGpus:
     """GPU 0 holds the policy, GPU 1 the rollout's vLLM engine; readings follow the scenario clock."""
 
-    def __init__(self, run_dir: Path, trouble: Trouble, *, speed: float, t0: float) -> None:
+    def __init__(self, run_dir: Path, trouble: Trouble, *, speed: float, t0: float, vllm_fraction: float = 0.8) -> None:
         self.trouble = trouble
+        self.vllm_fraction = vllm_fraction  # the TOML's rollout.gpu_memory_utilization: the vllm_oom fix lowers it
         self.speed = max(0.05, speed)
         self.t0 = t0
         devices = [FakeDevice(name="NVIDIA H200 (simulated)", uuid=f"GPU-simulated-{i}") for i in range(2)]
@@ -72,9 +73,9 @@ class SimulatedGpus:
         policy.memory_utilization = int(policy.gpu_utilization * 0.6)
         policy.temperature = 34 + int(28 * min(1.0, max(0.0, t / 10.0)))
         policy.power_usage = int((120 + 420 * policy.gpu_utilization / 100) * 1000)
-        # The rollout: vLLM reserves gpu_memory_utilization (0.8) of the GPU when its engine starts (§6.1).
+        # The rollout: vLLM reserves gpu_memory_utilization of the GPU when its engine starts (§6.1).
         engine = 3.5 <= t < end_time()
-        used = int(0.8 * total + 2.1 * GIB) if engine else (int(1.3 * GIB) if 0 < t < 3.5 else 0)
+        used = int(self.vllm_fraction * total + 2.1 * GIB) if engine else (int(1.3 * GIB) if 0 < t < 3.5 else 0)
         if self.trouble.vllm_oom and any(abs(t - (step_time(k) - 0.7)) < 0.9 for k in OOM_STEPS):
             used = total - int(0.4 * GIB)  # the failed generation batch filled the card
         rollout.memory_used = used

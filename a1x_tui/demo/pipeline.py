@@ -172,6 +172,7 @@ def build_stages(spec: RunSpec, rundir: RunDir, outputs: MutableMapping[str, str
             verify=lambda: verify_trained(log_dir, ranks=ranks()),
             progress=TrainSteps,
             kind="train",
+            gpu_agent=False,  # its GPUs are simulated (a1x_tui/demo/gpu.py): none of this machine is used
         ),
         StageSpec(
             name="export",
@@ -279,6 +280,7 @@ def build_closed_loop_stages(spec: RunSpec, rundir: RunDir, outputs: MutableMapp
             verify=verify_train,
             progress=TrainSteps,
             kind="train",
+            gpu_agent=False,  # a demo uses no GPU of this machine; this one simulates none
             run_folders=lambda: run_folders(rundir),
         ),
         StageSpec(

@@ -11,8 +11,9 @@ numbers follow the recipe's healthy motion run (docs/reference/alpamayo-recipe.m
   ``rollout.batch_size``.
 - ``vllm_oom``: two generation batches of the rollout replica fail with a CUDA out-of-memory and
   are discarded while the replica goes on (§6.3, §6.7 "At runtime"). Fix: ``rollout.gpu_memory_utilization``.
-- ``grpo_collapse``: from step 18 every completion of a group gets the recipe's −1 gate reward:
-  ``Reward Std: 0.0000``, zero loss and grad norm (§15 "Group collapse"). Fix: the sampling temperature.
+- ``grpo_collapse``: from step 18 the completions of one prompt are alike (near-greedy sampling), so every
+  completion of a group gets its group's reward: rewards still differ between prompts (``Reward Std`` > 0),
+  but every advantage is 0: zero loss and grad norm (§13.5). Fix: the sampling temperature.
 """
 
 from __future__ import annotations
@@ -142,11 +143,13 @@ class StepValues:
 def step_values(k: int, trouble: Trouble, rng: random.Random) -> StepValues:
     progress = k / STEPS
     if trouble.grpo_collapse and k >= COLLAPSE_FROM:
-        # Every trajectory misses the traj_L2 < 3 gate: reward −1 for all, std 0, no gradient (§15).
+        # Each prompt's completions are one trajectory: its group's reward for all, different across prompts
+        # (some miss the traj_L2 gate, −1), so the batch has a spread but every advantage is 0 (§13.5).
+        mean = -0.62 + rng.uniform(-0.02, 0.02)
         return StepValues(
-            reward_mean=-1.0,
-            reward_std=0.0,
-            reward_max=-1.0,
+            reward_mean=mean,
+            reward_std=0.45 + rng.uniform(-0.02, 0.02),
+            reward_max=round(-0.18 + rng.uniform(-0.02, 0.02), 4),
             reward_min=-1.0,
             length_mean=round(212.0 + rng.uniform(-3, 3), 2),
             length_max=256.0,
@@ -154,7 +157,7 @@ def step_values(k: int, trouble: Trouble, rng: random.Random) -> StepValues:
             grad_norm=0.0,
             entropy=round(0.31 + rng.uniform(-0.01, 0.01), 5),
             iteration_time=round(1.05 + rng.uniform(-0.05, 0.05), 2),
-            traj_l2=round(3.42 + rng.uniform(-0.05, 0.05), 4),
+            traj_l2=round(2.42 + rng.uniform(-0.05, 0.05), 4),
             comfort=-0.5,
             advantage_std=0.0,
         )

@@ -9,6 +9,7 @@ never imports the app or another screen (the contracts in pyproject.toml, docs/a
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -54,12 +55,25 @@ class A1xApp(App[int]):
         self.clock = clock
         if theme is not None:
             self.theme = theme
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._leave_at_mount = False
+
+    def leave_soon(self) -> None:
+        """Quit as ``q`` does, from a SIGINT handler (``a1x_tui._interrupt``): through the event loop once
+        it runs, else as soon as the app is mounted."""
+        if self._loop is None:
+            self._leave_at_mount = True
+        else:
+            self._loop.call_soon_threadsafe(self.action_leave)
 
     def on_mount(self) -> None:
+        self._loop = asyncio.get_running_loop()
         if self.start_target is not None:
             self.push_screen(self.dashboard(self.start_target))
         else:
             self.push_screen(StartScreen(self.roots, live=self.live))
+        if self._leave_at_mount:  # its screen is in the stack: the terminal says what goes on
+            self.action_leave()
 
     def dashboard(self, target: RunTarget) -> DashboardScreen:
         return DashboardScreen(target, live=self.live, clock=self.clock)

@@ -10,10 +10,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 
 class TargetError(Exception):
     """The path cannot be watched; ``str()`` is one line naming it and the problem."""
+
+
+# Whose GPUs the panel shows when the run directory holds no samples (``<run>/gpu/``): this machine's
+# ("local": a local run of ours), this machine's while the logs say the run is running ("if-running": a
+# log folder attached read-only, live here or recorded elsewhere), or none (a demo, a cluster job: their
+# samples come as files, and until then ``gpu_note`` says why there are none).
+GpuSource = Literal["local", "if-running", "files"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +30,12 @@ class RunTarget:
     run_dir: Path | None  # our run directory: state, socket, stage logs; None when attached read-only
     config: Path | None  # the TOML fixes are applied to
     note: str | None = None
+    gpus: GpuSource | None = None  # None: "local" for a run of ours, "if-running" for a log folder
+    gpu_note: str | None = None  # gpus == "files": what the panel says while no sample is there
+
+    @property
+    def gpu_source(self) -> GpuSource:
+        return self.gpus or ("local" if self.run_dir is not None else "if-running")
 
     @property
     def controllable(self) -> bool:
@@ -53,10 +67,11 @@ def resolve_target(path: Path, config: Path | None = None) -> RunTarget:
     if run_dir is None:
         return RunTarget(path, None, config.expanduser().resolve() if config else None)
     from a1x_supervisor.rundir import RunDir
-    from a1x_supervisor.spec import SpecError, load_spec
+    from a1x_supervisor.spec import RunSpec, SpecError, load_spec
 
     layout = RunDir(run_dir)
     follow, note = run_dir, None
+    spec: RunSpec | None = None
     try:
         spec = load_spec(layout.spec_path)
     except SpecError as exc:
@@ -68,4 +83,15 @@ def resolve_target(path: Path, config: Path | None = None) -> RunTarget:
         elif log_dir.resolve() != (run_dir / "logs").resolve():
             follow, note = log_dir, f"Cosmos-RL logs are in {log_dir}; stage logs are not shown"
     toml = config.expanduser().resolve() if config else layout.train_toml
-    return RunTarget(follow, run_dir, toml, note)
+    gpus: GpuSource | None = None
+    gpu_note = None
+    if spec is not None and spec.pipeline.startswith("demo"):  # a1x_tui.demo.pipeline: no GPU of this machine
+        gpus = "files"
+        gpu_note = (
+            "the demo's simulated GPUs appear when its train stage starts (no GPU of this machine is used)"
+            if spec.pipeline == "demo"
+            else "the closed-loop demo simulates no GPUs (no GPU of this machine is used)"
+        )
+    elif spec is not None and spec.on_slurm:
+        gpus, gpu_note = "files", "the job's nodes write their GPU samples once it runs (gpu-agent on every node)"
+    return RunTarget(follow, run_dir, toml, note, gpus=gpus, gpu_note=gpu_note)

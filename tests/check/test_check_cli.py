@@ -38,8 +38,24 @@ def test_healthy_example_exits_0_with_perfdata() -> None:
     assert first.startswith("A1X-TUI OK - completed: no problem found (step 8/8) | ")
     assert "outcome: completed — training completed (step 8/8)" in p.stdout
     assert "'step'=8" in first and "'pending_rollouts'=" in first
-    assert "[+] replica_died ok" in p.stdout
     assert "metrics: step 8/8" in p.stdout
+    # the checks that found nothing: one line, and each on its own line with --verbose
+    summary = next(ln for ln in p.stdout.splitlines() if ln.endswith(": --verbose lists them"))
+    assert summary.startswith(tuple(f"{n} checks ok" for n in range(20, 60))) and "[+]" not in p.stdout
+    verbose = a1x("--example", "healthy", "--verbose").stdout
+    assert "[+] replica_died ok" in verbose and "--verbose lists them" not in verbose
+    assert verbose.splitlines()[0] == p.stdout.splitlines()[0]
+
+
+def test_findings_come_first_most_severe_first_with_evidence_and_fix() -> None:
+    lines = a1x("--example", "sick").stdout.splitlines()
+    heads = [i for i, ln in enumerate(lines) if ln.startswith("[-] ")]
+    checks = next(i for i, ln in enumerate(lines) if ln.endswith("--verbose lists them"))
+    assert heads and max(heads) < checks  # every finding before the line of checks
+    report = json.loads(a1x("--example", "sick", "--format", "json").stdout)
+    severities = [f["severity"] for f in report["findings"]]
+    assert severities == sorted(severities)  # "critical" < "warning"
+    assert len(report["checks"]) > 30  # JSON keeps every check
 
 
 def test_sick_example_exits_2_and_names_the_failures() -> None:
@@ -120,6 +136,7 @@ def test_stdout_carries_only_the_report(tmp_path: Path) -> None:
     assert "--config not used" in p.stderr
 
 
+@pytest.mark.slow  # a1x-tui in subprocesses
 def test_secrets_are_never_printed(tmp_path: Path) -> None:
     secret = "wandbkey0123456789abcdef0123456789abcdef"
     token = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345"
@@ -161,12 +178,14 @@ RECIPE_TOML = "tests/config/data/recipe_local_test.toml"
     [
         (["--check", "--example", "healthy"], 0),
         (["--check", "--example", "sick", "--format", "json"], 2),
-        (["--check", "--example", "healthy", "--config", RECIPE_TOML], 2),  # the TOML's placeholder paths
+        # the TOML's placeholder paths: a warning on a run that trained (CRITICAL needs a failure in the logs)
+        (["--check", "--example", "healthy", "--config", RECIPE_TOML], 1),
         (["lint", RECIPE_TOML], 2),
         (["lint", RECIPE_TOML, "--format", "json"], 2),
     ],
     ids=lambda value: " ".join(value) if isinstance(value, list) else f"exit {value}",
 )
+@pytest.mark.slow  # a1x-tui in subprocesses, one per command
 def test_the_headless_paths_never_import_textual_or_rich(argv: list[str], exit_code: int) -> None:
     """harlequin's habit (docs/architecture.md "Layers"): the report paths load no terminal library at all,
     checked in a fresh interpreter's sys.modules after the command has run."""
@@ -195,6 +214,7 @@ def test_check_with_config_does_not_judge_this_shells_wandb_key(tmp_path: Path) 
     assert "placeholder_path" in ids  # the config findings themselves are still there
 
 
+@pytest.mark.slow  # a1x-tui in subprocesses
 def test_a_config_that_cannot_be_read_is_a_note_of_the_report_itself(tmp_path: Path) -> None:
     binary = tmp_path / "binary.toml"
     binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # every command in a subprocess with a closed stdout
+
 REPO = Path(__file__).resolve().parents[2]
 SICK = REPO / "a1x_diagnostics" / "examples" / "sick"
 TOML = REPO / "tests" / "config" / "data" / "recipe_local_test.toml"

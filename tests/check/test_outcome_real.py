@@ -145,6 +145,7 @@ def test_a_copy_gets_the_verdict_of_the_original_whatever_its_mtimes(path: Path,
     assert _verdict(fresh) == _verdict(old) == _verdict(path)
 
 
+@pytest.mark.slow  # a1x-tui in subprocesses on copies
 def test_check_cli_gives_a_copy_the_verdict_of_the_original(tmp_path: Path) -> None:
     """``a1x-tui --check`` passes the wall clock: still the same verdict for fresh and old mtimes."""
     src = FIXTURES / "747d1bd" / "grpo_collapse"

@@ -26,12 +26,15 @@ EXPECTED: dict[tuple[str, str], tuple[set[str], set[str]]] = {
     ("747d1bd", "healthy_debug"): (set(), HANG_747),
     ("v0.4.4", "grpo_collapse"): ({"grpo_collapse"}, set()),
     ("747d1bd", "grpo_collapse"): ({"grpo_collapse"}, HANG_747),
-    ("v0.4.4", "buffer_growth"): ({"rollout_buffer_growth"}, set()),
+    # recorded as buffer growth, but the buffer sat at the default throttle ceiling (allowed_outdated_steps = 4,
+    # pending 28/32, staleness 4): the throttle doing its job (§13.1, §15), as in every healthy run; the genuine
+    # growth is tests/fixtures/real-runs/*/rollout_buffer_growth (a raised ceiling, tests/detectors)
+    ("v0.4.4", "buffer_growth"): (set(), set()),
     # cut by the recorder's deadline at step 31/40 (fixtures README): stopped from outside before the end
-    ("747d1bd", "buffer_growth"): ({"rollout_buffer_growth", "run_incomplete"}, set()),
+    ("747d1bd", "buffer_growth"): ({"run_incomplete"}, set()),
     ("v0.4.4", "weight_sync_gating"): ({"weight_sync_lag", "outdated_steps_below_sync"}, set()),
-    # 747d1bd's version gate is silent (§14): only the loader's auto-raise is in the logs
-    ("747d1bd", "weight_sync_gating"): ({"outdated_steps_below_sync"}, HANG_747 | {"weight_sync_lag"}),
+    # 747d1bd's version gate is silent (§14): receives every 4 steps with allowed_outdated_steps 3 show it
+    ("747d1bd", "weight_sync_gating"): ({"outdated_steps_below_sync", "weight_sync_lag"}, HANG_747),
     ("v0.4.4", "rollout_killed"): ({"replica_died"}, {"stalled"}),
     ("747d1bd", "rollout_killed"): ({"replica_died"}, {"stalled"}),
     ("v0.4.4", "policy_killed"): ({"replica_died"}, {"stalled"}),
@@ -50,10 +53,11 @@ EXPECTED: dict[tuple[str, str], tuple[set[str], set[str]]] = {
     # the second recording (fixtures README "Second recording")
     ("v0.4.4", "healthy_long"): (set(), set()),
     ("747d1bd", "healthy_long"): (set(), HANG_747),
-    ("v0.4.4", "policy_stopped"): ({"stalled"}, set()),
-    ("747d1bd", "policy_stopped"): ({"stalled"}, set()),
-    ("v0.4.4", "rollout_stopped_start"): ({"stalled"}, set()),
-    ("747d1bd", "rollout_stopped_start"): ({"stalled"}, set()),
+    # frozen, then stopped from outside: both facts (stalled, and run_incomplete for the stop, a warning)
+    ("v0.4.4", "policy_stopped"): ({"stalled", "run_incomplete"}, set()),
+    ("747d1bd", "policy_stopped"): ({"stalled", "run_incomplete"}, set()),
+    ("v0.4.4", "rollout_stopped_start"): ({"stalled", "run_incomplete"}, set()),
+    ("747d1bd", "rollout_stopped_start"): ({"stalled", "run_incomplete"}, set()),
     ("v0.4.4", "reward_raises"): ({"replica_died"}, {"stalled"}),
     ("747d1bd", "reward_raises"): ({"replica_died"}, {"stalled"}),
     ("v0.4.4", "entry_import_error"): ({"process_crashed"}, set()),
@@ -110,6 +114,7 @@ def test_vllm_oom_phase_on_real_runs() -> None:
     assert (phase_start, phase_mid) == ("engine_start", "runtime")
 
 
+@pytest.mark.slow  # every recorded run followed live
 def test_live_interleaved_order_gives_the_batch_findings() -> None:
     """The live follower feeds files interleaved: same findings as --check."""
     from itertools import zip_longest

@@ -65,6 +65,7 @@ def _clean_env() -> dict[str, str]:
     }
 
 
+@pytest.mark.slow  # a1x-tui in subprocesses
 def test_check_and_lint_mask_secrets_this_shell_does_not_have(tmp_path: Path) -> None:
     shutil.copytree(REPO / "a1x_diagnostics" / "examples" / "sick", tmp_path / "run", symlinks=True)
     controller = next((tmp_path / "run").glob("logs_*/controller.log"))

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import toml
+
 from a1x_diagnostics.config import LoadedConfig, lint_config, parse_config
 from a1x_diagnostics.config.edit import REMOVE, Edit, edit_text
 from a1x_diagnostics.findings import Finding
@@ -43,3 +45,13 @@ def findings(text: str, **context: Any) -> dict[str, Finding]:
     context.setdefault("env", {})
     context.setdefault("gpus_per_node", 8)
     return {f.id: f for f in lint_config(load_text(text), **context)}
+
+
+def cosmos_keeps(value: Any) -> bool:
+    """Whether Cosmos-RL's launcher and controller read ``value`` back unchanged: toml 0.10.2 reads the file,
+    dumps its copy, the controller reads that (docs/reference/cosmos-rl.md §8.1). An independent oracle for
+    the editor's own check."""
+    try:
+        return bool(toml.loads(toml.dumps(toml.loads(toml.dumps({"v": value}))))["v"] == value)
+    except Exception:
+        return False

@@ -65,7 +65,7 @@ def test_lint_broken_toml_is_a_critical_finding_with_its_line(
     path = _write(tmp_path, "[train]\nepoch = 15\noutput_dir = /x\n")
     assert main(["lint", str(path), "--format", "json"]) == 2
     (finding,) = Report.model_validate_json(capsys.readouterr().out).findings
-    assert finding.id == "invalid_value"
+    assert finding.id == "toml_rejected"  # Cosmos-RL's own parser decides (docs/reference/cosmos-rl.md §8.1)
     assert (finding.evidence[0].line, finding.evidence[0].text) == (3, "output_dir = /x")
 
 

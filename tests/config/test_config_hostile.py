@@ -107,6 +107,7 @@ def _document(tmp: Path, changes: list[tuple[str, Any]], dropped: list[str]) -> 
     return out
 
 
+@pytest.mark.slow  # hypothesis, many documents
 @FUZZ
 @given(doc=documents, gpus=st.sampled_from([None, 1, 3, 8]), nodes=st.sampled_from([None, 1, 4]))
 def test_any_document_lints_and_plans_its_fixes_without_an_exception(
@@ -145,7 +146,7 @@ def test_arbitrary_bytes_are_one_clear_line(tmp_path_factory: pytest.TempPathFac
     if report.exit_code == 3:
         assert report.summary.startswith(f"LINT UNKNOWN: {path}")
     elif any(c.id == "load" for c in report.checks):
-        assert report.findings[0].id == "invalid_value"
+        assert report.findings[0].id in ("toml_rejected", "invalid_value")
         assert "\n" not in report.summary
 
 
@@ -174,9 +175,11 @@ def test_absurd_numbers_are_an_invalid_value_naming_the_key_and_its_line(
     written = f"{key.rpartition('.')[2]} = {changes[key]}"
     line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if text.startswith(written))
     assert any(e["line"] == line for e in finding["evidence"]), finding["evidence"]
-    # and --check with that TOML finishes with the same finding
+    # and --check with that TOML finishes, naming it: on these logs of a run that trained, as a note (the logs
+    # refute a prediction that the run fails at load: docs/findings.md, its head)
     report = check(HEALTHY, config_path=path)
-    assert any(f.id == "invalid_value" and key in f.explanation for f in report.findings)
+    assert any("invalid_value" in n and key in n for n in report.notes), report.notes
+    assert not any(f.id == "invalid_value" for f in report.findings)
 
 
 def test_a_fix_cures_an_absurd_number(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from config_helpers import JOINT, MOTION, load_text, text_of, variant
+from config_helpers import JOINT, MOTION, findings, load_text, text_of, variant
 
 from a1x_diagnostics.config import ConfigError, load_config
 
@@ -76,8 +76,10 @@ def test_unknown_table_is_one_unknown_key() -> None:
     assert [u.path for u in cfg.unknown_keys] == ["rollout.bogus"]
 
 
-def test_custom_tables_other_than_alpamayo_are_free() -> None:
-    assert load_text("[custom.mine]\nanything = 1\n").unknown_keys == []
+def test_custom_tables_other_than_alpamayo_are_the_entry_scripts_not_cosmos_rls() -> None:
+    (unknown,) = load_text("[custom.mine]\nanything = 1\n").unknown_keys
+    assert unknown.note == "no entry script of the recipe reads [custom.mine] (only [custom.alpamayo]); your own may"
+    assert "unknown_toml_key" not in findings("[custom.mine]\nanything = 1\n")  # a note of lint, no warning
 
 
 def test_locate_key_inline_table_and_missing_key() -> None:
@@ -102,7 +104,9 @@ def test_syntax_error_names_file_table_and_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(path)
     message = str(info.value)
-    assert message.startswith(f"{path}: [train] (line 3): TOML syntax error")
+    assert message.startswith(f"{path}: [train] (line 3): Cosmos-RL's TOML parser (toml 0.10.2) refuses it: ")
+    assert "TOML 1.0: Unexpected character: '/' (col 13)" in message  # tomlkit's reason too
+    assert info.value.finding_id == "toml_rejected"
     assert "\n" not in message
 
 
@@ -127,7 +131,8 @@ def test_wrong_type_inside_the_policy_union_has_no_member_tag() -> None:
 def test_duplicate_key_is_a_config_error_with_line() -> None:
     with pytest.raises(ConfigError) as info:
         load_text("[train]\nepoch = 1\nepoch = 2\n")
-    assert info.value.line == 3 and "already exists" in str(info.value)
+    assert info.value.line == 3 and "Duplicate keys!" in str(info.value)
+    assert 'Key "epoch" already exists' in str(info.value)
 
 
 def test_unreadable_file_is_flagged_as_such(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,7 +36,7 @@ FAILING: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
     ("placeholder_path", {"train.output_dir": "$TRAIN_OUTPUT_DIR"}, {}, "train.output_dir"),
     ("insufficient_gpus", {}, {"gpus_per_node": 4}, "policy.parallelism.dp_shard_size"),
     ("insufficient_gpus", {"policy.parallelism.dp_shard_size": 8}, {"gpus_per_node": 4}, ""),
-    ("batch_not_divisible", {"train.train_batch_per_replica": 50}, {}, "train.train_batch_per_replica"),
+    ("batch_not_divisible", {"train.train_batch_per_replica": 50}, {}, "policy.parallelism.dp_shard_size"),
     ("batch_not_divisible", {"train.train_policy.mini_batch": 5}, {}, "train.train_policy.mini_batch"),
     ("prefetch_misconfig", {"custom.alpamayo.prefetch.capacity": 0}, {}, "custom.alpamayo.prefetch.capacity"),
     ("prefetch_misconfig", {"custom.alpamayo.prefetch.capacity": None}, {}, "custom.alpamayo.prefetch.capacity"),
@@ -130,7 +131,8 @@ def test_explanations_carry_the_numbers() -> None:
     assert "GPUs larger than 8" in too_big.explanation
     batch = findings(variant(MOTION, {"train.train_batch_per_replica": 50}))["batch_not_divisible"]
     assert "4 x 1 = 4" in batch.explanation
-    assert [(f.path, f.proposed) for f in batch.fixes] == [("train.train_batch_per_replica", 48)]
+    # the batch is the algorithm's: 50 is split over 2 GPUs instead of 4, never changed to 48
+    assert [(f.path, f.proposed) for f in batch.fixes] == [("policy.parallelism.dp_shard_size", 2)]
 
 
 def test_unsupported_gpus_per_node_is_flagged() -> None:
@@ -215,3 +217,45 @@ def test_lint_config_defaults_to_the_process_environment(monkeypatch: pytest.Mon
 def test_bad_compute_choice_is_rejected() -> None:
     with pytest.raises(ValueError, match="compute"):
         lint_config(load_text(variant(MOTION)), compute="cloud")
+
+
+def test_recommended_values_never_propose_the_algorithm_or_more_gpus() -> None:
+    """The recipe's table names its batch, group size and learning rate; a fix leaves them to the user (issue 34),
+    and proposes its dp_shard_size only where --gpus says the replicas fit."""
+    text = variant(MOTION, {"train.train_batch_per_replica": 32, "rollout.n_generation": 8, "rollout.batch_size": 4,
+                            "policy.parallelism.dp_shard_size": 2})
+    found = findings(text, compute="local", gpus_per_node=None)["recommended_value"]
+    paths = {f.path for f in found.fixes}
+    assert paths == {"rollout.batch_size"}
+    assert "train.train_batch_per_replica = 48" in (found.action or "") and "yours to choose" in (found.action or "")
+    assert "pass --gpus N" in (found.action or "")
+    found = findings(text, compute="local", gpus_per_node=8)["recommended_value"]
+    assert {f.path for f in found.fixes} == {"rollout.batch_size", "policy.parallelism.dp_shard_size"}  # 4 + 1 <= 8
+    found = findings(text, compute="local", gpus_per_node=4)["recommended_value"]
+    assert "policy.parallelism.dp_shard_size" not in {f.path for f in found.fixes}  # 4 + 1 > 4
+
+
+def test_gpu_memory_utilization_is_judged_only_for_engines_that_read_it() -> None:
+    text = variant(MOTION, {"rollout.gpu_memory_utilization": 1.2, "rollout.backend": "example_hf"})
+    assert "gpu_memory_utilization_range" not in findings(text)
+    text = variant(MOTION, {"rollout.gpu_memory_utilization": 1.2, "rollout.backend": "trtllm"})
+    assert "gpu_memory_utilization_range" in findings(text)  # trtllm_rollout.py:101 reads it
+
+
+def test_on_policy_keeps_on_policy() -> None:
+    """on_policy with sync_weight_interval 2 is rejected; the fix syncs every step, it does not turn off-policy."""
+    text = variant(MOTION, {"train.train_policy.on_policy": True})
+    found = findings(text)["invalid_value"]
+    assert [(f.path, f.proposed) for f in found.fixes] == [("train.sync_weight_interval", 1)]
+
+
+def test_a_plain_cosmos_rl_toml_is_not_held_to_the_recipe() -> None:
+    """The genuine runs' TOML (backend example_hf, no [custom.alpamayo]): the recipe's backend, reward weights,
+    prefetch and parallelism asserts are not its own, so no fix proposes them (another engine, another reward)."""
+    from a1x_diagnostics.config import lint_config, load_config
+
+    toml = Path(__file__).resolve().parents[1] / "fixtures" / "real-runs" / "cosmos-rl-0.4.4" / "healthy"
+    found = {f.id: f for f in lint_config(load_config(next(toml.glob("*.toml"))), gpus_per_node=1)}
+    paths = {fx.path for f in found.values() for fx in f.fixes}
+    assert not {"recommended_value", "prefetch_misconfig", "recipe_parallelism_unsupported"} & set(found)
+    assert "rollout.backend" not in paths and not any(p.startswith("custom.alpamayo") for p in paths)

@@ -19,8 +19,10 @@ from a1x_configs.render import (
 )
 from a1x_diagnostics.config.edit import edit_text
 from a1x_diagnostics.findings import Severity
+from a1x_diagnostics.recipe_entries import REWARD_MODES, entry_for
 
-COMBINATIONS = list(itertools.product(("1", "1.5"), ("motion", "joint"), (True, False), ("local", "cluster")))
+# Every reward mode of the one map (a1x_diagnostics.recipe_entries): a new entry is rendered and linted here too.
+COMBINATIONS = list(itertools.product(("1", "1.5"), REWARD_MODES, (True, False), ("local", "cluster")))
 
 
 def _choices(version: str, reward: str, wandb: bool, compute: str, **extra: Any) -> TemplateChoices:
@@ -31,7 +33,7 @@ def _choices(version: str, reward: str, wandb: bool, compute: str, **extra: Any)
         compute=compute,
         output_dir="/data/run/outputs",
         model_dir="/data/models/alpamayo_converted",
-        grader_dir="/data/models/lingo_judge" if reward == "joint" else None,
+        grader_dir="/data/models/lingo_judge" if entry_for(reward).grader else None,
         **extra,
     )
 
@@ -45,7 +47,7 @@ def _lint_context(choices: TemplateChoices) -> dict[str, Any]:
 def test_every_combination_lints_without_critical(version: str, reward: str, wandb: bool, compute: str) -> None:
     choices = _choices(version, reward, wandb, compute)
     text = render_toml(choices)
-    found = findings(text, **_lint_context(choices))
+    found = findings(text, **_lint_context(choices), entry=entry_script(reward))
     assert not [f.id for f in found.values() if f.severity is Severity.CRITICAL]
     expected = {"wandb_key_missing"} if wandb else set()  # the test environment has no W&B key
     assert set(found) == expected
@@ -79,8 +81,10 @@ def test_rendered_values_are_the_choices(version: str, reward: str, wandb: bool,
     assert cfg.get("policy.model_name_or_path") == choices.model_dir
     assert cfg.get("logging.logger") == (["console", "wandb"] if wandb else ["console"])
     assert (cfg.get("logging.project_name"), cfg.get("logging.experiment_name")) == ("proj", "exp")
-    assert cfg.is_set("custom.alpamayo.reward.reasoning_weight") == (reward == "joint")
-    if reward == "joint":
+    entry = entry_for(reward)
+    assert {k: cfg.get(f"custom.alpamayo.reward.{k}") for k in entry.rewards} == dict(entry.rewards)
+    assert cfg.is_set("custom.alpamayo.reward.reasoning_weight") == entry.grader
+    if entry.grader:
         assert cfg.get("custom.alpamayo.reasoning_grading_model_path") == choices.grader_dir
     assert cfg.get("train.train_policy.data_dispatch_as_rank_in_mesh") == (compute == "cluster")
     assert cfg.get("policy.parallelism.dp_shard_size") == (8 if compute == "cluster" else 4)

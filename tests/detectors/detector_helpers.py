@@ -58,11 +58,13 @@ def step(
     loss: float = 0.0123,
     grad: float = 0.19,
     it: float = 4.7,
+    rmax: float = 0.0,
+    rmin: float = -1.0,
 ) -> str:
     return cosmos(
         t,
-        f"Step: {n}/{total}, Reward Mean: {reward:.4f}, Reward Std: {std:.4f}, Reward Max: 0.0000, "
-        f"Reward Min: -1.0000, Completion Length Mean: 1.00, Completion Length Max: 1.00, "
+        f"Step: {n}/{total}, Reward Mean: {reward:.4f}, Reward Std: {std:.4f}, Reward Max: {rmax:.4f}, "
+        f"Reward Min: {rmin:.4f}, Completion Length Mean: 1.00, Completion Length Max: 1.00, "
         f"Average loss: {loss:.5f}, Max loss: {loss * 2:.5f}, "
         f"Learning rate: 2.00000e-06, Entropy: 0.41250, Effective Entropy: 0.41250, Grad Norm: {grad:.5f}, "
         f"KL Loss Avg: 0.00000, KL Loss Max: 0.00000, Iteration time: {it:.2f}s.",

@@ -251,7 +251,7 @@ def test_runtime_config_errors_use_the_linter_ids() -> None:
     )
     r = run_logs({"policy_0.log": policy, "rollout_0.log": rollout})
     fx = r.one("batch_not_divisible").fixes[0]
-    assert (fx.path, fx.proposed) == ("train.train_batch_per_replica", 48)
+    assert (fx.path, fx.proposed) == ("policy.parallelism.dp_shard_size", 2)  # the batch (50) is the algorithm's
     fx = r.one("tp_size_implicit").fixes[0]
     assert (fx.path, fx.current, fx.proposed) == ("rollout.parallelism.tp_size", 2, 1)
     f = r.one("outdated_steps_below_sync")

@@ -158,6 +158,7 @@ def _wait_history(sub: object) -> None:
     [(False, 100_000, 50_000), (True, 20_000, 10_000)],
     ids=["inotify-1e5-lines", "polling-2e4-lines"],
 )
+@pytest.mark.slow  # a writer process rotating its logs
 def test_no_line_lost_duplicated_or_reordered_under_rotation_truncation_deletion(
     tmp_path: Path, poll: bool, lines: int, rate: int
 ) -> None:

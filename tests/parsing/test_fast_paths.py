@@ -170,6 +170,7 @@ def _gated_lines(rng: random.Random, n: int) -> list[str]:
     return out
 
 
+@pytest.mark.slow  # every rule against generated lines (27 s)
 @pytest.mark.filterwarnings("ignore::SyntaxWarning")  # literal_eval of random config dumps
 def test_needle_first_gated_classification_matches_gates_first() -> None:
     rng = random.Random(3)

@@ -155,6 +155,7 @@ def test_read_run_gives_no_log_lines(tmp_path: Path) -> None:
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "cosmos"
 
 
+@pytest.mark.slow  # every recorded run read
 @pytest.mark.skipif(not FIXTURES.is_dir(), reason="no recorded fixtures yet")
 def test_recorded_fixtures_parse_without_errors_and_with_sane_counts() -> None:
     runs = sorted({p.parent for p in FIXTURES.rglob("*") if p.is_file() and p.suffix in (".log", ".out", ".err")})

@@ -19,16 +19,23 @@ job inherits from sbatch:
   carry it in their environment too), so a test can look for survivors.
 
 ``train``: the launcher plays the policy and appends the controller's ``Step: n/N`` lines to this
-start's ``controller.err``; the controller only waits for it. Checkpoints go where Cosmos-RL
-747d1bd puts them (docs/reference/cosmos-rl.md §5.3): ``<train.output_dir>/<timestamp>/checkpoints/step_N/policy/``
-with ``cosmos_config``, ``model_rank_<r>.pth``, ``extra_info_rank_<r>.pth`` (the step, as JSON here)
-and the ``.rank_<r>_complete`` markers, every ``train.ckpt.save_freq`` steps and at the last one,
-announced by the policy's ``checkpoint saved successfully at`` line. Saves are asynchronous: a
-save's markers are written once the next save has started, so a kill always leaves the newest
-checkpoint without them (sometimes the two newest). ``[train] resume`` as a path (a string)
-resumes from that checkpoint and refuses one that is not complete; every trained step goes to
-``<run>/standin-steps.jsonl``.
-SIGTERM (and SIGUSR1, which 747d1bd does not handle) end it at once, as they end the real trainer.
+start's ``controller.err``; the controller only waits for it (and writes ``controller-heartbeat`` in the
+run folder every 0.1 s). Checkpoints go where Cosmos-RL 747d1bd puts them (docs/reference/cosmos-rl.md
+§5.3, §8.1): ``<train.output_dir>/checkpoints/step_N/policy/``, where ``output_dir`` gets a
+``<timestamp>`` folder appended only when ``[train] timestamp`` is empty (``Config.from_dict``), with
+``cosmos_config``, ``model_rank_<r>.pth``, ``extra_info_rank_<r>.pth`` (the step, as JSON here) and the
+``.rank_<r>_complete`` markers, every ``train.ckpt.save_freq`` steps and at the last one, announced by
+the policy's ``checkpoint saved successfully at`` line. Saves are asynchronous: a save's markers are
+written once the next save has started, so a kill always leaves the newest checkpoint without them
+(sometimes the two newest). Like Cosmos-RL's checkpoint manager, it deletes its oldest checkpoint
+beyond ``train.ckpt.max_keep``, counting only what this start saved (its list starts empty unless
+``resume = true``). ``[train] resume`` as a path (a string) resumes from that checkpoint and refuses one
+that is not complete; every trained step goes to ``<run>/standin-steps.jsonl`` with the W&B run id
+Cosmos-RL would use (the timestamp, §7.3).
+SIGTERM ends it at once (as it ends the real trainer; srun's forced termination is a SIGKILL, which
+leaves no ``ended`` line). SIGUSR1 with ``A1X_STANDIN_REV=head`` saves a complete checkpoint of the
+current step after ``A1X_STANDIN_SAVE_S`` seconds and leaves with 0 (HEAD's ``save_ckpt_at_exit``,
+§2.6); without it, it ends it at once (747d1bd has no handler).
 """
 
 from __future__ import annotations
@@ -165,18 +172,28 @@ def _complete(ckpt: Path, ranks: int) -> bool:
 
 def train(argv: list[str]) -> int:
     """The ``train`` mode of the launcher: see the module docstring."""
+    import shutil
+
     import tomllib
 
     config = tomllib.loads(Path(_arg(argv, "--config") or "").read_text())
     total = int(os.environ.get("A1X_STANDIN_STEPS", "3"))
-    first_start = os.environ.get("SLURM_RESTART_COUNT", "0") in ("", "0")
-    step_s = float(os.environ.get("A1X_STANDIN_STEP_S", "0")) if first_start else 0.0
+    # A1X_STANDIN_EVERY_START=N: the first N starts train at A1X_STANDIN_STEP_S (default: the first only)
+    slow_starts = int(os.environ.get("A1X_STANDIN_EVERY_START", "1"))
+    slow = int(os.environ.get("SLURM_RESTART_COUNT") or 0) < slow_starts
+    step_s = float(os.environ.get("A1X_STANDIN_STEP_S", "0")) if slow else 0.0
     save_freq = int(config["train"]["ckpt"]["save_freq"])
+    max_keep = int(config["train"]["ckpt"].get("max_keep", 5))
     ranks = _ranks(config)
     logs = Path(os.environ["A1X_RUN_LOGS"])
     part = logs.parent.name
     run_dir = Path(os.environ["A1X_RUN_DIR"])
-    out = Path(config["train"]["output_dir"]) / datetime.now().strftime("%Y%m%d%H%M%S")
+    stamp = str(config["train"].get("timestamp") or "")
+    out = Path(config["train"]["output_dir"])
+    if not stamp:  # Config.from_dict (docs/reference/cosmos-rl.md §8.1)
+        stamp = datetime.now().strftime("%Y%m%d%H%M%S")
+        out = out / stamp
+    saved: list[Path] = []  # the checkpoint manager's list: empty unless resume = true (§5.3)
     start = 0
     resume = config["train"].get("resume", False)
     if isinstance(resume, str):
@@ -190,35 +207,60 @@ def train(argv: list[str]) -> int:
     else:
         _say(_cosmos("[Policy] Resume not set. Trying to load from HuggingFace...", rank=0))
 
-    def die(*_: object) -> None:
-        sys.exit(143)
-
-    signal.signal(signal.SIGTERM, die)
-    signal.signal(signal.SIGUSR1, die)
+    ledger = run_dir / "standin-steps.jsonl"
     in_flight: Path | None = None
+    current = start
+
+    def note(**event: object) -> None:
+        with open(ledger, "a") as f:
+            f.write(json.dumps({"part": part, "wandb_id": stamp, "t": time.time(), **event}) + "\n")
 
     def finish(ckpt: Path | None) -> None:
         for r in range(ranks):
             if ckpt is not None:
                 (ckpt / f".rank_{r}_complete").write_text("")
 
-    ledger = run_dir / "standin-steps.jsonl"
-    with open(logs / "controller.err", "a") as controller, open(ledger, "a") as steps:
+    def save(step: int) -> Path:
+        ckpt = out / "checkpoints" / f"step_{step}" / "policy"
+        ckpt.mkdir(parents=True, exist_ok=True)
+        (ckpt / "cosmos_config").write_text("{}")
+        for r in range(ranks):
+            (ckpt / f"model_rank_{r}.pth").write_text("w")
+            (ckpt / f"extra_info_rank_{r}.pth").write_text(json.dumps({"step": step, "total_steps": total}))
+        _say(_cosmos(f"[Policy] Step: {step}, checkpoint saved successfully at {ckpt}.", rank=0))
+        saved.append(ckpt.parent)
+        if max_keep != -1 and len(saved) > max_keep:  # utils/checkpoint.py save_check: this start's oldest
+            oldest = saved.pop(0)
+            _say(_cosmos(f"Deleting {oldest}", rank=0))
+            shutil.rmtree(oldest, ignore_errors=True)
+        return ckpt
+
+    def die(signum: int, _frame: object) -> None:
+        note(ended=signal.Signals(signum).name)
+        sys.exit(143)
+
+    def save_and_leave(signum: int, _frame: object) -> None:  # HEAD: save_ckpt_at_exit (§2.6)
+        note(event="usr1")
+        time.sleep(float(os.environ.get("A1X_STANDIN_SAVE_S", "0")))
+        finish(in_flight)
+        if current > start:
+            finish(save(current))
+        note(event="saved_at_exit", step=current)
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, die)
+    signal.signal(signal.SIGUSR1, save_and_leave if os.environ.get("A1X_STANDIN_REV") == "head" else die)
+
+    with open(logs / "controller.err", "a") as controller:
         for step in range(start + 1, total + 1):
             time.sleep(step_s)
             controller.write(_cosmos(f"Step: {step}/{total}, Reward Mean: -0.2500, Reward Std: 0.1000") + "\n")
             controller.flush()
-            steps.write(json.dumps({"part": part, "step": step}) + "\n")
-            steps.flush()
+            note(step=step)
+            current = step
             if step % save_freq and step != total:
                 continue
-            ckpt = out / "checkpoints" / f"step_{step}" / "policy"
-            ckpt.mkdir(parents=True)
-            (ckpt / "cosmos_config").write_text("{}")
-            for r in range(ranks):
-                (ckpt / f"model_rank_{r}.pth").write_text("w")
-                (ckpt / f"extra_info_rank_{r}.pth").write_text(json.dumps({"step": step, "total_steps": total}))
-            _say(_cosmos(f"[Policy] Step: {step}, checkpoint saved successfully at {ckpt}.", rank=0))
+            ckpt = save(step)
             finish(in_flight)  # the previous async save is done once this one has started
             in_flight = ckpt
     finish(in_flight)  # the last save is waited for (docs/reference/cosmos-rl.md §5.3: finalize)
@@ -229,9 +271,11 @@ def train(argv: list[str]) -> int:
 
 def _wait_for_training() -> int:
     logs = Path(os.environ["A1X_RUN_LOGS"])
+    beat = Path(os.environ["A1X_RUN_DIR"]) / "controller-heartbeat"
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     signal.signal(signal.SIGUSR1, lambda *_: sys.exit(143))
     while not (logs / "standin-done").exists():
+        beat.write_text(repr(time.time()))
         time.sleep(0.05)
     return 0
 

@@ -66,6 +66,8 @@ def parse(s: ClusterSpec, **kw: object) -> tuple[list[str], argparse.Namespace]:
 
 
 ENTRY = "/lustre/recipes/entry.py"
+# 747d1bd's own --output/--error name a folder that does not exist when the job starts: ours come after them.
+LOGS = ["--output /lustre/runs/a1x_rl/slurm_%j.log", "--error /lustre/runs/a1x_rl/slurm_%j.log"]
 
 
 def test_the_pinned_revision_gets_explicit_replica_counts_and_its_gpu_request() -> None:
@@ -80,7 +82,7 @@ def test_the_pinned_revision_gets_explicit_replica_counts_and_its_gpu_request() 
     )
     assert ns.container == "/lustre/images/cosmos.sqsh"
     # Its only GPU request is --extra-sbatch-args' default, which any value replaces: we pass it ourselves.
-    assert ns.extra_sbatch_args == ["--gres gpu:8"]
+    assert ns.extra_sbatch_args == [*LOGS, "--gres gpu:8"]
     assert ns.slurm_job_time == "12:00:00"
     assert (ns.launcher, ns.launcher_args) == (ENTRY, ["--foo", "1"])
     assert ns.job_name == "a1x_rl"
@@ -124,25 +126,34 @@ def test_head_only_choices_are_refused_for_the_pinned_revision(field: str, value
 def test_several_extra_sbatch_args_survive_argparse_as_values() -> None:
     s = spec(extra_sbatch_args=["--qos=high", "--mail-type=END", "-C h200"])
     _, ns = parse(s, launcher=ENTRY)
-    assert ns.extra_sbatch_args == ["--gres gpu:8", "--qos high", "--mail-type END", "-C h200"]
+    assert ns.extra_sbatch_args == [*LOGS, "--gres gpu:8", "--qos high", "--mail-type END", "-C h200"]
     assert ns.launcher == ENTRY  # the list ended before the positional launcher
 
 
-def test_a_lone_flag_rides_in_the_equals_form_and_a_flag_among_others_is_refused() -> None:
-    _, ns = parse(spec(request_gpus=False, extra_sbatch_args=["--exclusive"]), launcher=ENTRY)
-    assert ns.extra_sbatch_args == ["--exclusive"]
+def test_a_flag_without_a_value_among_other_items_is_refused() -> None:
+    # argparse would read it as a new option: only a lone item could ride as --extra-sbatch-args=ITEM, and
+    # there is always another (747d1bd: --output, --error; HEAD: --mem).
     with pytest.raises(SlurmSpecError, match="--exclusive has no value"):
-        parse(spec(extra_sbatch_args=["--exclusive"]), launcher=ENTRY)  # 747d1bd also carries --gres
+        parse(spec(request_gpus=False, extra_sbatch_args=["--exclusive"]), launcher=ENTRY)
     with pytest.raises(SlurmSpecError, match="--exclusive has no value"):
-        parse(spec(cosmos_rev=CosmosRev.HEAD, extra_sbatch_args=["--exclusive"]), launcher=ENTRY)  # and --mem
+        parse(spec(cosmos_rev=CosmosRev.HEAD, extra_sbatch_args=["--exclusive"]), launcher=ENTRY)
 
 
 def test_memory_and_cpus_are_asked_for_as_each_template_needs() -> None:
     # 747d1bd's template already has --mem=0: only another value is passed, after it (the last one counts).
     _, ns = parse(spec(), launcher=ENTRY)
-    assert ns.extra_sbatch_args == ["--gres gpu:8"]
+    assert ns.extra_sbatch_args == [*LOGS, "--gres gpu:8"]
     _, ns = parse(spec(memory="480G", cpus_per_task=96), launcher=ENTRY)
-    assert ns.extra_sbatch_args == ["--gres gpu:8", "--mem 480G", "--cpus-per-task 96"]
+    assert ns.extra_sbatch_args == [*LOGS, "--gres gpu:8", "--mem 480G", "--cpus-per-task 96"]
+    # The templates' sruns pass no -c and srun 22.05+ does not inherit --cpus-per-task (docs/slurm.md):
+    # SRUN_CPUS_PER_TASK goes into dispatch_job.py's environment, which sbatch hands to the batch script.
+    s = spec(cpus_per_task=96)
+    assert dispatch_argv(s, cluster_plan(s), config_path=Path("/c.toml"), launcher=ENTRY).env == (
+        ("SRUN_CPUS_PER_TASK", "96"),
+    )
+    # A GPU-less cluster: a later --gres none replaces HEAD's own --gres=gpu:N.
+    _, ns = parse(spec(cosmos_rev=CosmosRev.HEAD, request_gpus=False), launcher=ENTRY)
+    assert ns.extra_sbatch_args == ["--gres none", "--mem 0"]
     # The user's own extra_sbatch_args come last, so they still decide.
     _, ns = parse(spec(cosmos_rev=CosmosRev.HEAD, extra_sbatch_args=["--mem=100G"]), launcher=ENTRY)
     assert ns.extra_sbatch_args == ["--mem 0", "--mem 100G"]
@@ -176,7 +187,11 @@ def test_required_values_and_the_node_count_are_checked() -> None:
 def test_the_display_form_is_a_shell_line_that_quotes_what_needs_it() -> None:
     s = spec()
     cmd = dispatch_argv(s, cluster_plan(s), config_path=Path("/lustre/cfg/rl.toml"), launcher=ENTRY)
-    assert "--extra-sbatch-args '--gres gpu:8' --cosmos-container /lustre/images/cosmos.sqsh" in cmd.display()
+    assert (
+        "--extra-sbatch-args '--output /lustre/runs/a1x_rl/slurm_%j.log' '--error /lustre/runs/a1x_rl/slurm_%j.log' "
+        "'--gres gpu:8' --cosmos-container /lustre/images/cosmos.sqsh"
+    ) in cmd.display()
     assert cmd.run_dir_prefix is None  # 747d1bd: <output-root>/<job-name>/<jobid>
+    assert cmd.log_dir == Path("/lustre/runs/a1x_rl")  # created before submission
     head = dispatch_argv(spec(cosmos_rev=CosmosRev.HEAD), cluster_plan(s), config_path=Path("/c.toml"), launcher=ENTRY)
     assert head.run_dir_prefix == Path("/lustre/runs/a1x_rl")

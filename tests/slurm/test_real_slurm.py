@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -38,7 +39,10 @@ from a1x_supervisor.stagelog import StageLog
 
 STANDIN_COMMAND = f"{shlex.quote(sys.executable)} {shlex.quote(str(STANDIN))}"
 _WHY_NOT = slurm_answers()
-pytestmark = pytest.mark.skipif(_WHY_NOT is not None, reason=_WHY_NOT or "")
+pytestmark = [
+    pytest.mark.slow,  # jobs on a real single-host Slurm (up to a minute each)
+    pytest.mark.skipif(_WHY_NOT is not None, reason=_WHY_NOT or ""),
+]
 
 
 class Run:
@@ -223,6 +227,20 @@ def test_the_pre_timeout_signal_requeues_into_a_new_part(submit: Callable[..., R
     assert any(m.startswith("autoresume:Received signal SIGUSR1") for m in run.monitor())
 
 
+def _ledger(run: Run) -> list[dict[str, object]]:
+    path = run.root / "run" / "standin-steps.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _trained(run: Run, part: str) -> list[int]:
+    return [int(str(e["step"])) for e in _ledger(run) if e["part"] == part and "step" in e and "event" not in e]
+
+
+def _step_folders(outputs: Path) -> dict[int, Path]:
+    """Every checkpoint folder under ``outputs`` (all parts write into one ``<stamp>/checkpoints``)."""
+    return {int(p.name.removeprefix("step_")): p for p in outputs.glob("*/checkpoints/step_*")}
+
+
 def test_a_job_that_reaches_its_time_limit_resumes_from_its_last_complete_checkpoint(
     submit: Callable[..., Run], tmp_path: Path
 ) -> None:
@@ -234,7 +252,7 @@ def test_a_job_that_reaches_its_time_limit_resumes_from_its_last_complete_checkp
         # time-limit check after 5 s (up to about 30 s later). The first start cannot train 400 steps by then.
         time="1",
         pre_timeout_signal_s=55,
-        edits=(Edit("train.output_dir", str(outputs)), Edit("train.ckpt.save_freq", 2)),
+        edits=(Edit("train.output_dir", str(outputs)), Edit("train.ckpt.save_freq", 2), Edit("train.ckpt.max_keep", 3)),
         env={"A1X_STANDIN_STEPS": "400", "A1X_STANDIN_STEP_S": "0.1"},
     )
     run.release_requeued(restarts=1)
@@ -243,29 +261,34 @@ def test_a_job_that_reaches_its_time_limit_resumes_from_its_last_complete_checkp
     assert [(p.index, p.runs) for p in layout.parts] == [(0, (0,)), (1, (0,))]
     monitor = run.monitor()
     assert any(m.startswith("autoresume:Received signal SIGUSR1") for m in monitor)
-    # 747d1bd has no SIGUSR1 handler: the steps were ended with SIGTERM, the save in flight left unfinished.
-    assert any(m.startswith("signal:Signal SIGUSR1 caught. Forwarding SIGTERM") for m in monitor)
+    # 747d1bd has no SIGUSR1 handler: every step is sent SIGTERM, which srun answers with its forced
+    # termination (docs/slurm.md): the trainer is SIGKILLed (137), its own SIGTERM handler never runs, and
+    # the save in flight is left unfinished.
+    assert any(m.startswith("signal:Signal SIGUSR1 caught. Forwarding SIGTERM to the job steps.") for m in monitor)
+    assert any(m.endswith("policy-rollout process exited with code 137") for m in monitor)
+    assert not [e for e in _ledger(run) if "ended" in e]
 
-    steps = [json.loads(line) for line in (tmp_path / "run" / "standin-steps.jsonl").read_text().splitlines()]
-    first = [s["step"] for s in steps if s["part"] == "part_0"]
-    second = [s["step"] for s in steps if s["part"] == "part_1"]
+    first, second = _trained(run, "part_0"), _trained(run, "part_1")
     assert first == list(range(1, len(first) + 1)) and 4 <= len(first) < 400
-    # Checkpoints of the first start, every 2 steps (two saves, the first completed by the second, fit in
-    # a loaded machine's first start): the kill cut the newest save short (no markers).
-    (stamp,) = [p for p in outputs.iterdir() if (p / "checkpoints" / f"step_{second[0] - 1}").is_dir()]
-    folders = {int(p.name.removeprefix("step_")): p / "policy" for p in (stamp / "checkpoints").iterdir()}
-    complete = sorted(n for n, f in folders.items() if all((f / f".rank_{r}_complete").exists() for r in range(4)))
-    unfinished = sorted(set(folders) - set(complete))
-    resumed = complete[-1]
-    assert unfinished and min(unfinished) > resumed and complete == list(range(2, resumed + 1, 2))
-    for n in unfinished:
-        assert f"resume_skipped:Checkpoint of step {n} is not complete, not resuming from it: {folders[n]}" in monitor
-    ckpt = folders[resumed]
-    assert f"resume:Resuming from checkpoint step {resumed}: {ckpt}" in monitor
+    resumed_lines = [m for m in monitor if m.startswith("resume:Resuming from checkpoint step ")]
+    assert len(resumed_lines) == 1
+    resumed = int(resumed_lines[0].split("step ")[1].split(":")[0])
+    (stamp,) = outputs.iterdir()  # one folder for the whole run: the timestamp is fixed in job.toml
+    ckpt = stamp / "checkpoints" / f"step_{resumed}" / "policy"
+    assert resumed_lines[0] == f"resume:Resuming from checkpoint step {resumed}: {ckpt}"
+    # The kill cut the newest save(s) short: the next start names them, skips them and prunes them.
+    skipped = [int(m.split("step ")[1].split(" ")[0]) for m in monitor if m.startswith("resume_skipped:")]
+    assert skipped and min(skipped) > resumed and all(n % 2 == 0 for n in skipped)
+    for n in skipped:
+        assert any(m.endswith(f"Pruned checkpoint of step {n} (the run keeps 3): {stamp / 'checkpoints'}/step_{n}")
+                   for m in monitor), n
     # The requeued part trained from the step after the last complete checkpoint to the end: no step up
     # to that checkpoint was trained twice, only those after it that the kill lost.
     assert second == list(range(resumed + 1, 401))
     assert sorted(set(first) & set(second)) == list(range(resumed + 1, first[-1] + 1))
+    # One W&B run for both parts (its id is the fixed timestamp), and at most max_keep checkpoints left.
+    assert {e["wandb_id"] for e in _ledger(run)} == {stamp.name}
+    assert sorted(_step_folders(outputs)) == [396, 398, 400]
     toml = (layout.latest_run / "resume.toml").read_text()
     assert tomlkit.parse(toml)["train"]["resume"] == str(ckpt)  # type: ignore[index]
     assert (layout.latest_run / "resume-step").read_text().strip() == str(resumed)
@@ -282,3 +305,111 @@ def test_a_job_that_reaches_its_time_limit_resumes_from_its_last_complete_checkp
 
     verdict = verify_trained(run.slurm, ranks=4)
     assert verdict.ok and verdict.reason == "step 400/400; checkpoint step_400 complete", verdict.reason
+
+
+def _wait_for(predicate: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.2)
+
+
+def test_three_requeues_keep_at_most_max_keep_checkpoints_in_one_folder(
+    submit: Callable[..., Run], tmp_path: Path
+) -> None:
+    # Each part trains until it is sent the pre-timeout signal (as Slurm sends it: to the batch shell), three
+    # times; the fourth part trains to the end. Cosmos-RL's checkpoint manager prunes only what its own
+    # start saved (docs/reference/cosmos-rl.md §5.3): without the script's pruning, every part would leave up
+    # to max_keep checkpoints of its own.
+    outputs = tmp_path / "outputs"
+    run = submit(
+        "train",
+        retries=0,
+        edits=(Edit("train.output_dir", str(outputs)), Edit("train.ckpt.save_freq", 2), Edit("train.ckpt.max_keep", 2)),
+        env={"A1X_STANDIN_STEPS": "120", "A1X_STANDIN_STEP_S": "0.1", "A1X_STANDIN_EVERY_START": "3"},
+    )
+    for part in range(3):
+        name = f"part_{part}"
+        _wait_for(lambda name=name: len(_trained(run, name)) >= 8, f"{name} never trained 8 steps")  # type: ignore[misc]
+        assert cancel_job(run.job.job_id, signal="USR1").returncode == 0
+        run.release_requeued(restarts=part + 1)
+    assert run.job.wait(90) == 0
+    layout = read_layout(run.slurm)
+    assert [p.index for p in layout.parts] == [0, 1, 2, 3]
+    monitor = run.monitor()
+    assert len([m for m in monitor if m.startswith("autoresume:")]) == 3
+
+    # Every part resumed where the last one's newest complete checkpoint was, and the steps join up.
+    trained = [_trained(run, f"part_{n}") for n in range(4)]
+    resumed = [int(m.split("step ")[1].split(":")[0]) for m in monitor if m.startswith("resume:")]
+    assert len(resumed) == 3 and resumed == sorted(resumed) and resumed[0] >= 2
+    for n in range(1, 4):
+        assert trained[n][0] == resumed[n - 1] + 1 and resumed[n - 1] < trained[n - 1][-1] + 1
+    assert trained[3][-1] == 120
+    # One folder and one W&B run (the fixed timestamp) for the four parts; the checkpoint folders left
+    # are max_keep, the newest, every one complete.
+    (stamp,) = outputs.iterdir()
+    assert {e["wandb_id"] for e in _ledger(run)} == {stamp.name}
+    folders = _step_folders(outputs)
+    assert sorted(folders) == [118, 120]
+    assert all((folders[n] / "policy" / f".rank_{r}_complete").exists() for n in folders for r in range(4))
+    # What would be left without the script's pruning: each part's own newest max_keep saves.
+    logs = [(run.slurm / f"part_{n}" / "run_0" / "policy_0.err").read_text() for n in range(4)]
+    saved = [len(re.findall(r"checkpoint saved successfully", text)) for text in logs]
+    assert sum(min(n, 2) for n in saved) == 8, saved
+    assert any("Pruned checkpoint of step" in m for m in monitor)
+
+
+def test_at_head_only_the_policy_step_gets_the_signal_and_the_controller_outlives_its_save(
+    submit: Callable[..., Run], tmp_path: Path
+) -> None:
+    # HEAD's template forwards the pre-timeout SIGUSR1 to the policy only, and keeps the controller and the
+    # rollouts up while the policy saves (docs/reference/cosmos-rl.md §11.1).
+    outputs = tmp_path / "outputs"
+    run = submit(
+        "train",
+        retries=0,
+        cosmos_rev="head",
+        edits=(Edit("train.output_dir", str(outputs)), Edit("train.ckpt.save_freq", 1000)),
+        env={"A1X_STANDIN_STEPS": "300", "A1X_STANDIN_STEP_S": "0.1", "A1X_STANDIN_REV": "head",
+             "A1X_STANDIN_SAVE_S": "3"},
+    )
+    _wait_for(lambda: len(_trained(run, "part_0")) >= 5, "part_0 never trained 5 steps")
+    assert cancel_job(run.job.job_id, signal="USR1").returncode == 0
+    run.release_requeued(restarts=1)
+    assert run.job.wait(60) == 0
+    monitor = run.monitor()
+    assert any(
+        m == "signal:Signal SIGUSR1 caught. Forwarding SIGUSR1 to the steps that save a checkpoint: policy-rollout"
+        for m in monitor
+    ), monitor
+    assert any(m.endswith("The steps that save have ended. Ending the other steps.") for m in monitor)
+    saved = [e for e in _ledger(run) if e.get("event") == "saved_at_exit"]
+    assert len(saved) == 1 and saved[0]["part"] == "part_0"
+    # The controller was still up when the policy's save at exit was done (3 s after the signal).
+    beat = float((tmp_path / "run" / "controller-heartbeat").read_text())
+    assert beat >= float(str(saved[0]["t"])), (beat, saved[0])
+    # Nothing was lost: the next part resumed from the step the policy saved at exit.
+    step = int(str(saved[0]["step"]))
+    assert f"resume:Resuming from checkpoint step {step}: " in "\n".join(monitor)
+    assert _trained(run, "part_1")[0] == step + 1
+
+
+def test_every_step_gets_the_cpus_the_job_asked_for(submit: Callable[..., Run]) -> None:
+    # srun 22.05+ does not inherit --cpus-per-task (docs/slurm.md): a step without -c would get all of the
+    # job's CPUs here (and, with CPU binding, one core per task on a real cluster). The job has 2 CPUs and
+    # asks for 1 per task: every step must show CPUs=1.
+    run = submit("hang", cpus_per_task=1, extra_sbatch_args=["--mincpus=2"])
+    run.wait_state("RUNNING")
+    run.wait_replicas()
+    script = (run.slurm / "sbatch_script.sh").read_text().splitlines()
+    sruns = [line for line in script if "srun " in line and not line.lstrip().startswith("#")]
+    assert len(sruns) == 3 and all('--cpus-per-task="$A1X_STEP_CPUS"' in line for line in sruns)
+    assert "A1X_STEP_CPUS=1" in script
+    job = subprocess.run(["scontrol", "-o", "show", "job", run.job.job_id], capture_output=True, text=True)
+    assert "NumCPUs=2 " in job.stdout, job.stdout
+    shown = subprocess.run(["scontrol", "-o", "show", "step", run.job.job_id], capture_output=True, text=True)
+    steps = [line for line in shown.stdout.splitlines() if re.match(r"StepId=\d+\.\d+ ", line)]
+    # the controller and the node's launcher (the step that asked the controller's host name has ended)
+    assert len(steps) == 2, shown.stdout
+    assert all(" CPUs=1 " in line for line in steps), steps

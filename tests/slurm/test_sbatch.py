@@ -115,13 +115,14 @@ def test_memory_cpus_and_time_are_asked_for_in_the_header() -> None:
 
 def test_the_80_node_steps_are_a_controller_and_one_srun_per_node_set() -> None:
     lines = render(recipe("recipe_cluster_80.toml"))
+    cpus = '--cpus-per-task="$A1X_STEP_CPUS"'
     assert [line for line in lines if line.startswith("srun ")] == [
-        'srun --overlap --nodes="$NUM_WORKERS" --ntasks-per-node=1 --kill-on-bad-exit=0 \\',
-        'srun --overlap --nodes=1 --ntasks=1 --nodelist="${NODES[0]}" \\',
+        f'srun --overlap --nodes="$NUM_WORKERS" --ntasks-per-node=1 --kill-on-bad-exit=0 {cpus} \\',
+        f'srun --overlap --nodes=1 --ntasks=1 --nodelist="${{NODES[0]}}" {cpus} \\',
         'srun --overlap --nodes=64 --ntasks-per-node=1 --nodelist="$(IFS=,; echo "${NODES[*]:0:64}")" '
-        "--kill-on-bad-exit=1 \\",
+        f"--kill-on-bad-exit=1 {cpus} \\",
         'srun --overlap --nodes=16 --ntasks-per-node=1 --nodelist="$(IFS=,; echo "${NODES[*]:64:16}")" '
-        "--kill-on-bad-exit=1 \\",
+        f"--kill-on-bad-exit=1 {cpus} \\",
     ]
     assert block(lines, "# GPU samples")[-2:] == [
         '    a1x-tui gpu-agent "$A1X_RUN_DIR" --controller-host "$A1X_CONTROLLER_URL" &',
@@ -207,62 +208,134 @@ def test_the_monitor_retries_and_autoresume_follow_cosmos_rls_script() -> None:
 
 
 def test_the_pre_timeout_signal_goes_on_as_each_revision_handles_it() -> None:
-    # 747d1bd has no SIGUSR1 handler (docs/reference/cosmos-rl.md §11.2): the steps are ended with SIGTERM; HEAD's
-    # policy saves a checkpoint on SIGUSR1 (§2.6), so it gets SIGUSR1 and time to save.
-    assert "PRE_TIMEOUT_FORWARD=TERM" in render(recipe())
+    # 747d1bd has no SIGUSR1 handler (docs/reference/cosmos-rl.md §5.3): every step is ended with SIGTERM; HEAD's
+    # policy saves a checkpoint on SIGUSR1 (§2.6), so only the steps holding a policy replica get it, and the
+    # controller and rollout-only steps live until they end (or the grace time is over).
+    assert "SAVE_ON_USR1=0" in render(recipe())
     head = SPEC.model_copy(update={"cosmos_rev": CosmosRev.HEAD})
-    assert "PRE_TIMEOUT_FORWARD=USR1" in render(recipe(), head)
+    lines = render(recipe("recipe_cluster_80.toml"), head)
+    assert "SAVE_ON_USR1=1" in lines
+    saves = [(name, flag) for name, flag in zip(
+        [line for line in lines if line.startswith("STEP_NAMES+=")],
+        [line for line in lines if line.startswith("STEP_SAVES+=")],
+        strict=True,
+    )]
+    assert saves == [
+        ("STEP_NAMES+=(controller)", "STEP_SAVES+=(0)"),
+        ("STEP_NAMES+=(policy)", "STEP_SAVES+=(1)"),
+        ("STEP_NAMES+=(rollout)", "STEP_SAVES+=(0)"),
+    ]
+    after = lines[lines.index('if [ "$received_signal" = USR1 ] && [ "$SAVE_ON_USR1" = 1 ]; then') :]
+    assert after[2] == "    wait_steps 130 saving" and "end_steps" in after
 
 
-def _latest_checkpoint(script: str, slurm: Path, ranks: int, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run the script's own latest_checkpoint over a layout (its functions only, no Slurm)."""
-    functions = "".join(
-        re.findall(r"^(?:log|checkpoint_complete|latest_checkpoint)\(\) \{\n.*?^\}\n", script, flags=re.M | re.S)
+def test_every_srun_gets_the_cpus_of_its_node() -> None:
+    # srun 22.05+ does not inherit the job's --cpus-per-task (docs/slurm.md): every step asks for them.
+    data = with_values(recipe(), policy__parallelism__dp_shard_size=16, policy__parallelism__n_init_replicas=2)
+    for spec, first in (
+        (SPEC.model_copy(update={"cpus_per_task": 96}), "A1X_STEP_CPUS=96"),
+        (SPEC, "# The job's CPUs on its smallest node (SLURM_JOB_CPUS_PER_NODE is like 72(x2),64)."),
+    ):
+        lines = render(data, spec)
+        sruns = [line for line in lines if "srun " in line and not line.lstrip().startswith("#")]
+        # the controller's host, the node IPs, the GPU agent, the controller, two node sets of workers
+        assert len(sruns) == 6
+        assert all('--cpus-per-task="$A1X_STEP_CPUS"' in line for line in sruns), sruns
+        assert first in lines
+    program = "\n".join(block(render(data), "# The job's CPUs"))
+    for given, cpus in (("72(x2),64", "64"), ("8", "8"), ("", "1")):
+        out = subprocess.run(
+            ["bash", "-c", f"{program}\necho $A1X_STEP_CPUS"],
+            env={"PATH": "/usr/bin:/bin", "SLURM_JOB_CPUS_PER_NODE": given},
+            capture_output=True, text=True, check=True,
+        )
+        assert out.stdout.strip() == cpus, given
+
+
+def _functions(script: str, *names: str) -> str:
+    return "".join(
+        re.findall(rf"^(?:{'|'.join(names)})\(\) \{{\n.*?^\}}\n", script, flags=re.M | re.S)
     )
-    program = f"{functions}\nSLURM_RUN_ROOT={shlex.quote(str(slurm))}\nCKPT_RANKS={ranks}\nlatest_checkpoint\n"
+
+
+def _latest_checkpoint(script: str, root: Path, ranks: int, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run the script's own latest_checkpoint over a checkpoint folder (its functions only, no Slurm)."""
+    functions = _functions(script, "log", "checkpoint_complete", "checkpoint_steps", "latest_checkpoint")
+    program = f"{functions}\nCKPT_ROOT={shlex.quote(str(root))}\nCKPT_RANKS={ranks}\nlatest_checkpoint\n"
     return subprocess.run(["bash", "-c", program], capture_output=True, text=True, cwd=cwd, check=False)
 
 
+def _saved(root: Path, step: int, *, markers: int, ranks: int = 4) -> Path:
+    ckpt = root / f"step_{step}" / "policy"
+    ckpt.mkdir(parents=True)
+    (ckpt / "cosmos_config").write_text("{}")
+    for r in range(ranks):
+        (ckpt / f"model_rank_{r}.pth").write_text("w")
+    for r in range(markers):
+        (ckpt / f".rank_{r}_complete").write_text("")
+    return ckpt
+
+
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
-def test_a_requeued_start_finds_the_newest_complete_checkpoint_of_this_job(tmp_path: Path) -> None:
+def test_a_requeued_start_finds_the_newest_complete_checkpoint_of_this_run(tmp_path: Path) -> None:
     script = "\n".join(render(recipe())) + "\n"
-    slurm = tmp_path / "slurm"
-    out = tmp_path / "outputs" / "20260101000000" / "checkpoints"
-
-    def saved(run: str, step: int, *, markers: int, where: Path = out, logged: str | None = None) -> None:
-        ckpt = where / f"step_{step}" / "policy"
-        ckpt.mkdir(parents=True)
-        (ckpt / "cosmos_config").write_text("{}")
-        for r in range(4):
-            (ckpt / f"model_rank_{r}.pth").write_text("w")
-        for r in range(markers):
-            (ckpt / f".rank_{r}_complete").write_text("")
-        line = f"[rank0]:[cosmos] 2026-01-01 00:00:00,000 - cosmos - INFO - [Policy] Step: {step}, checkpoint saved "
-        (slurm / run).mkdir(parents=True, exist_ok=True)
-        with open(slurm / run / "policy_0.err", "a") as log:
-            log.write(f"{line}successfully at {logged or ckpt}.\n")
-
-    saved("part_0/run_0", 5, markers=4)
-    saved("part_0/run_0", 10, markers=4)
-    saved("part_0/run_1", 15, markers=3)  # one rank had not finished when the job was killed
-    (tmp_path / "other" / "step_99").mkdir(parents=True)  # another run's checkpoint: never named by this job
-    found = _latest_checkpoint(script, slurm, 4, tmp_path)
-    assert found.returncode == 0 and found.stdout == f"10 {out / 'step_10' / 'policy'}\n"
-    assert f"Checkpoint of step 15 is not complete, not resuming from it: {out / 'step_15' / 'policy'}" in found.stderr
+    root = tmp_path / "outputs" / "20260101000000" / "checkpoints"
+    _saved(root, 5, markers=4)
+    _saved(root, 10, markers=4)
+    _saved(root, 15, markers=3)  # one rank had not finished when the job was killed
+    (root / "step_x").mkdir()  # not a step folder
+    found = _latest_checkpoint(script, root, 4, tmp_path)
+    assert found.returncode == 0 and found.stdout == f"10 {root / 'step_10' / 'policy'}\n"
+    assert f"Checkpoint of step 15 is not complete, not resuming from it: {root / 'step_15' / 'policy'}" in found.stderr
     # Without a known rank count, every model_rank_<r>.pth needs its marker.
-    assert _latest_checkpoint(script, slurm, 0, tmp_path).stdout.startswith("10 ")
+    assert _latest_checkpoint(script, root, 0, tmp_path).stdout.startswith("10 ")
     # A relative train.output_dir is relative to the workspace the script changes into.
     rel = tmp_path / "ws" / "rel"
-    saved("part_1/run_0", 20, markers=4, where=rel, logged="rel/step_20/policy")
-    assert _latest_checkpoint(script, slurm, 4, tmp_path / "ws").stdout == f"20 {rel / 'step_20' / 'policy'}\n"
+    _saved(rel, 20, markers=4)
+    assert _latest_checkpoint(script, Path("rel"), 4, tmp_path / "ws").stdout == f"20 {rel / 'step_20' / 'policy'}\n"
     empty = _latest_checkpoint(script, tmp_path / "nothing", 4, tmp_path)
     assert empty.returncode == 1 and empty.stdout == ""
+
+
+def _prune(script: str, root: Path, *, idle: int, resume_step: int, max_keep: int) -> list[int]:
+    functions = _functions(script, "log", "checkpoint_complete", "checkpoint_steps", "prune_checkpoints")
+    program = (
+        f"{functions}\nCKPT_ROOT={shlex.quote(str(root))}\nCKPT_RANKS=4\nMAX_KEEP={max_keep}\n"
+        f"RESUME_STEP={resume_step}\nprune_checkpoints {idle}\n"
+    )
+    subprocess.run(["bash", "-c", program], capture_output=True, text=True, check=True)
+    return sorted(int(p.name.removeprefix("step_")) for p in root.iterdir())
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_checkpoints_are_pruned_across_parts_to_max_keep(tmp_path: Path) -> None:
+    script = "\n".join(render(recipe())) + "\n"
+    root = tmp_path / "checkpoints"
+    # Three parts saved into the run's one folder; a kill left step 14 and step 30 unfinished.
+    for step in (2, 4, 6, 8, 10, 12):
+        _saved(root, step, markers=4)
+    _saved(root, 14, markers=1)
+    # A new start resumed from 12: the unfinished 14 is dead, and only the newest 3 complete stay.
+    assert _prune(script, root, idle=1, resume_step=12, max_keep=3) == [8, 10, 12]
+    # The running start saves 16 and 18 (complete) and 20 (in flight): the earlier parts' beyond 3 go,
+    # its own are Cosmos-RL's to prune, the one in flight is left alone.
+    for step in (16, 18):
+        _saved(root, step, markers=4)
+    _saved(root, 20, markers=2)
+    assert _prune(script, root, idle=0, resume_step=12, max_keep=3) == [12, 16, 18, 20]
+    # The resumed-from checkpoint goes only once three newer complete ones exist.
+    (root / "step_20" / "policy" / ".rank_2_complete").write_text("")
+    (root / "step_20" / "policy" / ".rank_3_complete").write_text("")
+    assert _prune(script, root, idle=0, resume_step=12, max_keep=3) == [16, 18, 20]
+    # max_keep = -1 keeps everything (docs/reference/cosmos-rl.md §5.3).
+    _saved(root, 22, markers=0)
+    assert _prune(script, root, idle=1, resume_step=20, max_keep=-1) == [16, 18, 20, 22]
 
 
 def test_traps_are_set_before_any_step_starts() -> None:
     lines = render(recipe())
     trap = lines.index('trap "on_signal USR1" USR1')
-    first_srun = next(n for n, line in enumerate(lines) if "srun " in line)
+    first_srun = next(n for n, line in enumerate(lines) if "srun " in line and not line.lstrip().startswith("#"))
     assert trap < first_srun
 
 
@@ -327,10 +400,21 @@ def test_prepare_writes_the_script_and_the_plan_and_refuses_criticals(tmp_path: 
     assert sub.script is not None and sub.script.stat().st_mode & 0o111
     plan = json.loads((tmp_path / "run" / "slurm" / "nodeplan.json").read_text())
     assert len(plan["nodes"]) == 80 and plan["nodes"][79]["replicas"][7]["name"] == "rollout_127"
-    # A resumed start's TOML: this one with [train] resume naming the checkpoint (the rest unchanged).
+    # Every start runs with job.toml: this TOML with its timestamp fixed, so all parts write into one
+    # folder and log to one W&B run (docs/reference/cosmos-rl.md §7.3, §8.1); a resumed start's TOML also
+    # names the checkpoint in [train] resume (the rest unchanged).
+    job_toml = (tmp_path / "run" / "slurm" / "job.toml").read_text()
+    stamp = re.search(r'^timestamp = "(\d{14})"$', job_toml, flags=re.M)
+    assert stamp is not None
+    output_dir = re.search(r'^output_dir = "(.*)"$', text, flags=re.M)
+    assert output_dir is not None
+    assert f'output_dir = "{output_dir.group(1)}/{stamp.group(1)}"' in job_toml
     template = (tmp_path / "run" / "slurm" / "resume-template.toml").read_text()
-    assert template == text.replace("resume = false", 'resume = "@A1X_RESUME_CHECKPOINT@"', 1)
-    assert "CKPT_RANKS=8" in sub.script.read_text().splitlines()  # dp_shard_size 8: eight markers per checkpoint
+    assert template == job_toml.replace("resume = false", 'resume = "@A1X_RESUME_CHECKPOINT@"', 1)
+    script = sub.script.read_text().splitlines()
+    assert "CKPT_RANKS=8" in script  # dp_shard_size 8: eight markers per checkpoint
+    assert f"CKPT_ROOT={output_dir.group(1)}/{stamp.group(1)}/checkpoints" in script and "MAX_KEEP=10" in script
+    assert 'export A1X_CONFIG="$SLURM_RUN_ROOT/job.toml"' in script
 
     with pytest.raises(SubmissionRefused, match="WANDB_API_KEY not set in this environment"):
         prepare_sbatch(spec, recipe("recipe_cluster_80.toml"), job, environ={})

@@ -133,6 +133,9 @@ def _host(argv: list[str]) -> int:
 
 def uv(argv: list[str]) -> int:
     record("uv", argv)
+    if argv == ["--version"]:
+        print(modes().get("uv_version", "uv 0.10.4 (0e1351e40 2026-06-20)"))
+        return 0
     if argv[:2] == ["sync", "--all-packages"]:
         venv = Path.cwd() / ".venv" / "bin"
         venv.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -250,6 +251,8 @@ def build_world(root: Path) -> World:
         (stubs / rel).parent.mkdir(parents=True, exist_ok=True)
         (stubs / rel).write_text(text)
     (stubs / "fakes.py").write_text((HERE / "supervisor_fakes.py").read_text())
+    # The recipe's packages as the evaluate stage's program calls them (eval_standins/README.md).
+    shutil.copytree(HERE / "eval_standins", stubs, dirs_exist_ok=True)
     # Found by our sbatch script through the venv's cosmos_rl package (launcher/launch_controller.sh).
     controller = stubs / "cosmos_rl" / "launcher" / "launch_controller.sh"
     controller.parent.mkdir()

@@ -34,6 +34,9 @@ class AgWorld(World):
         v: dict[str, object] = {"deploy": "local", "overrides": ["reward=progress_safety"], "wandb": False,
                                 "live_diagnostics": True, "stop_grace_s": 2.0}
         v.update(overrides)
+        if v["deploy"] == "slurm" and "overrides" not in overrides:
+            # the default experiment's topology is local_disaggregated_2gpu: deploy=slurm needs a Slurm one
+            v["overrides"] = ["reward=progress_safety", "topology=slurm_partial_node_1_2_1"]
         r = self.root
         return f"""
 pipeline = "alpagym"
@@ -62,7 +65,16 @@ deploy = "{v["deploy"]}"
 
 
 @pytest.fixture
-def ag(tmp_path: Path) -> Iterator[AgWorld]:
+def ag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[AgWorld]:
+    from a1x_supervisor import preflight_alpagym
+
+    # What install/check_env.sh wants beyond programs: git-lfs set up in the user's git config, the headers.
+    (tmp_path / ".gitconfig").write_text('[filter "lfs"]\n\tclean = git-lfs clean -- %f\n\trequired = true\n')
+    include = tmp_path / "include"
+    include.mkdir()
+    for name in ("cudnn.h", "nccl.h"):
+        (include / name).write_text("")
+    monkeypatch.setattr(preflight_alpagym, "HEADER_DIRS", (tmp_path / "usr_include", include))
     ws = tmp_path / "ws"
     for rel in ("packages/host/src/alpagym_host/cli.py", "install/check_nccl_p2p.py", "pyproject.toml"):
         (ws / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -83,6 +95,7 @@ def ag(tmp_path: Path) -> Iterator[AgWorld]:
         "HF_HOME": str(tmp_path / "hfhome"),
         "HF_TOKEN": HF_SECRET,
         "HOME": str(tmp_path),
+        "GIT_CONFIG_NOSYSTEM": "1",  # git-lfs set up or not: this HOME's .gitconfig decides, not the machine's
         "A1X_SLURM_POLL_S": "0.1",
     })
     w = AgWorld(root=tmp_path, env=env)
@@ -198,6 +211,7 @@ def _run(ag: AgWorld, *args: str, timeout: float = 90.0) -> subprocess.Completed
     return ag.cli("run", "--spec", str(spec), "--run-dir", str(ag.run_dir), "--skip-preflight", *args, timeout=timeout)
 
 
+@pytest.mark.slow  # a whole closed-loop run
 def test_a_whole_run_converts_trains_in_the_run_folder_and_exports(ag: AgWorld) -> None:
     done = _run(ag)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -229,6 +243,7 @@ def test_a_whole_run_converts_trains_in_the_run_folder_and_exports(ag: AgWorld) 
             assert HF_SECRET not in path.read_text(errors="replace"), path
 
 
+@pytest.mark.slow  # a whole closed-loop run
 def test_a_bring_up_failure_fails_train_with_the_finding_of_the_host_lines(ag: AgWorld) -> None:
     ag.set_modes(host="bringup_failed")
     done = _run(ag)
@@ -241,6 +256,7 @@ def test_a_bring_up_failure_fails_train_with_the_finding_of_the_host_lines(ag: A
     assert "alpasim_bringup_failed" in raised  # read from the host's lines, saved as the run folder's host.log
 
 
+@pytest.mark.slow  # a run stopped
 def test_stop_ends_the_host_the_wizard_and_removes_only_this_runs_containers(ag: AgWorld) -> None:
     ag.set_modes(host="hang")
     other = ag.root / "elsewhere" / "wizard_0"  # another run's Wizard: never touched
@@ -263,6 +279,7 @@ def test_stop_ends_the_host_the_wizard_and_removes_only_this_runs_containers(ag:
     }
 
 
+@pytest.mark.slow  # a supervisor killed and a run stopped
 def test_stop_after_the_supervisor_was_killed_still_removes_the_wizard_containers(ag: AgWorld) -> None:
     import signal
 
@@ -287,6 +304,7 @@ def test_stop_after_the_supervisor_was_killed_still_removes_the_wizard_container
     assert "cleanup: AlpaSim wizard_0: removed 2 container(s)" in (ag.run_dir / "stages" / "train.log").read_text()
 
 
+@pytest.mark.slow  # a whole closed-loop run
 def test_p2p_broken_passes_with_p2p_disabled_and_training_gets_it(ag: AgWorld) -> None:
     ag.set_modes(p2p="broken")
     done = _run(ag)
@@ -296,6 +314,7 @@ def test_p2p_broken_passes_with_p2p_disabled_and_training_gets_it(ag: AgWorld) -
     assert host and host[0]["env"].get("NCCL_P2P_DISABLE") == "1"
 
 
+@pytest.mark.slow  # a whole closed-loop run
 def test_one_gpu_fails_the_p2p_check_although_it_exits_0(ag: AgWorld) -> None:
     ag.set_modes(p2p="one_gpu")
     done = _run(ag)
@@ -304,6 +323,7 @@ def test_one_gpu_fails_the_p2p_check_although_it_exits_0(ag: AgWorld) -> None:
     assert ag.stage("train")["status"] == "pending"
 
 
+@pytest.mark.slow  # follows a job for seconds
 def test_the_slurm_follower_waits_for_the_job_and_reports_how_it_ended(ag: AgWorld) -> None:
     log = ag.root / "train.log"
     log.write_text("2026-07-01T12:00:00.000+00:00 Submitted Slurm job 4242\n")
@@ -365,6 +385,53 @@ def test_preflight_docker_compose_daemon_and_the_nvidia_toolkit(ag: AgWorld, mod
     assert _ids(report) == {"docker_unusable"}
     assert words in report.findings[0].evidence[0].text
     assert report.exit_code == 2
+
+
+def test_preflight_checks_what_alpagyms_check_env_checks(ag: AgWorld, tmp_path: Path) -> None:
+    # install/check_env.sh:36-105 at 85ed1f5: uv >= 0.10.0, git-lfs set up, cudnn.h and nccl.h.
+    ok = next(c for c in _preflight(ag).checks if c.id == "alpagym_env_incomplete")
+    assert ok.state.value == "ok"
+    assert ok.note == f"uv 0.10.4 >= 0.10.0; git-lfs set up; cudnn.h in {tmp_path / 'include'}; nccl.h in " \
+        f"{tmp_path / 'include'}"
+    ag.set_modes(uv_version="uv 0.9.17 (abc 2025-11-01)")
+    (tmp_path / ".gitconfig").unlink()
+    (tmp_path / "include" / "nccl.h").unlink()
+    report = _preflight(ag)
+    (finding,) = report.findings
+    assert finding.id == "alpagym_env_incomplete" and report.exit_code == 2
+    assert [e.text for e in finding.evidence] == [
+        "uv 0.9.17 is older than 0.10.0 (check_env.sh: uv >= 0.10.0); `uv self update`",
+        "git-lfs is installed but not set up (no filter.lfs in the git config): `git lfs install`",
+        f"nccl.h not found in {tmp_path / 'usr_include'}, {tmp_path / 'include'} (uv sync needs it)",
+    ]
+
+
+def test_preflight_refuses_a_checkout_experiment_with_a_local_topology_for_slurm(ag: AgWorld) -> None:
+    experiments = ag.ws / "packages/policies/site/src/site_configs/configs/experiment"
+    experiments.mkdir(parents=True)
+    (experiments / "site_2gpu.yaml").write_text("defaults:\n  - override /topology: local_disaggregated_2gpu\n")
+    (experiments / "site_slurm.yaml").write_text("defaults:\n  - override /topology: slurm_partial_node_1_2_1\n")
+    topologies = ag.ws / "packages/host/src/alpagym_host/conf/topology"
+    topologies.mkdir(parents=True)
+    (topologies / "local_disaggregated_2gpu.yaml").write_text("execution:\n  backend: local_process\n")
+    text = ag.spec_text(deploy="slurm", overrides=["reward=progress_safety"])
+    spec = parse_spec(text.replace("alpamayo_1_5_local_2gpu_smoke", "site_2gpu"), base=ag.root)
+    report = preflight(spec, stages=["train"], target="run.toml", environ=ag.env, gpu_probe=lambda: TWO_48GB,
+                       disk_free=lambda _p: 500 * GB, hub=False)
+    finding = next(f for f in report.findings if f.id == "host_config_rejected")
+    assert finding.evidence[0].text == (
+        f"{experiments / 'site_2gpu.yaml'}: topology local_disaggregated_2gpu, execution.backend=local_process"
+    )
+    assert "command=submit requires execution.backend to be a Slurm backend" in finding.explanation
+    fine = parse_spec(text.replace("alpamayo_1_5_local_2gpu_smoke", "site_slurm"), base=ag.root)
+    report = preflight(fine, stages=["train"], target="run.toml", environ=ag.env, gpu_probe=lambda: TWO_48GB,
+                       disk_free=lambda _p: 500 * GB, hub=False)
+    assert "host_config_rejected" not in _ids(report)
+    gone = parse_spec(text.replace("alpamayo_1_5_local_2gpu_smoke", "nowhere"), base=ag.root)
+    report = preflight(gone, stages=["train"], target="run.toml", environ=ag.env, gpu_probe=lambda: TWO_48GB,
+                       disk_free=lambda _p: 500 * GB, hub=False)
+    assert "host_config_rejected" not in _ids(report)
+    assert any("experiment nowhere is not under" in n and "You must specify 'topology'" in n for n in report.notes)
 
 
 def test_preflight_missing_programs_checkout_and_token(ag: AgWorld, tmp_path: Path) -> None:

@@ -72,6 +72,10 @@ def _events(world: World, kind: str) -> list[dict[str, Any]]:
 # -- the spec -------------------------------------------------------------------------------------------
 
 
+
+def _train(state: dict[str, Any]) -> dict[str, Any]:
+    return next(st for st in state["stages"] if st["name"] == "train")
+
 def test_the_cluster_section_round_trips_and_init_shows_an_example(tmp_path: Path) -> None:
     w = World(root=tmp_path, env={})
     spec = parse_spec(w.spec_text(compute="cluster", cluster=CLUSTER + 'output_root = "out"\n'), base=tmp_path)
@@ -146,6 +150,7 @@ def test_a_plan_that_must_not_run_fails_the_stage_before_submission(
 # -- the real Slurm -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a job followed to its end
 @real_slurm
 def test_a_cluster_run_is_submitted_followed_and_judged(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     _cluster_world(world, monkeypatch)
@@ -168,6 +173,7 @@ def test_a_cluster_run_is_submitted_followed_and_judged(world: World, monkeypatc
     assert f"slurm job {job['job_id']} COMPLETED" in status.stdout
 
 
+@pytest.mark.slow  # a job followed and cancelled
 @real_slurm
 def test_a_pending_job_shows_its_reason_and_stop_cancels_it(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     # Two nodes on a one-node cluster: accepted, and pending for good (PartitionConfig).
@@ -184,12 +190,12 @@ def test_a_pending_job_shows_its_reason_and_stop_cancels_it(world: World, monkey
         # Slurm names either reason for it, and may change its mind while it waits (PartitionConfig, then
         # PartitionNodeLimit after tests/slurm's jobs): status shows the one it gives now, explained.
         never = ("PartitionConfig", "PartitionNodeLimit")
-        state = world.wait_state(lambda s: (s["stages"][-3].get("slurm") or {}).get("reason") in never)
+        state = world.wait_state(lambda s: (_train(s).get("slurm") or {}).get("reason") in never)
         status = world.cli("status", str(world.run_dir))
         assert any(line in status.stdout for line in (
             "PENDING (PartitionConfig: the partition cannot give this request",
             "PENDING (PartitionNodeLimit: more nodes than the partition allows)")), status.stdout
-        job_id = state["stages"][-3]["slurm"]["job_id"]
+        job_id = _train(state)["slurm"]["job_id"]
         done = world.cli("stop", str(world.run_dir))
         assert done.returncode == 0, done.stdout + done.stderr
     finally:
@@ -201,6 +207,7 @@ def test_a_pending_job_shows_its_reason_and_stop_cancels_it(world: World, monkey
     assert squeue.stdout.strip() in ("", "CANCELLED")
 
 
+@pytest.mark.slow  # a job followed and cancelled
 @real_slurm
 def test_stop_cancels_a_running_job_and_leaves_no_process(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     _cluster_world(world, monkeypatch)
@@ -209,7 +216,7 @@ def test_stop_cancels_a_running_job_and_leaves_no_process(world: World, monkeypa
     thread = threading.Thread(target=sup.serve)
     thread.start()
     try:
-        world.wait_state(lambda s: (s["stages"][-3].get("slurm") or {}).get("state") == "RUNNING")
+        world.wait_state(lambda s: (_train(s).get("slurm") or {}).get("state") == "RUNNING")
         deadline = time.monotonic() + 20
         while len(world.calls()) < 2 and time.monotonic() < deadline:  # controller and launcher started
             time.sleep(0.1)
@@ -398,6 +405,13 @@ def test_a_cosmos_dispatch_job_is_linked_into_the_run(world: World, monkeypatch:
 def test_a_cosmos_dispatch_job_whose_paths_its_containers_cannot_see_is_not_submitted(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from a1x_supervisor.slurm import container
+
+    # A login node without /lustre, HOME on NFS (what a1x_supervisor/slurm/container.py asks this node).
+    probe = container.MountProbe(
+        exists=lambda p: not str(p).startswith("/lustre") and p.exists(), fs_type=lambda _p: "nfs"
+    )
+    monkeypatch.setattr(container, "DEFAULT_PROBE", probe)
     script = world.root / "dispatch_job.py"
     script.write_text("raise SystemExit('must not run')\n")
     cluster = _dispatch_cluster(world, script, mounted=False)
@@ -405,18 +419,27 @@ def test_a_cosmos_dispatch_job_whose_paths_its_containers_cannot_see_is_not_subm
     assert _supervisor(world).serve() == 1
     train = world.stage("train")
     assert train["status"] == "failed" and train["commands"] == []
-    assert "not submitted: container_path_unmounted: 5 path(s) the job needs are not mounted" in train["reason"]
+    assert "not submitted: container_path_unmounted: 6 path(s) or mount(s) of the job cannot be seen" in train["reason"]
     finding = next(f for f in train["failure"]["findings"] if f["id"] == "container_path_unmounted")
     lines = [e["text"] for e in finding["evidence"]]
     entry = world.ws / "recipes/alpamayo1_x_rl/models/reasoning_vla/alpamayo_cosmos_rl_post_training_entry.py"
+    def needs(folder: Path) -> str:  # each line names the mount it needs (HEAD: [cluster] mounts)
+        return f" (needs the mount {folder}:{folder})"
+
     assert lines == [
-        f"the entry script: {entry} is not mounted in the container",
-        f"policy.model_name_or_path (the converted model): {world.root / 'model'} is not mounted in the container",
+        f"the entry script: {entry} is not mounted in the container{needs(entry.parent)}",
+        f"policy.model_name_or_path (the converted model): {world.root / 'model'} is not mounted in the container"
+        + needs(world.root / "model"),
         # HEAD's dispatch_job.py puts train.output_dir under output_root (docs/reference/cosmos-rl.md §11.1)
-        f"output_root (train.output_dir goes under it): {world.root / 'jobs'} is not mounted in the container",
-        f"ALPAMAYO_PAI_LOCAL_DIR (the PAI data): {world.root / 'pai'} is not mounted in the container",
+        f"output_root (train.output_dir goes under it): {world.root / 'jobs'} is not mounted in the container"
+        + needs(world.root / "jobs"),
+        f"ALPAMAYO_PAI_LOCAL_DIR (the PAI data): {world.root / 'pai'} is not mounted in the container"
+        + needs(world.root / "pai"),
         f"the Hugging Face cache (HF_HOME; the VLM's processor files): {world.root / 'hfhome' / 'hub'} is not "
-        "mounted in the container",
+        f"mounted in the container{needs(world.root / 'hfhome' / 'hub')}",
+        # no /lustre on this machine: the default --mount-dirs cannot be made (pyxis fails on a missing source)
+        "dispatch_job.py's default --mount-dirs mounts /lustre whether it exists or not, and it does not exist on "
+        "this node: pyxis fails every step of the job on a missing mount source",
     ]
     assert f'mounts = ["/lustre:/lustre/", "{world.ws}' in finding["action"]
 
@@ -470,6 +493,7 @@ def test_a_cosmos_dispatch_job_runs_its_entry_by_absolute_path_from_the_package_
     assert "can't open file" not in (run / "controller.err").read_text() + (run / "policy_0.err").read_text()
 
 
+@pytest.mark.slow  # a job followed and cancelled
 @real_slurm
 def test_stop_without_a_supervisor_cancels_the_job_it_recorded(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     from a1x_supervisor.executor import ProcessHandle

@@ -127,9 +127,16 @@ def test_grader_command(world: World) -> None:
 def test_stage_sets_per_reward_mode(world: World) -> None:
     motion = parse_spec(world.spec_text(), base=world.root)
     joint = parse_spec(world.spec_text(reward_mode="joint"), base=world.root)
-    assert stage_names(motion) == ["env", "convert", "download", "curate", "configure", "train", "export", "verify"]
-    assert stage_names(joint) == ["env", "convert", "download", "grader", "configure", "train", "export", "verify"]
-    assert select_stages(stage_names(motion), from_stage="train", only=None) == ["train", "export", "verify"]
+    collision = parse_spec(world.spec_text(reward_mode="collision"), base=world.root)
+    tail = ["configure", "train", "export", "verify", "evaluate"]
+    assert stage_names(motion) == ["env", "convert", "download", "curate", *tail]
+    assert stage_names(joint) == stage_names(collision) == ["env", "convert", "download", "grader", *tail]
+    assert select_stages(stage_names(motion), from_stage="train", only=None) == tail[1:]
+    assert select_stages(stage_names(motion), from_stage="train", only=None, skip=["evaluate"]) == [
+        "train", "export", "verify"
+    ]
+    with pytest.raises(StageError, match="contradict"):
+        select_stages(stage_names(motion), from_stage=None, only="evaluate", skip=["evaluate"])
     with pytest.raises(StageError, match="does not apply"):
         select_stages(stage_names(joint), from_stage=None, only="curate")
     with pytest.raises(StageError, match="unknown stage"):

@@ -88,6 +88,7 @@ def _agents(mark: str) -> list[psutil.Process]:
     return [p for p in psutil.process_iter(["cmdline"]) if mark in " ".join(p.info["cmdline"] or [])]
 
 
+@pytest.mark.slow  # a supervised training run
 def test_the_agent_runs_beside_training_with_the_pids_file_and_stops_with_it(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -107,6 +108,7 @@ def test_the_agent_runs_beside_training_with_the_pids_file_and_stops_with_it(
     assert "GPU agent pid" in (world.run_dir / "stages" / "train.log").read_text()
 
 
+@pytest.mark.slow  # a supervised training run
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this machine may have NVML")
 def test_an_agent_without_nvml_is_noted_once_and_training_goes_on(world: World) -> None:
     world.make_venv()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from supervisor_helpers import World
 
 from a1x_diagnostics.catalog import CATALOG
@@ -13,8 +15,22 @@ from a1x_supervisor.pipeline import stage_names
 from a1x_supervisor.preflight import GB, GpuInventory, preflight
 from a1x_supervisor.spec import RunSpec, parse_spec
 
-ALL_BINARIES = {"uv", "git", "redis-server", "nvidia-smi"}
+ALL_BINARIES = {"uv", "git", "redis-server", "nvidia-smi", "nvcc"}
 EIGHT_H100 = GpuInventory((85 * GB,) * 8, "test")
+
+
+def fake_commands(nvcc: str = "12.8", python: str | None = "/usr/bin/python3.12") -> Callable[..., tuple[int, str]]:
+    """What the install checks run: `nvcc --version` and `uv python find` (a1x_supervisor/preflight_install.py)."""
+
+    def run(argv: list[str], cwd: Path | None) -> tuple[int, str]:
+        if argv[-1] == "--version":
+            return 0, f"nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release {nvcc}, V{nvcc}.93"
+        if argv[1:] == ["python", "find"]:
+            missing = "error: No interpreter found for Python ==3.12.* in managed installations"
+            return (0, python) if python else (2, missing)
+        raise AssertionError(argv)
+
+    return run
 
 
 def _spec(world: World, **overrides: object) -> RunSpec:
@@ -30,6 +46,7 @@ def _run(
     binaries: set[str] = ALL_BINARIES,
     env: dict[str, str] | None = None,
     stages: list[str] | None = None,
+    run: Callable[..., tuple[int, str]] | None = None,
 ) -> Report:
     # The Hub is not asked here: tests/supervisor/test_preflight_hub.py asks a local one.
     return preflight(
@@ -43,6 +60,7 @@ def _run(
         disk_free=lambda _p: free,
         which=lambda name: f"/usr/bin/{name}" if name in binaries else None,
         hub=False,
+        run=run or fake_commands(),
     )
 
 
@@ -74,12 +92,14 @@ def test_too_few_or_too_small_gpus(world: World) -> None:
 
 def test_disk_token_binaries_and_checkout(world: World) -> None:
     spec = _spec(world, reward_mode="joint")
-    report = _run(world, spec, free=40 * GB, binaries={"git"}, env={"HF_HOME": str(world.root / "hfhome")})
+    env = {"HF_HOME": str(world.root / "hfhome"), "UV_CACHE_DIR": str(world.root / "uvcache")}
+    report = _run(world, spec, free=40 * GB, binaries={"git"}, env=env)
     assert {"disk_space_low", "hf_token_missing", "binary_missing"} <= _ids(report)
     disk = next(f for f in report.findings if f.id == "disk_space_low")
-    # one filesystem: 22 GB model + 90 GB joint data + 22 GB export
-    assert disk.evidence[0].text.startswith("40.0 GB free, about 134 GB needed on one filesystem: 22 GB in ")
+    # one filesystem: 22 GB model + 90 GB joint data + 22 GB export + 12 GB of wheels in the uv cache (env)
+    assert disk.evidence[0].text.startswith("40.0 GB free, about 146 GB needed on one filesystem: 22 GB in ")
     assert f"90 GB in {world.root / 'reasoning'} for joint PAI reasoning data (download)" in disk.evidence[0].text
+    assert f"12 GB in {world.root / 'uvcache'} for the uv cache" in disk.evidence[0].text
     missing = next(f for f in report.findings if f.id == "binary_missing").data["missing"]
     assert missing == ["uv", "redis-server", "nvidia-smi"]
     (world.root / "hfhome" / "token").write_text("hf_fromfile_123")  # `hf auth login` writes this
@@ -140,6 +160,7 @@ def test_every_preflight_id_is_in_the_catalog(world: World) -> None:
     assert report.findings and all("preflight" in CATALOG[f.id].origins for f in report.findings)
 
 
+@pytest.mark.slow  # a1x-tui in subprocesses
 def test_preflight_command_prints_the_report(world: World) -> None:
     spec_path = world.write_spec()
     done = world.cli("preflight", "--spec", str(spec_path), "--only", "curate", "--format", "json")
@@ -175,22 +196,33 @@ repo_root = "/lustre/cosmos-rl"
 """
 
 
-def test_a_cosmos_dispatch_run_names_each_path_its_containers_cannot_see(world: World) -> None:
+def test_a_cosmos_dispatch_run_names_each_path_its_containers_cannot_see(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from a1x_supervisor.slurm import container
+
+    # This node as a login node: /lustre is there, HOME on NFS (a1x_supervisor/slurm/container.py asks).
+    probe = container.MountProbe(exists=lambda p: str(p).startswith("/lustre") or p.exists(), fs_type=lambda _p: "nfs")
+    monkeypatch.setattr(container, "DEFAULT_PROBE", probe)
     spec = _spec(world, compute="cluster", alpamayo_version="1", cluster=DISPATCH)
     env = {"HF_TOKEN": "hf_abcdefgh", "HF_HOME": str(world.root / "hfhome"), "HOME": str(world.root)}
     report = _run(world, spec, stages=["train"], binaries={"python", "scontrol"}, env=env)
     finding = next(f for f in report.findings if f.id == "container_path_unmounted")
     assert report.exit_code == 2 and finding.severity.value == "critical"
     r = world.root
+    only = " (747d1bd's template mounts only /lustre at its own path)"
     assert [e.text for e in finding.evidence] == [
         # Alpamayo 1: the configure stage's copy of the entry in the new run's config/ (under <workspace>/runs)
         f"the entry script: {world.ws}/runs/<run>/config/alpamayo_cosmos_rl_post_training_entry.py is not mounted "
-        "in the container",
-        f"policy.model_name_or_path (the converted model): {r / 'model'} is not mounted in the container",
-        f"train.output_dir (checkpoints): {r / 'outputs'} is not mounted in the container",
-        f"ALPAMAYO_PAI_LOCAL_DIR (the PAI data): {r / 'pai'} is not mounted in the container",
+        f"in the container{only}",
+        f"policy.model_name_or_path (the converted model): {r / 'model'} is not mounted in the container{only}",
+        f"train.output_dir (checkpoints): {r / 'outputs'} is not mounted in the container{only}",
+        f"ALPAMAYO_PAI_LOCAL_DIR (the PAI data): {r / 'pai'} is not mounted in the container{only}",
         f"the Hugging Face cache (HF_HOME; the VLM's processor files): {r / 'hfhome' / 'hub'} is not mounted in "
-        "the container",
+        f"the container{only}",
+        # 747d1bd's template mounts ~/.cache/huggingface whether it exists or not (docs/reference/cosmos-rl.md §11.2)
+        f"747d1bd's template (the Hugging Face cache) mounts {r}/.cache/huggingface whether it exists or not, and it "
+        "does not exist on this node: pyxis fails every step of the job on a missing mount source",
     ]
     assert finding.action is not None and finding.action.startswith("move them under /lustre")
     # HEAD takes a mounts list, which replaces its default /lustre (output_root is there): with both, it passes.
@@ -198,7 +230,8 @@ def test_a_cosmos_dispatch_run_names_each_path_its_containers_cannot_see(world: 
     half = _run(world, _spec(world, compute="cluster", cluster=head), stages=["train"], env=env)
     lost = next(f for f in half.findings if f.id == "container_path_unmounted")
     assert [e.text for e in lost.evidence] == [
-        "output_root (train.output_dir goes under it): /lustre/jobs is not mounted in the container"
+        "output_root (train.output_dir goes under it): /lustre/jobs is not mounted in the container (needs the "
+        "mount /lustre/jobs:/lustre/jobs)"
     ]
     assert lost.action == f'set [cluster] mounts = ["{r}:{r}", "/lustre/jobs:/lustre/jobs"] (it replaces the default)'
     head = head.replace(f'mounts = ["{r}:{r}"]', f'mounts = ["/lustre:/lustre", "{r}:{r}"]')
@@ -242,3 +275,16 @@ def test_a_reused_model_whose_weight_links_dangle_and_a_dataset_left_empty(world
     # the same run that converts and downloads again has nothing to say about them
     again = _run(world, spec, stages=["download", "convert", "configure", "train"])
     assert not {"dangling_model_symlinks", "download_empty"} & _ids(again)
+
+
+def test_without_pyarrow_preflight_says_so_before_anything_downloads(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import a1x_supervisor.preflight as module
+
+    monkeypatch.setattr(module, "parquet_missing", lambda: True)
+    motion = _run(world, _spec(world))
+    assert any("curate stage's check reads parquet files" in n and "a1x-tui[data]" in n for n in motion.notes)
+    assert not any("parquet" in n for n in _run(world, _spec(world), stages=["env", "convert"]).notes)
+    monkeypatch.setattr(module, "parquet_missing", lambda: False)
+    assert not any("parquet" in n for n in _run(world, _spec(world)).notes)

@@ -16,6 +16,8 @@ import psutil
 import pytest
 from supervisor_helpers import HF_SECRET, World, fake_processes, wait_gone
 
+pytestmark = pytest.mark.slow  # whole supervised runs in subprocesses (5-16 s each on the shared 2-core VM)
+
 MOTION_ENTRY = "recipes/alpamayo1_x_rl/models/reasoning_vla/alpamayo_cosmos_rl_post_training_entry.py"
 
 
@@ -40,6 +42,10 @@ def test_full_run_resume_and_restart(world: World) -> None:
     state = world.state()
     assert state["status"] == "succeeded"
     assert set(_statuses(state).values()) == {"succeeded"}
+    # evaluate: the stand-in models of the fake venv (eval_standins/) on the curated clips
+    evaluated = world.stage("evaluate")["reason"]
+    assert evaluated == "minADE 0.250 m trained vs 0.250 m base over 4 clip(s) (+0.0%)"
+    assert state["outputs"]["evaluation"] == str(world.run_dir / "evaluate" / "evaluation.json")
     assert wait_gone(state["supervisor"]["pid"])  # the daemon ends with its run and cleans up
     assert not (world.run_dir / "supervisor.sock").exists() and not (world.run_dir / "supervisor.pid").exists()
 
@@ -78,8 +84,11 @@ def test_full_run_resume_and_restart(world: World) -> None:
     again = world.cli("run", "--run-dir", str(world.run_dir), "--skip-preflight")
     assert again.returncode == 0, again.stdout + again.stderr
     resumed = world.state()
-    assert all(s["status"] == "skipped" and s["reason"].startswith("already done") for s in resumed["stages"][:-1])
-    assert resumed["stages"][-1]["status"] == "succeeded"  # verify always checks
+    by_name = {s["name"]: s for s in resumed["stages"]}
+    assert all(s["status"] == "skipped" and s["reason"].startswith("already done")
+               for name, s in by_name.items() if name != "verify")
+    assert by_name["verify"]["status"] == "succeeded"  # verify always checks
+    assert by_name["evaluate"]["reason"] == "already done: " + evaluated  # the same export: not evaluated again
     assert [c["prog"] for c in world.calls()] == progs
 
     # restart with no supervisor running: a new one runs export again, into a fresh folder
@@ -98,7 +107,7 @@ def test_joint_alpamayo1_runs_a_switched_copy_of_the_entry(world: World) -> None
     done = world.cli("run", "--spec", str(spec), "--run-dir", str(world.run_dir), "--skip-preflight")
     assert done.returncode == 0, done.stdout + done.stderr
     assert list(_statuses(world.state())) == [
-        "env", "convert", "download", "grader", "configure", "train", "export", "verify"
+        "env", "convert", "download", "grader", "configure", "train", "export", "verify", "evaluate"
     ]  # fmt: skip
     assert world.calls("hf")[0]["argv"] == ["download", "wayveai/Lingo-Judge", "--local-dir", str(world.root / "judge")]
     train = world.calls("cosmos-rl")[0]
@@ -356,9 +365,10 @@ def test_a_new_run_gets_a_private_folder_under_the_workspace(world: World) -> No
     layout = discover(run_dir)  # run.toml beside logs/: a run of ours, its stage logs read with it
     assert layout.kind == "run_dir" and any(src.path == "stages/configure.log" for _, src in layout.files)
     state = json.loads((run_dir / "state.json").read_text())
-    assert state["status"] == "succeeded" and state["plan"] == {"from": None, "only": "configure", "force": []}
+    assert state["status"] == "succeeded"
+    assert state["plan"] == {"from": None, "only": "configure", "force": [], "skip": []}
     skipped = {s["name"]: s["reason"] for s in state["stages"] if s["status"] == "skipped"}
-    assert skipped["train"] == "not selected (--from/--only)" and len(skipped) == 7
+    assert skipped["train"] == "not selected (--from/--only)" and len(skipped) == 8
     toml = (run_dir / "config" / "train.toml").read_text()
     assert f'model_name_or_path = "{world.root / "model"}"' in toml
     assert str(run_dir) in done.stdout

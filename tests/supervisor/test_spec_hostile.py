@@ -3,6 +3,7 @@ traceback or a hang; absurd numbers are refused by name."""
 
 from __future__ import annotations
 
+import re
 import typing
 from pathlib import Path
 from typing import Any
@@ -98,3 +99,86 @@ def test_a_binary_spec_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
     assert capsys.readouterr().err == (
         f"{spec}: a binary file, not a run spec; --spec expects the run spec `a1x-tui init --out FILE` writes\n"
     )
+
+
+# -- strings that would reach a shell, a folder name or Hydra (a1x_supervisor/spec_values.py) ------------------
+
+NASTY = st.one_of(
+    st.lists(st.sampled_from(["\n", "\r", "\x00", "\x1b", "\u2028", " ", "'", "$(", "`", ";", "/", "..", "a", "_",
+                              "0", ".", "-"]), max_size=6).map("".join),
+    st.sampled_from(["../../../../etc/passwd", "a/b", "..", "x\n#SBATCH --wrap=id", "ok_name"]),
+)
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+AG_TEXT = (
+    'pipeline = "alpagym"\n[paths]\nworkspace = "/ws"\nmodel_dir = "/ws/ckpt"\nexport_dir = "/ws/export"\n'
+    '[alpagym]\nrelease_dir = "/ws/release"\n'
+)
+
+
+def _try(data: dict[str, Any], tmp_path: Path) -> RunSpec | None:
+    try:
+        return parse_spec(tomlkit.dumps(data), base=tmp_path, source="run.toml")
+    except SpecError as exc:
+        assert str(exc).startswith("run.toml: ") and "\n" not in str(exc), str(exc)
+        return None
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=NASTY, field=st.sampled_from(["experiment", "overrides"]))
+def test_alpagym_names_reach_hydra_as_one_plain_word(tmp_path: Path, value: str, field: str) -> None:
+    from a1x_supervisor.stages.alpagym.train import host_argv
+
+    data = tomlkit.parse(AG_TEXT).unwrap()
+    data["alpagym"][field] = [f"reward={value}"] if field == "overrides" else value
+    spec = _try(data, tmp_path)
+    if spec is None or spec.alpagym is None:
+        return
+    if field == "experiment":  # a config name of the experiment group: no other group, no other file
+        assert "/" not in value and ".." not in value and value and not CONTROL.search(value)
+    else:
+        assert not CONTROL.search(value)
+    argv = host_argv(_ContextStub(spec, tmp_path))  # type: ignore[arg-type]
+    assert f"experiment={spec.alpagym.experiment}" in argv and all(not CONTROL.search(a) for a in argv)
+
+
+class _ContextStub:
+    """What host_argv reads of a StageContext."""
+
+    def __init__(self, spec: RunSpec, root: Path) -> None:
+        from a1x_supervisor.rundir import RunDir
+
+        self.spec = spec
+        self.paths = spec.paths
+        self.rundir = RunDir(root / "run")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=NASTY, key=st.sampled_from(["data.cameras", "data.labels", "data.calibration", "wandb.project",
+                                         "wandb.experiment", "supervisor.cosmos_log_level"]))
+def test_names_that_become_folders_or_log_values_are_plain(tmp_path: Path, value: str, key: str) -> None:
+    data = tomlkit.parse(tomlkit.dumps(BASE)).unwrap()
+    _set(data, key, [value] if key.startswith("data.") else value)
+    spec = _try(data, tmp_path)
+    if spec is None:
+        return
+    assert not CONTROL.search(value)
+    if key.startswith("data."):  # PAI feature names: download_pai.py makes folders of them
+        assert "/" not in value and ".." not in value and value
+
+
+def test_alpagym_on_slurm_needs_a_slurm_topology(tmp_path: Path) -> None:
+    # AlpaGym's host refuses command=submit with a local topology (config_validation.py:50-51 at 85ed1f5).
+    with pytest.raises(SpecError) as info:
+        parse_spec(AG_TEXT + 'deploy = "slurm"\n', base=tmp_path, source="run.toml")
+    assert str(info.value).startswith(
+        'run.toml: alpagym.deploy = "slurm" with topology local_disaggregated_2gpu (execution.backend=local_process, '
+        "from experiment alpamayo_1_5_local_2gpu_smoke): AlpaGym refuses it ('command=submit requires "
+        "execution.backend to be a Slurm backend')"
+    )
+    for extra in ('overrides = ["topology=slurm_partial_node_1_2_1"]', 'experiment = "alpamayo_1_5_clrl_test_run"',
+                  'experiment = "my_site_experiment"'):  # the last: unknown here, preflight reads the checkout
+        spec = parse_spec(AG_TEXT + f'deploy = "slurm"\n{extra}\n', base=tmp_path, source="run.toml")
+        assert spec.alpagym is not None and spec.alpagym.deploy == "slurm"
+    with pytest.raises(SpecError, match="topology local_colocated_1gpu"):
+        parse_spec(AG_TEXT + 'deploy = "slurm"\nexperiment = "alpamayo_1_5_clrl_test_run"\n'
+                   'overrides = ["topology=local_colocated_1gpu"]\n', base=tmp_path, source="run.toml")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from a1x_supervisor.cosmos_logs import checkpoint_incomplete_reason, latest_complete_checkpoint
 from a1x_supervisor.stages.convert import verify_converted
@@ -190,3 +192,25 @@ def test_export_verification(tmp_path: Path) -> None:
     result = verify_export(out, checkpoint=ckpt, ranks=8)
     assert not result.ok and "provenance ranks" in result.reason
     assert not verify_export(out, checkpoint=tmp_path / "other", ranks=4).ok
+
+
+def test_without_pyarrow_the_parquet_checks_say_which_extra_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pyarrow is the ``data`` extra, not the core install: the checks that read parquet name it."""
+    _index(tmp_path / "clip_index.parquet", {3116: 10})
+    _index(tmp_path / "clip_index_mini.parquet", {3116: 10})
+    _motion_download(tmp_path, [3116])
+    (tmp_path / "reasoning").mkdir()
+    (tmp_path / "reasoning" / "ood_reasoning.parquet").write_bytes(b"x")
+    _index(tmp_path / "clip_index_reasoning_mini.parquet", {3116: 4})
+    kwargs = dict(cameras=["cam_a"], calibration=["cal_a"], labels=["egomotion"])
+    for name in [m for m in sys.modules if m == "pyarrow" or m.startswith("pyarrow.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow: ImportError, as where it is not installed
+    for result in (
+        verify_curated(tmp_path, chunk_ids=[3116], num_clips=16),
+        verify_download_joint(tmp_path, num_reasoning_clips=4, **kwargs),  # type: ignore[arg-type]
+    ):
+        assert not result.ok
+        assert "\n" not in result.reason and "pyarrow is not installed (pip install 'a1x-tui[data]')" in result.reason

@@ -43,6 +43,7 @@ async def test_the_palette_offers_the_dashboard_actions_and_control_only_with_a_
         assert ("Stop the run" in titles) is controllable
 
 
+@pytest.mark.slow  # the app through runs, wizard and dashboard
 @run_async
 async def test_the_runs_list_opens_a_dashboard_and_the_wizard_through_the_app(run_dir: Path) -> None:
     """The start screen asks the app (messages, not imports: docs/ui.md); escape comes back to it."""

@@ -3,8 +3,10 @@ the write keeps a backup of the original TOML."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
+import pytest
 from ui_helpers import FIXED_NOW, OOM_RUN, fixture_messages, run_async
 
 from a1x_tui.ui import A1xApp
@@ -33,9 +35,15 @@ def rendered_toml(tmp: Path) -> Path:
 
 
 def confirm_text(screen: ConfirmScreen) -> str:
-    return str(screen.body.plain if hasattr(screen.body, "plain") else screen.body)
+    """The dialog's body as plain text, unwrapped."""
+    from rich.console import Console
+
+    console = Console(width=400, color_system=None, record=True, file=io.StringIO())
+    console.print(screen.body)
+    return console.export_text()
 
 
+@pytest.mark.slow  # the diff planned and applied through the Pilot
 @run_async
 async def test_apply_fix_shows_the_diff_asks_and_keeps_a_backup(tmp_path: Path) -> None:
     toml = rendered_toml(tmp_path)

@@ -42,6 +42,7 @@ async def fed(app: A1xApp, pilot: Any, messages: list[Any]) -> DashboardScreen:
     return screen
 
 
+@pytest.mark.slow  # the real stop and restart commands in subprocesses
 @run_async
 async def test_stop_and_restart_ask_first_then_run_the_real_commands(
     run_dir: Path, commands: list[tuple[str, list[str]]]
@@ -87,6 +88,7 @@ async def test_the_stages_table_and_banner_follow_the_supervisor_state(run_dir: 
     assert app.return_code == 0
 
 
+@pytest.mark.slow  # many keys through the Pilot on a recorded run
 @run_async
 async def test_logs_search_filter_and_evidence_open_the_line(run_dir: Path) -> None:
     app = app_for(run_dir)
@@ -155,8 +157,8 @@ async def test_a_finding_raised_later_is_announced(run_dir: Path) -> None:
         assert isinstance(first, FindingsChanged)
         await fed(app, pilot, [FindingsChanged({}, {})])
         await fed(app, pilot, [first])
-        titles = [n.title for n in app._notifications]
-        assert any("grpo_collapse" in (t or "") for t in titles)
+        said = [f"{n.title} {n.message}" for n in app._notifications]  # one toast for what one evaluation raised
+        assert len(said) == 1 and "grpo_collapse" in said[0], said
         assert screen.query_one("#tabs").get_tab("findings").label.plain.startswith("4 Findings (")  # type: ignore[attr-defined]
 
 

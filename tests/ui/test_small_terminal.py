@@ -4,10 +4,10 @@ stage says why where the eye lands, tab keys work from every tab, and the help l
 from __future__ import annotations
 
 import itertools
-import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from rich.text import Text
 from textual.binding import Binding
 from textual.geometry import Region
@@ -18,7 +18,7 @@ from a1x_tui.ui import A1xApp, resolve_target
 from a1x_tui.ui.messages import LineChunk, LinesArrived, RunStateChanged
 from a1x_tui.ui.screens.confirm import ConfirmScreen
 from a1x_tui.ui.screens.dashboard import DashboardScreen
-from a1x_tui.ui.screens.help import HELP, HelpScreen
+from a1x_tui.ui.screens.help import KEYS, HelpScreen
 from a1x_tui.ui.widgets.logs import LogsPanel
 
 SMALL = (80, 24)
@@ -98,6 +98,7 @@ async def test_a_failed_stage_says_why_in_the_banner_and_l_opens_its_log(run_dir
         assert "[download]" in drawn  # a stage log's name is shown as it is, not read as markup
 
 
+@pytest.mark.slow  # 12 tab switches through the Pilot
 @run_async
 async def test_number_keys_switch_tabs_from_every_tab(run_dir: Path) -> None:
     app = A1xApp(target=resolve_target(run_dir), live=False, clock=lambda: FIXED_NOW)
@@ -135,8 +136,7 @@ def every_key() -> set[str]:
 
 
 def test_the_help_names_every_key() -> None:
-    named = set(re.findall(r"`([^`]+)`", HELP))
-    named |= {part for item in named for part in re.split(r"\s*/\s*", item)}  # `n` / `N`, `↑`/`↓`
+    named = {key for _where, rows in KEYS for keys, _what in rows for key in keys}
     missing = every_key() - named
     assert not missing, f"keys bound but not in the help: {sorted(missing)}"
 
@@ -157,3 +157,26 @@ async def test_the_help_scrolls_to_its_end_at_80x24(run_dir: Path) -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, DashboardScreen)
+
+
+@run_async
+async def test_toasts_keep_to_the_right_two_fifths_at_80x24(run_dir: Path) -> None:
+    """New findings are announced in one toast per evaluation, 32 columns wide at most (40 % of 80):
+    three toasts of 40 columns stacked over the right half of the screen."""
+    from textual.widgets._toast import Toast
+    from ui_helpers import COLLAPSE_RUN, fixture_messages
+
+    from a1x_tui.ui.messages import FindingsChanged
+
+    raised = next(m for m in fixture_messages(COLLAPSE_RUN) + dashboard_messages(run_dir)
+                  if isinstance(m, FindingsChanged) and len(m.open) > 1)
+    app = A1xApp(target=resolve_target(run_dir), live=False)
+    async with app.run_test(size=SMALL, notifications=True) as pilot:
+        await dashboard(pilot, run_dir, [FindingsChanged({}, {}), raised])  # the first evaluation: no toast
+        await pilot.pause()
+        toasts = list(app.screen.query(Toast))
+        assert len(toasts) == 1, [t.render() for t in toasts]
+        assert 0 < toasts[0].region.width <= 32 and toasts[0].region.x > SMALL[0] // 2
+        said = " ".join(f"{n.title} {n.message}" for n in app._notifications)
+        for f in raised.open.values():
+            assert f.id in said

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ui_helpers import COLLAPSE_RUN, FIXED_NOW, dashboard_messages, iso, sample_state
+from ui_helpers import COLLAPSE_RUN, FIXED_NOW, OOM_RUN, dashboard_messages, fixture_messages, iso, sample_state
 
 from a1x_tui.ui import A1xApp
 from a1x_tui.ui.messages import FindingsChanged, FixPlanned, RunStateChanged, RunSummary
@@ -77,7 +77,8 @@ def _vllm_oom_diff(tmp: Path) -> str:
         output_dir="/runs/20261129-150000-motion/outputs", model_dir="/home/me/alpamayo_model_converted_from_hf",
     )
     toml.write_text(render_toml(choices), encoding="utf-8")
-    (found,) = [m for m in dashboard_messages(RUN) if isinstance(m, FindingsChanged)]
+    # the TOML given names the engine (the recipe's vLLM backend): the run alone (example_hf) has no vLLM key
+    (found,) = [m for m in fixture_messages(OOM_RUN, config=toml) if isinstance(m, FindingsChanged)]
     finding = next(f for f in found.open.values() if f.id == "vllm_oom")
     return plan_fix(load_config(toml), "vllm_oom", finding=finding).diff
 
@@ -150,3 +151,59 @@ def test_wizard_with_an_error(snap_compare: Any, size: tuple[int, int]) -> None:
     app = A1xApp(roots=[Path("/runs")], live=False)
     assert snap_compare(app, terminal_size=size, run_before=open_wizard, press=["ctrl+n"])
 
+
+
+def test_wizard_without_colour(snap_compare: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """NO_COLOR at 80×24: the picked choice of each question shows its ●, the others none (their colours,
+    grey 250 and 232, were all that told them apart); AlpaGym's and Slurm's answers are not asked for an
+    open-loop run on one node."""
+    from a1x_tui.ui.answers import default_answers
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    answers = default_answers("/home/me")
+
+    async def open_wizard(pilot: Any) -> None:
+        await pilot.app.push_screen(WizardScreen(answers, environ={}, free=lambda text: "1,234 GB free"))
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+    app = A1xApp(roots=[Path("/runs")], live=False)
+    assert app.no_color
+    assert snap_compare(app, terminal_size=(80, 24), run_before=open_wizard)
+
+
+def test_dashboard_after_a_restart_at_80x24(snap_compare: Any) -> None:
+    """The train stage's attempt number beside "succeeded" (it was cut to "succeeded #"), no stray ▌ of a
+    scrollbar under the stages, and the banner says all it says about the run in 80 columns."""
+
+    async def restarted(pilot: Any) -> None:
+        await feed(pilot)
+        state = sample_state(RUN)
+        train = next(st for st in state["stages"] if st["name"] == "train")
+        train.update(status="succeeded", attempts=2, ended_at=iso(20), progress=None, reason="step 30/30")
+        export = next(st for st in state["stages"] if st["name"] == "export")
+        export.update(status="running", started_at=iso(20), reason="")
+        state["current_stage"] = "export"
+        pilot.app.screen.post_message(RunStateChanged(state, True))
+        await pilot.pause()
+
+    assert snap_compare(dashboard_app(), terminal_size=(80, 24), run_before=restarted)
+
+
+def test_new_findings_toast_at_80x24(snap_compare: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Findings raised by one evaluation: one toast, in the right two fifths of an 80-column screen."""
+    from a1x_tui.ui.screens import dashboard
+
+    monkeypatch.setattr(dashboard, "FINDING_TOAST_S", 600.0)  # the picture, not how long the toast stays
+
+    async def raised(pilot: Any) -> None:
+        messages = dashboard_messages(RUN)
+        found = next(m for m in messages if isinstance(m, FindingsChanged))
+        for message in messages:
+            if message is found:
+                pilot.app.screen.post_message(FindingsChanged({}, {}))  # the first evaluation: the run's past
+                await pilot.pause()
+            pilot.app.screen.post_message(message)
+        await pilot.pause()
+
+    assert snap_compare(dashboard_app(), terminal_size=(80, 24), run_before=raised)

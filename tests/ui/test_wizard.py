@@ -93,8 +93,11 @@ async def test_choices_preflight_one_confirmation_then_the_dashboard(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     launched: list[dict[str, Any]] = []
+    real_run = subprocess.run
 
     def fake_run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        if "run" not in argv:  # preflight's own probes (uv, nvcc) run for real: only the launch is faked
+            return real_run(argv, **kwargs)
         launched.append({"argv": argv, "env": kwargs["env"]})
         return subprocess.CompletedProcess(argv, 0, "run ...: supervisor pid 1, detached", "")
 
@@ -166,3 +169,55 @@ async def test_the_closed_loop_choice_makes_an_alpagym_spec_and_its_preflight(tm
         assert "closed loop with AlpaGym" in str(preflight.query_one("#summary", Static).render())
         report = str(preflight.query_one("#report", Static).render())
         assert "alpagym stages" in report and "alpagym_checkout_missing" in report
+
+
+@run_async
+async def test_only_the_answers_that_apply_are_asked() -> None:
+    """AlpaGym's answers show for a closed-loop run only, the Slurm values for cluster compute only."""
+    app = A1xApp(live=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.push_screen(WizardScreen(environ={}, free=lambda text: ""))
+        await pilot.pause()
+        wizard = app.screen
+        assert isinstance(wizard, WizardScreen)
+
+        def shown(selector: str) -> list[bool]:
+            return [w.display for w in wizard.query(selector)]
+
+        assert shown(".alpagym") and not any(shown(".alpagym")) and not any(shown("#deploy"))
+        assert shown(".cluster") and not any(shown(".cluster"))
+        wizard.query_one("#compute-cluster").value = True
+        await pilot.pause()
+        assert all(shown(".cluster")) and not any(shown(".alpagym"))
+        wizard.query_one("#pipeline-alpagym").value = True
+        await pilot.pause()
+        assert all(shown(".alpagym")) and all(shown("#deploy")) and not any(shown(".cluster"))
+        wizard.query_one("#pipeline-alpamayo").value = True
+        await pilot.pause()
+        assert not any(shown(".alpagym")) and all(shown(".cluster"))
+
+
+@run_async
+async def test_a_choice_says_it_is_picked_without_colour() -> None:
+    """Selected and unselected radio buttons (and the W&B box) differ in their characters, not only in
+    colour: with NO_COLOR they looked alike (tests/ui/test_snapshots.py::test_wizard_without_colour)."""
+    from a1x_tui.ui.widgets.choices import Choice, Tick
+
+    app = A1xApp(live=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.push_screen(WizardScreen(environ={}, free=lambda text: ""))
+        await pilot.pause()
+        wizard = app.screen
+        version = list(wizard.query_one("#version").query(Choice))
+        picked = [str(button.render()).strip() for button in version]
+        assert [button.value for button in version] == [True, False]
+        assert "●" in picked[0] and "●" not in picked[1], picked
+        wizard.query_one("#version-1").value = True
+        await pilot.pause()
+        picked = [str(button.render()).strip() for button in version]
+        assert "●" not in picked[0] and "●" in picked[1], picked
+        box = wizard.query_one("#wandb", Tick)
+        assert ("X" in str(box.render())) is box.value
+        box.value = not box.value
+        await pilot.pause()
+        assert ("X" in str(box.render())) is box.value

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Record tiny offline Cosmos-RL GRPO scenarios on a GPU machine with the genuine launcher (fixture recorder).
 # usage: record.sh VERSION WHEEL_DIR OUT_DIR [SCENARIO ...]
-#   VERSION: 0.4.4 (cosmos-rl from PyPI, transformers 5 of the machine) | 747d1bd (built wheel, transformers 4.57.1)
+#   VERSION: 0.4.4 | 0.4.7 (cosmos-rl from PyPI, transformers 5 of the machine) | 747d1bd (built wheel,
+#            transformers 4.57.1)
 #   Scenarios run side by side in mode colocated_separated (MODE=... to change); each ends up as OUT_DIR/<name>/.
-#   CAP / GATE (seconds) bound the driver; see run_scenarios.py.
+#   CAP / GATE (seconds) bound the driver; see run_scenarios.py. FIRST_SLOT=K moves this driver's ports (two
+#   record.sh side by side on one machine need disjoint slots: K >= the other's first slot + its scenario count).
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"; VERSION="$1"; WHEELS="$(cd "$2" && pwd)"; OUT="$3"; shift 3
 MODE="${MODE:-colocated_separated}"
-case "$VERSION" in 0.4.4|747d1bd) ;; *) echo "record.sh: unknown VERSION '$VERSION' (0.4.4 or 747d1bd)"; exit 2;; esac
+case "$VERSION" in 0.4.4|0.4.7|747d1bd) ;; *) echo "record.sh: unknown VERSION '$VERSION' (0.4.4, 0.4.7 or 747d1bd)"; exit 2;; esac
 mkdir -p "$OUT"; OUT="$(cd "$OUT" && pwd)"; SCR="$(mktemp -d -t crl_run.XXXX)"
 exec > >(tee "$OUT/driver.log") 2>&1
 PYBIN="$(python3 -c 'import sys,os;print(os.path.join(sys.prefix,"bin"))')"
@@ -26,7 +28,7 @@ env | grep -E '^(NCCL|TORCH_SYMM|NVSHMEM|CUDA_VISIBLE)' | sort
 # 3) environment
 unset PYTORCH_CUDA_ALLOC_CONF                        # CUDA IPC (P2R in colocated_separated) needs non-expandable segments
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 WANDB_MODE=disabled PYTHONUNBUFFERED=1
-if [ "$VERSION" = 0.4.4 ]; then
+if [ "$VERSION" != 747d1bd ]; then                   # 0.4.4 and 0.4.7 alike
   export COSMOS_REDIS_NO_TLS=1                       # pip-shipped redis-server has no TLS: drop 'tls-port 0'
   # Controller SIGTERMs itself once no policy replica is left (the *_killed scenarios need it to end); scenarios
   # that must exit cleanly set it to 0 (see shutdown_hang in run_scenarios.py).
@@ -47,6 +49,6 @@ fi
 python "$HERE/make_tiny_model.py" "$SCR/tiny-qwen2" || exit 14
 # 5) the scenarios (genuine launcher per scenario; logs under OUT/<name>/logs_<ts>/)
 python "$HERE/run_scenarios.py" --version "$VERSION" --out "$OUT" --scratch "$SCR" --model "$SCR/tiny-qwen2" \
-    --mode "$MODE" --ngpu "$NGPU" ${CAP:+--cap "$CAP"} ${GATE:+--gate "$GATE"} "$@"
+    --mode "$MODE" --ngpu "$NGPU" ${CAP:+--cap "$CAP"} ${GATE:+--gate "$GATE"} ${FIRST_SLOT:+--first-slot "$FIRST_SLOT"} "$@"
 echo "driver exit code: $?"
 du -sh "$OUT"/*/ 2>/dev/null

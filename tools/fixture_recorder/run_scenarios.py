@@ -1,22 +1,22 @@
 """Run tiny Cosmos-RL GRPO scenarios side by side with the genuine `cosmos-rl` launcher (fixture recorder).
 
 Derived from the project's tools/cosmos_tiny{,_747}/run_scenarios.py, with one scenario table per Cosmos-RL
-generation (0.4.4 from PyPI, and git rev 747d1bd, the revision the Alpamayo recipe pins).
+generation (0.4.4 and 0.4.7 from PyPI, and git rev 747d1bd, the revision the Alpamayo recipe pins).
 
 Every log line in a scenario's logs_<ts>/ folder and in its run.out is written by cosmos-rl's own processes
 (launcher, controller, torchrun policy/rollout workers). This driver only
   * writes each scenario's TOML (base tiny_grpo.toml + overrides),
   * starts `cosmos-rl --config <toml> --port <p> --log-dir <scenario dir> entry_tiny_grpo.py`,
-  * injects faults where a scenario asks for it (SIGKILL or SIGSTOP of a worker; through the entry script: a
-    CUDA memory cap, a reward function that raises, a failing import; a launcher started with one of its
-    dependencies hidden from its module path), noting each action in injection.log,
+  * injects faults where a scenario asks for it (SIGKILL or SIGSTOP of a worker or of the controller; through
+    the entry script: a CUDA memory cap, a reward function that raises, a failing import; a launcher started
+    with one of its dependencies hidden from its module path), noting each action in injection.log,
   * stops a launcher's process group at the scenario's deadline (like coreutils `timeout`),
   * records the launcher's exit status in exit_status.txt.
 Files written by the recorder are named <name>.toml / injection.log / exit_status.txt so they are never
 mistaken for Cosmos output.
 
-usage: run_scenarios.py --version {0.4.4,747d1bd} --out OUT --scratch SCR --model MODEL_DIR --mode MODE
-                        --ngpu N [--gate S] [--cap S] [--list] [NAME ...]
+usage: run_scenarios.py --version {0.4.4,0.4.7,747d1bd} --out OUT --scratch SCR --model MODEL_DIR --mode MODE
+                        --ngpu N [--gate S] [--cap S] [--first-slot K] [--list] [NAME ...]
 """
 
 from __future__ import annotations
@@ -53,18 +53,20 @@ def scenarios(version: str) -> dict[str, Spec]:
     A spec holds:
       over         TOML overrides, dotted keys ("train.train_policy.mu_iterations": 32)
       env          extra environment for the launcher and everything it starts
-      kill         optional fault: dict(trigger=<regex seen in controller.log>, role="Policy"|"Rollout",
-                   after=<seconds to keep recording after the SIGKILL>)
+      kill         optional fault: dict(trigger=<regex seen in controller.log>,
+                   role="Policy"|"Rollout"|"Controller", after=<seconds to keep recording after the SIGKILL>)
       stop         optional fault, same shape as kill: SIGSTOP instead of SIGKILL (the worker hangs without
                    dying; it is never continued: the deadline's SIGTERM/SIGKILL ends it)
       hide         optional: top-level module names to hide from the launcher's module path (PYTHONPATH
                    entries holding them are replaced by a folder of symlinks to everything else)
+      linger       optional: seconds to leave this run's remaining processes alone after the launcher has
+                   exited on its own (what orphaned workers log without a launcher), then the final sweep
       deadline     seconds after which the launcher's process group gets SIGTERM (then SIGKILL)
       crash_grace  seconds to keep recording after a worker crashed on its own (torchrun 'Root Cause'); 20
       mode         optional: another Cosmos-RL mode for this scenario
     """
-    v044 = version == "0.4.4"
-    # 0.4.4 has COSMOS_SHUTDOWN_ON_NO_POLICY_REPLICAS (record.sh exports 1); 747d1bd does not know it.
+    v044 = version in ("0.4.4", "0.4.7")  # the PyPI generation (0.4.7 keeps 0.4.4's variables and launcher flags)
+    # 0.4.4/0.4.7 have COSMOS_SHUTDOWN_ON_NO_POLICY_REPLICAS (record.sh exports 1); 747d1bd does not know it.
     clean_exit: dict[str, str] = {"COSMOS_SHUTDOWN_ON_NO_POLICY_REPLICAS": "0"} if v044 else {}
     table: dict[str, Spec] = {
         "healthy": dict(over={"train.epoch": 2}, env=dict(clean_exit), deadline=300),
@@ -105,6 +107,18 @@ def scenarios(version: str) -> dict[str, Spec]:
                               deadline=330, crash_grace=120),
         "entry_import_error": dict(over={"train.epoch": 2}, env=dict(clean_exit, CRL_IMPORT_FAIL="1"), deadline=60),
         "launcher_import_error": dict(over={"train.epoch": 2}, env=dict(clean_exit), deadline=60, hide=["toml"]),
+    })
+    # scenarios added in the third recording (all versions)
+    table.update({
+        # the controller's python process (launch_controller.sh runs it as a child of bash, so the launcher sees the
+        # wrapper's 128+9); the launcher's reaction is the recording; replicas it leaves behind are left alone for
+        # `linger` s (what they log with no controller), then swept
+        "controller_killed": dict(over=dict(LONG_RUN), env=dict(FAST_HEARTBEAT), deadline=330, linger=75,
+                                  kill=dict(trigger=r" - Step: 2/", role="Controller", after=90)),
+        # a hang once steps run at a steady pace: the rollout stops, the policy trains what is pending, then silence
+        # in every log for about 150 s until the deadline's SIGTERM
+        "rollout_stopped": dict(over=dict(LONG_RUN), env=dict(FAST_HEARTBEAT), deadline=400,
+                                stop=dict(trigger=r" - Step: 4/", role="Rollout", after=160)),
     })
     return table
 
@@ -157,11 +171,15 @@ def scenario_pids(scenario: str) -> list[int]:
 
 
 def find_pids(scenario: str, role: str) -> list[int]:
-    """PIDs of torchrun *worker* processes of `role` belonging to `scenario` (env-based, exact)."""
+    """PIDs of torchrun *worker* processes of `role` belonging to `scenario` (env-based, exact); for
+    role "Controller" the controller's python process (launch_controller.sh exports COSMOS_ROLE=Controller
+    before it starts python; the bash wrapper itself does not carry it)."""
     pids = []
     for pid in scenario_pids(scenario):
         env = _environ(pid)
-        if env.get(b"COSMOS_ROLE") == role.encode() and b"LOCAL_RANK" in env and b"TORCHELASTIC_RUN_ID" in env:
+        if env.get(b"COSMOS_ROLE") != role.encode():
+            continue
+        if role == "Controller" or (b"LOCAL_RANK" in env and b"TORCHELASTIC_RUN_ID" in env):
             pids.append(pid)
     # keep the top of the tree only (a worker's own subprocesses inherit the same environment)
     return [p for p in pids if _ppid(p) not in pids]
@@ -245,6 +263,8 @@ class Run:
         self.deadline: float = spec["deadline"] * self.scale
         self.killed_at: float | None = None
         self.term_sent: float | None = None
+        self.exited_at: float | None = None  # seconds after t0 when the launcher returned by itself
+        self.linger_until: float | None = None
         self.t0 = 0.0
 
     def start(self, t0: float) -> None:
@@ -283,7 +303,17 @@ class Run:
         el = t - self.t0
         rc = self.proc.poll()
         if rc is not None:
-            self.rc = rc
+            if self.exited_at is None:
+                self.rc, self.exited_at = rc, el
+                linger = min(self.spec.get("linger", 0) * self.scale, self.deadline - el)
+                left = scenario_pids(self.name)
+                if linger > 0 and left:
+                    self.linger_until = el + linger
+                    self.note(f"launcher exited by itself (return code {rc}, t+{el:.0f}s); {len(left)} process(es) "
+                              f"of this run still alive {left}: left alone for {linger:.0f} s, then swept")
+            if (self.linger_until is not None and el < min(self.linger_until, self.deadline)
+                    and scenario_pids(self.name)):
+                return True
             self.status = "exited"
             self.killpg(signal.SIGKILL)  # leftovers in the launcher's session, if any
             return False
@@ -306,7 +336,8 @@ class Run:
                     for pid in pids:
                         os.kill(pid, sig)
                     self.killed_at = t
-                    self.note(f"injected: {signame} to {k['role']} worker pid(s) {pids} "
+                    what = "process" if k["role"] == "Controller" else "worker"
+                    self.note(f"injected: {signame} to {k['role']} {what} pid(s) {pids} "
                               f"(trigger {trigger!r} seen in controller.log, t+{el:.0f}s)")
                     if sig == signal.SIGSTOP:
                         self.note(f"  not stopped (their child processes, e.g. heartbeat and reward pool): {below}; "
@@ -330,6 +361,8 @@ class Run:
         with open(os.path.join(self.dir, "exit_status.txt"), "w") as f:
             if self.term_sent is None:
                 how = "exited on its own"
+                if self.linger_until is not None and self.exited_at is not None:
+                    how += f" at t+{self.exited_at:.0f}s, the processes it left swept at the end"
             elif self.status == "exited":
                 how = "exited after the driver's SIGTERM to its process group at the deadline"
             else:
@@ -369,7 +402,7 @@ def summarize(r: Run) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--version", required=True, choices=["0.4.4", "747d1bd"])
+    ap.add_argument("--version", required=True, choices=["0.4.4", "0.4.7", "747d1bd"])
     ap.add_argument("--out", required=True)
     ap.add_argument("--scratch", required=True)
     ap.add_argument("--model", required=True)
@@ -377,6 +410,8 @@ def main() -> None:
     ap.add_argument("--ngpu", type=int, required=True)
     ap.add_argument("--gate", type=float, default=200.0, help="stop all if healthy has no Step 1 by then")
     ap.add_argument("--cap", type=float, default=340.0, help="hard cap for the whole driver")
+    ap.add_argument("--first-slot", type=int, default=0,
+                    help="port slot of the first scenario (drivers running side by side need disjoint slots)")
     ap.add_argument("--list", action="store_true", help="write the TOMLs, print the plan, start nothing")
     ap.add_argument("names", nargs="*")
     args = ap.parse_args()
@@ -387,7 +422,8 @@ def main() -> None:
         # NAME__MODE runs scenario NAME in another mode (e.g. healthy__colocated)
         base, _, mode = n.partition("__")
         spec = dict(specs[base], **({"mode": mode} if mode else {}))
-        runs.append(Run(n, spec, args, 8100 + 100 * i, 12808 + 20 * i))
+        slot = args.first_slot + i
+        runs.append(Run(n, spec, args, 8100 + 100 * slot, 12808 + 20 * slot))
     if args.list:
         for r in runs:
             print(f"PLAN {r.name}: port {r.port} redis {r.redis_port} deadline {r.deadline} "

@@ -66,6 +66,12 @@ def _ranks(data: dict[str, Any]) -> int:
     return size
 
 
+def _vllm_fraction(data: dict[str, Any]) -> float:
+    """``rollout.gpu_memory_utilization``: the share of its GPU the simulated vLLM engine takes."""
+    value = (data.get("rollout") or {}).get("gpu_memory_utilization", 0.8)
+    return float(value) if isinstance(value, (int, float)) and 0 < value <= 1 else 0.8
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="a1x_tui.demo.programs.launcher")
     parser.add_argument("--config", type=Path, required=True)
@@ -103,7 +109,7 @@ def _launch(args: argparse.Namespace, data: dict[str, Any], trouble: Trouble, co
     output_dir = Path(str((data.get("train") or {}).get("output_dir", args.run_dir / "outputs")))
     checkpoint = output_dir / time.strftime("%Y%m%d%H%M%S") / "checkpoints" / "step_30" / "policy"
     t0 = time.time() + 0.3
-    gpus = SimulatedGpus(args.run_dir, trouble, speed=args.speed, t0=t0)
+    gpus = SimulatedGpus(args.run_dir, trouble, speed=args.speed, t0=t0, vllm_fraction=_vllm_fraction(data))
     children: list[subprocess.Popen[bytes]] = []
 
     def stop(signum: int) -> None:

@@ -55,10 +55,23 @@ def hosts_from_files(run_dir: Path) -> list[HostGpus]:
 
 
 class GpuFeed:
-    def __init__(self, run_dir: Path | None, post: Post, known_pids: KnownPids, *, interval: float = POLL_S) -> None:
+    """``local_gpus()`` says whether this machine's GPUs belong on the panel while the run directory holds no
+    samples: None when they do, else the line the panel shows instead (the dashboard decides from the
+    target and the run's outcome: a recorded run's logs say nothing of this machine's GPUs)."""
+
+    def __init__(
+        self,
+        run_dir: Path | None,
+        post: Post,
+        known_pids: KnownPids,
+        *,
+        local_gpus: Callable[[], str | None] = lambda: None,
+        interval: float = POLL_S,
+    ) -> None:
         self.run_dir = run_dir
         self.post = post
         self.known_pids = known_pids
+        self.local_gpus = local_gpus
         self.interval = interval
 
     def run(self, stop: threading.Event) -> None:
@@ -66,8 +79,14 @@ class GpuFeed:
         try:
             while not stop.is_set():
                 hosts = hosts_from_files(self.run_dir) if self.run_dir is not None else []
+                why_not = None if hosts else self.local_gpus()
                 if hosts:
                     self.post(GpusSampled(hosts))
+                elif why_not is not None:
+                    if sampler is not None:
+                        sampler.stop(timeout=1.0)
+                        sampler = None
+                    self.post(GpusSampled([], note=why_not))
                 else:
                     if sampler is None:
                         sampler = self._local_sampler()

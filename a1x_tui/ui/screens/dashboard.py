@@ -14,8 +14,9 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
+from rich.console import Group
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -23,7 +24,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane, Tabs
 
-from a1x_diagnostics.findings import Finding, RunOutcome
+from a1x_diagnostics.findings import Finding, Outcome, RunOutcome
 from a1x_diagnostics.printable import printable
 from a1x_tui.ui.feeds.follow import FollowFeed
 from a1x_tui.ui.feeds.gpus import GpuFeed
@@ -47,14 +48,16 @@ from a1x_tui.ui.messages import (
 )
 from a1x_tui.ui.screens.confirm import ConfirmScreen
 from a1x_tui.ui.target import RunTarget
-from a1x_tui.ui.widgets.banner import FailureLine, RunBanner, banner_text, failed_stage, failure_text
-from a1x_tui.ui.widgets.findings import FindingsPanel, Shown, diff_text
+from a1x_tui.ui.widgets.banner import FailureLine, RunBanner, failed_stage, failure_text
+from a1x_tui.ui.widgets.diff import DiffView
+from a1x_tui.ui.widgets.findings import FindingsPanel, Shown
 from a1x_tui.ui.widgets.gpus import GpuPanel
 from a1x_tui.ui.widgets.logs import LogsPanel
 from a1x_tui.ui.widgets.plots import PlotsPanel
 from a1x_tui.ui.widgets.stages import StagesTable, stage_detail
 
 FINAL = ("succeeded", "failed", "stopped", "blocked")
+FINDING_TOAST_S = 6.0  # how long a new finding's toast stays (the Findings tab keeps it)
 FOCUS_IN = {"logs": ("#log-view",), "findings": ("#finding-list",), "overview": ("#stages", "#overview-body")}
 
 
@@ -150,13 +153,27 @@ class DashboardScreen(Screen[None]):
         self._worker("follow", follow.run)
         if self.target.run_dir is not None:
             self._worker("state", StateFeed(self.target.run_dir, post).run)
-        self._worker("gpus", GpuFeed(self.target.run_dir, post, self._known_pids).run)
+        self._worker("gpus", GpuFeed(self.target.run_dir, post, self._known_pids, local_gpus=self._local_gpus).run)
 
     def _worker(self, name: str, run: Callable[[threading.Event], None]) -> None:
         self.run_worker(partial(run, self._stop), name=name, group="feeds", thread=True, exit_on_error=False)
 
     def on_unmount(self) -> None:
         self._stop.set()
+
+    def _local_gpus(self) -> str | None:
+        """None when this machine's GPUs belong on the panel, else what it says instead (a worker asks)."""
+        source = self.target.gpu_source
+        if source == "local":
+            return None
+        if source == "files":
+            return self.target.gpu_note or "no GPU samples in the run folder yet"
+        outcome = self.outcome
+        if outcome is None:
+            return "this machine's GPUs are shown if the logs say the run is running here"
+        if outcome.state in (Outcome.RUNNING, Outcome.STALLED):
+            return None
+        return f"this machine's GPUs are not shown: the logs are of a run that has ended ({outcome.state.value})"
 
     def _known_pids(self) -> dict[int, str] | None:
         state = self.state
@@ -188,7 +205,7 @@ class DashboardScreen(Screen[None]):
         return str(self.query_one("#tabs", TabbedContent).active)
 
     def _banner(self) -> None:
-        text = banner_text(
+        self.query_one(RunBanner).show(
             self.target.name,
             controllable=self.target.controllable,
             state=self.state,
@@ -197,7 +214,6 @@ class DashboardScreen(Screen[None]):
             metrics=self.metrics,
             outcome=self.outcome,
         )
-        self.query_one(RunBanner).update(text)
         self.query_one(FailureLine).show(failure_text(self.state) if self.target.controllable else None)
         tabs = self.query_one("#tabs", TabbedContent)
         count = len(self.findings_open)
@@ -248,15 +264,22 @@ class DashboardScreen(Screen[None]):
         self._banner()
         new = sorted(set(self.findings_open) - before) if self._findings_known else []
         self._findings_known = True
-        for key in new:
-            f = self.findings_open[key]
-            self.notify(
-                f.title,
-                title=f"{f.severity.value}: {f.id}",
-                severity="error" if f.severity.value == "critical" else "warning",
-                timeout=6,
-            )
+        if new:
+            self._toast_new([self.findings_open[key] for key in new])
         self._plan_selected()
+
+    def _toast_new(self, new: list[Finding]) -> None:
+        """One toast for what one evaluation raised: a stack of them covered the right of the screen."""
+        critical = any(f.severity.value == "critical" for f in new)
+        severity: Literal["error", "warning"] = "error" if critical else "warning"
+        if len(new) == 1:
+            f = new[0]
+            self.notify(f.title, title=f"{f.severity.value}: {f.id}", severity=severity, timeout=FINDING_TOAST_S,
+                        markup=False)
+            return
+        lines = "\n".join(f"{f.severity.value}: {f.id}" for f in new)
+        self.notify(f"{lines}\n4: Findings", title=f"{len(new)} new findings", severity=severity,
+                    timeout=FINDING_TOAST_S, markup=False)
 
     def on_metrics_changed(self, message: MetricsChanged) -> None:
         self.metrics = message.summary
@@ -390,11 +413,13 @@ class DashboardScreen(Screen[None]):
         shown = next((s for s in self.query_one(FindingsPanel).shown if s.key == plan.key), None)
         if shown is None:
             return
-        body = Text.assemble(
-            f"{plan.toml}\n",
-            ("A backup (<name>.<timestamp>.bak) is written next to it first. ", "dim"),
-            ("The running training keeps its old settings until the train stage restarts (t).\n\n", "dim"),
-            diff_text(plan.diff),
+        body = Group(
+            Text.assemble(
+                f"{plan.toml}\n",
+                ("A backup (<name>.<timestamp>.bak) is written next to it first. ", "dim"),
+                ("The running training keeps its old settings until the train stage restarts (t).\n", "dim"),
+            ),
+            DiffView(plan.diff),
         )
 
         def answered(yes: bool | None) -> None:

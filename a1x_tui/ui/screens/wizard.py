@@ -23,7 +23,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Button, Checkbox, Footer, Input, Label, RadioButton, RadioSet, Static
+from textual.widgets import Button, Checkbox, Footer, Input, Label, RadioSet, Static
 
 from a1x_tui.ui.answers import (
     ALPAGYM_FIELDS,
@@ -38,6 +38,7 @@ from a1x_tui.ui.answers import (
 )
 from a1x_tui.ui.feeds.supervision import launch_run, run_preflight
 from a1x_tui.ui.messages import DiskChecked, PreflightFinished, RunChosen, RunLaunched
+from a1x_tui.ui.widgets.choices import Choice, Tick
 
 if TYPE_CHECKING:
     from a1x_supervisor.spec import RunSpec
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 def _radio(name: str, choices: list[tuple[str, str]], current: str) -> RadioSet:
     return RadioSet(
         *(
-            RadioButton(label, value=value == current, id=f"{name}-{value.replace('.', '_')}")
+            Choice(label, value=value == current, id=f"{name}-{value.replace('.', '_')}")
             for value, label in choices
         ),
         id=name,
@@ -119,7 +120,7 @@ class WizardScreen(Screen[None]):
             yield from row("chunks", "PAI chunk ids (motion)", Input(a.chunk_ids, id="chunks", placeholder="3116 3117"))
             yield from row("clips", "clips to use", Input(a.clips, id="clips", type="integer"))
             yield Label("Weights & Biases", classes="section")
-            yield Checkbox("log to W&B (project and experiment below)", a.wandb, id="wandb")
+            yield Tick("log to W&B (project and experiment below)", a.wandb, id="wandb")
             yield Static("", id="error-wandb", classes="field-error")
             yield from row("wandb-project", "project", Input(a.wandb_project, id="wandb-project"))
             yield from row("wandb-experiment", "experiment", Input(a.wandb_experiment, id="wandb-experiment"))
@@ -149,7 +150,32 @@ class WizardScreen(Screen[None]):
     def on_mount(self) -> None:
         for name, _ in PATH_FIELDS:
             self._check_disk(name, self.answers.paths.get(name, ""))
+        self._show_what_applies()
+        for field in self.query(Input):
+            # A steady cursor: a blinking one repaints the screen twice a second over SSH, and a picture
+            # taken of the form showed the cursor or not by when it was taken (the flaky wizard snapshot).
+            field.cursor_blink = False
         self.query_one("#version", RadioSet).focus()
+
+    def on_radio_set_changed(self, event: RadioSet.Changed) -> None:
+        if event.radio_set.id in ("pipeline", "compute"):
+            self._show_what_applies()
+
+    def _show_what_applies(self) -> None:
+        """AlpaGym's answers only for a closed-loop run, the Slurm values only for cluster compute (the
+        answers ignore the others: answers.spec_from_answers)."""
+        def picked(name: str) -> str | None:
+            found = self.query(f"#{name}")
+            button = found.first(RadioSet).pressed_button if found else None
+            return button.id.removeprefix(f"{name}-") if button is not None and button.id else None
+
+        closed = picked("pipeline") == "alpagym"
+        cluster = not closed and picked("compute") == "cluster"
+        for widget in self.query(".alpagym"):
+            widget.display = closed
+        self.query_one("#deploy").display = closed
+        for widget in self.query(".cluster"):
+            widget.display = cluster
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id and event.input.id.startswith("path-"):

@@ -7,6 +7,7 @@ the stage's log (``l``): where the eye lands first (docs/ui.md "Dashboard").
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,7 +27,8 @@ STATUS_STYLE = {
 }
 
 
-OUTCOME_STYLE = {Outcome.COMPLETED: "bold green", Outcome.NOT_STARTED: "yellow"}  # every other one: bold red
+# every other outcome: bold red
+OUTCOME_STYLE = {Outcome.COMPLETED: "bold green", Outcome.NOT_STARTED: "yellow", Outcome.STOPPED: "yellow"}
 
 
 def banner_text(
@@ -38,32 +40,51 @@ def banner_text(
     findings: Mapping[str, Finding],
     metrics: Mapping[str, Any],
     outcome: RunOutcome | None = None,
+    width: int | None = None,
 ) -> Text:
-    text = Text(name, style="bold")
+    """The banner's line; ``width`` (the cells it has) makes it fit: the run's name without its date
+    (``20261205-213334-motion`` -> ``213334-motion``), single spaces between the parts, then no name,
+    before anything it says about the run is cut (at 80 columns the status, the step, the findings and
+    the supervisor all fit)."""
+    parts: list[tuple[str, str]] = []  # (text, style) in the order shown, least important last
     if not controllable:
-        text.append("  read-only", style="magenta")
+        parts.append(("read-only", "magenta"))
     elif state is not None:
         status = str(state.get("status", "?"))
-        text.append(f"  {status.upper()}", style=STATUS_STYLE.get(status, ""))
-        if state.get("current_stage"):
-            text.append(f" · {state['current_stage']}")
+        stage = f" · {state['current_stage']}" if state.get("current_stage") else ""
+        parts.append((f"{status.upper()}{stage}", STATUS_STYLE.get(status, "")))
     step, total = metrics.get("step"), metrics.get("total_steps")
     if isinstance(step, int) and isinstance(total, int):
-        text.append(f"  step {step}/{total}")
+        parts.append((f"step {step}/{total}", ""))
     if outcome is not None and outcome.state is not Outcome.RUNNING:  # running: the state above says so
-        text.append(f"  run {outcome.state.value}", style=OUTCOME_STYLE.get(outcome.state, "bold red"))
+        parts.append((f"run {outcome.state.value}", OUTCOME_STYLE.get(outcome.state, "bold red")))
     critical = sum(1 for f in findings.values() if f.severity is Severity.CRITICAL)
     if findings:
-        style = "bold red" if critical else "yellow"
-        label = f"  {len(findings)} finding{'s' if len(findings) != 1 else ''}"
+        label = f"{len(findings)} finding{'s' if len(findings) != 1 else ''}"
         if critical:
             label += f" ({critical} critical)"
-        text.append(label, style=style)
+        parts.append((label, "bold red" if critical else "yellow"))
     elif (outcome is None or outcome.state in (Outcome.COMPLETED, Outcome.RUNNING)) and not _ended_badly(state):
-        text.append("  no findings", style="green")
-    if controllable and state is not None:  # last: the first thing to go on a narrow terminal
-        text.append("  supervisor " + ("live" if live else "not running"), style="dim" if live else "yellow")
+        parts.append(("no findings", "green"))
+    ended = state is not None and state.get("status") in ("succeeded", "failed", "stopped")
+    if controllable and state is not None and (live or not ended):  # a run that ended has no supervisor left
+        parts.append(("supervisor " + ("live" if live else "not running"), "dim" if live else "yellow"))
+
+    short_name = _DATE_PREFIX.sub("", name)
+    for title, sep in ((name, "  "), (short_name, "  "), (short_name, " "), ("", "  "), ("", " ")):
+        line = [(title, "bold")] * bool(title) + parts
+        length = sum(len(text) for text, _ in line) + len(sep) * (len(line) - 1)
+        if width is None or length <= width:
+            break
+    text = Text()
+    for i, (part, style) in enumerate(line):
+        if i:
+            text.append(sep)
+        text.append(part, style=style)
     return text
+
+
+_DATE_PREFIX = re.compile(r"^\d{8}-(?=\d{6})")  # a run directory's YYYYmmdd- (a1x_supervisor.launch.new_run_dir)
 
 
 def _ended_badly(state: Mapping[str, Any] | None) -> bool:
@@ -91,9 +112,26 @@ def failure_text(state: Mapping[str, Any] | None) -> Text | None:
 
 
 class RunBanner(Static):
+    """The banner; it is drawn again for its new width when the terminal is resized."""
+
     DEFAULT_CSS = """
     RunBanner { height: 1; padding: 0 1; background: $boost; }
     """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._shown: dict[str, Any] | None = None
+
+    def show(self, name: str, **what: Any) -> None:
+        self._shown = {"name": name, **what}
+        self._draw()
+
+    def on_resize(self) -> None:
+        self._draw()
+
+    def _draw(self) -> None:
+        if self._shown is not None:
+            self.update(banner_text(**self._shown, width=self.content_size.width or None))
 
 
 class FailureLine(Static):

@@ -24,6 +24,7 @@ from a1x_diagnostics.detectors import clip_text
 from a1x_diagnostics.findings import Evidence, Finding, Severity
 from a1x_diagnostics.printable import printable
 from a1x_tui.ui.messages import FixPlanned
+from a1x_tui.ui.widgets.diff import DiffView
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,22 +49,6 @@ def ordered(open_: dict[str, Finding], resolved: dict[str, Finding]) -> list[Sho
     )
     shown += sorted((Shown(k, f, True) for k, f in resolved.items()), key=lambda s: s.key)
     return shown
-
-
-def diff_text(diff: str) -> Text:
-    out = Text()
-    for line in diff.splitlines():
-        style = ""
-        if line.startswith(("+++", "---")):
-            style = "bold"
-        elif line.startswith("+"):
-            style = "green"
-        elif line.startswith("-"):
-            style = "red"
-        elif line.startswith("@@"):
-            style = "cyan"
-        out.append(line + "\n", style=style)
-    return out
 
 
 _COSMOS_PREFIX = re.compile(r"^(?:\[rank\d+\]:)?\[cosmos\] \d{4}-\d\d-\d\d (\d\d:\d\d:\d\d),\d{3} - [\w.]+ - (\w+) - ")
@@ -233,5 +218,5 @@ class FindingsPanel(Horizontal):
         elif plan.refused:
             body = Text(f"Not applicable as is: {plan.refused}", style="yellow")
         else:
-            body = diff_text(plan.diff or "")
+            body = DiffView(plan.diff or "")
         fix.update(Group(lines, hint, body))

@@ -9,6 +9,7 @@ completed per step (``a1x_diagnostics.alpagym.state``: the ``cl_*`` series), bes
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,6 +23,18 @@ from a1x_tui.ui.widgets.chart import Chart
 
 def _last(values: list[float], digits: int = 3) -> str:
     return f"last {values[-1]:.{digits}f}" if values else ""
+
+
+STEP_MEDIAN_OF = 10  # the summary's step time is the median of this many last steps (a1x_diagnostics.metrics)
+
+
+def step_caption(steps: list[float]) -> str:
+    """``last 0.62, median 0.756``: the last step, and the median that "last values" shows as the step time
+    (one number alone disagreed with the other)."""
+    if not steps:
+        return ""
+    median = round(statistics.median(steps[-STEP_MEDIAN_OF:]), 3)  # rounded and shown as "last values" shows it
+    return f"last {steps[-1]:.2f}, median {median:.4g}"
 
 
 def gap_series(series: Mapping[str, list[float]]) -> tuple[list[float], str]:
@@ -47,7 +60,7 @@ def metrics_text(metrics: Mapping[str, Any]) -> Text:
         ("pending_rollouts", "pending"),
         ("samples_per_s", "samples/s"),
         ("tokens_per_s", "tokens/s"),
-        ("step_time_s", "step time s"),
+        ("step_time_s", "step s (med)"),  # the median of the last 10 steps (a1x_diagnostics.metrics)
         ("weight_version_gap", "weight gap"),
         ("episodes_completed", "episodes"),
         ("episodes_retried", "retried"),
@@ -69,7 +82,7 @@ def metrics_text(metrics: Mapping[str, Any]) -> Text:
             shown = f"{value:.4g}"
         else:
             shown = str(value)
-        text.append(f"{label:<12}", style="dim")
+        text.append(f"{label:<13}", style="dim")
         text.append(f"{shown}\n")
     return text
 
@@ -104,7 +117,7 @@ class PlotsPanel(Grid):
         gap, what = gap_series(series)
         self.query_one("#plot-gap", Chart).set_data(gap, caption=f"{_last(gap, 0)} ({what})" if gap else "")
         steps = list(series.get("step_time_s", []))
-        self.query_one("#plot-step", Chart).set_data(steps, caption=_last(steps, 2))
+        self.query_one("#plot-step", Chart).set_data(steps, caption=step_caption(steps))
         if metrics:
             self.query_one("#metrics-now", Static).update(metrics_text(metrics))
 

@@ -130,8 +130,10 @@ class StagesTable(DataTable[Text]):
         Binding("s", "screen.stop_run", "Stop run"),
     ]
 
+    # No horizontal scrollbar: the note column runs off the right edge at 80 columns (its bar was a stray
+    # ▌ under the table), and the stage under the cursor is shown in full below the table.
     DEFAULT_CSS = """
-    StagesTable { height: auto; max-height: 12; }
+    StagesTable { height: auto; max-height: 12; overflow-x: hidden; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -141,7 +143,7 @@ class StagesTable(DataTable[Text]):
     def on_mount(self) -> None:
         self.add_column("", key="mark", width=1)
         self.add_column("stage", key="stage", width=10)
-        self.add_column("state", key="state", width=11)
+        self.add_column("state", key="state", width=13)  # "succeeded #12": the attempt number fits
         self.add_column("time", key="time", width=7)
         self.add_column("progress", key="progress", width=26)
         self.add_column("note", key="note", width=60)
