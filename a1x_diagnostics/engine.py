@@ -10,24 +10,25 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from a1x_diagnostics.collect import Collection, read_into
 from a1x_diagnostics.deadline import CheckTimeout as CheckTimeout  # raised by the readers, caught here
 from a1x_diagnostics.detectors import (
     ConfigLike,
     DetectorContext,
     DumpConfig,
+    EventStore,
+    FileFacts,
     RunConfig,
     run_detectors,
 )
 from a1x_diagnostics.detectors.launcher import log_dir_of
-from a1x_diagnostics.events import Role, SignalKind, Source
+from a1x_diagnostics.events import Event, Role, SignalKind, Source
 from a1x_diagnostics.findings import CheckResult, Finding, Report, RunOutcome, Severity
-from a1x_diagnostics.metrics import SERIES_CAPACITY
+from a1x_diagnostics.metrics import SERIES_CAPACITY, Metrics
 from a1x_diagnostics.report import build_report, merge_findings, unknown_report
 from a1x_diagnostics.run_record import launcher_log_dir, user_stop
 
@@ -43,15 +44,46 @@ class Assessment:
     outcome: RunOutcome
 
 
-class Collector(Collection):
-    """Everything the detectors need from a stream of events, in bounded memory (``Collection``), and
-    the detectors run on it (``assess``)."""
+DEADLINE_EVERY = 2048  # events between two looks at the clock
+
+
+class Collector:
+    """Everything the detectors need from a stream of events, in bounded memory (the store and the
+    metrics), and the detectors run on it (``assess``)."""
 
     def __init__(self, *, keep: int = 16, series_capacity: int = SERIES_CAPACITY) -> None:
-        super().__init__(keep=keep, series_capacity=series_capacity)
+        self.store = EventStore(keep)
+        self.metrics = Metrics(series_capacity)
         self.checks: list[CheckResult] = []
         # A closed-loop run's reader (``a1x_diagnostics.alpagym.reader.ClosedLoopRun``): set for AlpaGym runs.
         self.closed_loop: Any = None
+
+    def add(self, event: Event) -> None:
+        self.metrics.add(event, self.store.add(event))  # the store's epoch(event.ts), not computed twice
+
+    def extend(self, events: Iterable[Event]) -> None:
+        for event in events:
+            self.add(event)
+
+    def note_file(self, source: Source, *, size: int | None = None, mtime: float | None = None) -> FileFacts:
+        """Make a file known (even one without any event) and record its size and mtime."""
+        facts = self.store.files.get(source.path)
+        if facts is None:
+            facts = self.store.files[source.path] = FileFacts(source)
+        if size is not None:
+            facts.size = size
+        if mtime is not None:
+            facts.mtime = mtime
+        return facts
+
+    def note_files(self, layout: RunLayout) -> None:
+        """Every file of ``layout`` known, with its size and mtime now (a file gone meanwhile is left out)."""
+        for file_path, source in layout.files:
+            try:
+                st = file_path.stat()
+            except OSError:
+                continue
+            self.note_file(source, size=st.st_size, mtime=st.st_mtime)
 
     def run_config(self, config: ConfigLike | None = None) -> RunConfig:
         """The config detectors see: the logged effective config first, then ``config``."""
@@ -86,20 +118,22 @@ class Collector(Collection):
 
 
 def _read_into(collector: Collector, layout: RunLayout, deadline: float | None) -> None:
-    """Every event of ``layout`` into ``collector`` (``collect.read_into``; an AlpaGym run's role logs
-    only: the closed-loop reader takes the rest). Raises ``CheckTimeout`` past ``deadline``."""
+    """Every event of ``layout`` into ``collector`` through the one reader (``read_run``; an AlpaGym
+    run's role logs only: the closed-loop reader takes the rest). Raises ``CheckTimeout`` past
+    ``deadline`` (``time.monotonic()``)."""
+    from a1x_diagnostics.parsing import read_run
+
     if layout.closed_loop is not None:
         from dataclasses import replace
 
         from a1x_diagnostics.alpagym.reader import generic_files
 
         layout = replace(layout, files=generic_files(layout.files))
-    read_into(collector, layout, deadline)
-
-
-Reader = Callable[["Collector", "RunLayout", "float | None"], bool]
-"""Reads a run into a Collector another way (``reader_process.ChildReader.read_into``): True when it
-did, False to leave it to ``check``'s own reading. May raise ``CheckTimeout``."""
+    add = collector.add
+    for i, event in enumerate(read_run(layout)):
+        add(event)
+        if i % DEADLINE_EVERY == 0 and deadline is not None and time.monotonic() > deadline:
+            raise CheckTimeout
 
 
 def _load_toml(config_path: Path, notes: list[str]) -> Any:
@@ -272,12 +306,8 @@ def check(
     *,
     timeout: float | None = None,
     progress: Callable[[str], None] | None = None,
-    reader: Reader | None = None,
 ) -> Report:
-    """Diagnose the run at ``path``; never raises for bad input (the report says UNKNOWN and why).
-
-    ``reader``: reads the run into the Collector instead of this process (``a1x-tui --check``'s child
-    process, ``a1x_diagnostics.reader_process``), where it can; the report is the same either way."""
+    """Diagnose the run at ``path``; never raises for bad input (the report says UNKNOWN and why)."""
     from a1x_diagnostics.parsing import LayoutError, discover
 
     target = str(path)
@@ -307,8 +337,7 @@ def check(
         progress(f"reading {len(layout.files)} file(s), {size / 1e6:.1f} MB")
     run_name = layout.run_name
     try:
-        if reader is None or collector.closed_loop is not None or not reader(collector, layout, deadline):
-            _read_into(collector, layout, deadline)
+        _read_into(collector, layout, deadline)
         if layout.kind == "single_file" and layout.files[0][1].role is Role.LAUNCHER:
             run_name = _read_named_folder(collector, layout, notes, deadline) or run_name
         if collector.closed_loop is not None:

@@ -296,6 +296,7 @@ class SignalKind(str, Enum):
     ROLLOUT_DESTROY_WORKER = "rollout_destroy_worker"  # '[Rollout] execute: entering destroy_worker()'
     CONFIG_LOADED = "config_loaded"  # path:str ('Successfully loaded configuration from ...')
     CONFIG_ADJUSTED = "config_adjusted"  # key:str, value:str (silent auto-adjust warnings, §8.6)
+    LAUNCH_SCRIPT = "launch_script"  # role:str; a launch script's first lines in its process's log (§2.8): begun
     # --- failures ---
     CONFIG_LOAD_FAILED = "config_load_failed"  # path:str, error:str
     ROLLOUT_GENERATION_FAILED = "rollout_generation_failed"  # error:str

@@ -22,9 +22,8 @@ import bisect
 import math
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from operator import attrgetter
 from typing import Any
 
 from a1x_diagnostics.events import (
@@ -41,17 +40,8 @@ from a1x_diagnostics.events import (
     WeightSync,
     epoch,
 )
-from a1x_diagnostics.parsing.records import Bulk, Pending, built
 
 __all__ = ["epoch"]  # kept here for callers of the time before events.py had it
-
-# Records' columns, read with C getters (the dense mix has a Stat line a dispatch, 150 k a GiB, and a
-# weight receive a step a rollout replica).
-_TS, _KIND, _PENDING, _SAMPLES = attrgetter("ts"), attrgetter("kind"), attrgetter("pending"), attrgetter("samples")
-_IN_FLIGHT, _FILTERED = attrgetter("in_flight"), attrgetter("outdated_filtered")
-_TOKENS, _ELAPSED = attrgetter("completion_tokens"), attrgetter("elapsed_s")
-_SECONDS, _STEP = attrgetter("seconds"), attrgetter("step")
-_STAT_KIND = int(Bulk.STAT)  # a record's kind is a plain int
 
 NAN = float("nan")
 
@@ -117,40 +107,6 @@ class Series:
             self.values = self.values[::2]
             self.stride *= 2
 
-    def extend(self, values: Sequence[float], ts: Sequence[float],
-               step: float | Sequence[float | None] | None = None) -> None:
-        """``append(v, t, s)`` for each of ``values`` and ``ts`` (finite times) and ``step`` (one for
-        all, or one each), in one go: the same points kept, the same decimation."""
-        n = len(values)
-        if n == 0:
-            return
-        self.seen += n
-        each: list[float] | None = None
-        last: float | None
-        if step is None or isinstance(step, (int, float)):
-            last = step
-        else:
-            each = [NAN if s is None else s for s in step]
-            last = step[-1]
-        self.last_value, self.last_ts, self.last_step = float(values[-1]), ts[-1], last
-        fill = NAN if last is None else last
-        i = 0
-        while i < n:
-            if self._skip:
-                skipped = min(self._skip, n - i)
-                self._skip -= skipped
-                i += skipped
-                continue
-            self._make_room()
-            stride = self.stride
-            count = min(self.capacity - len(self.values), (n - i + stride - 1) // stride)
-            end = i + (count - 1) * stride + 1
-            self.values.extend(map(float, values[i:end:stride]))
-            self.ts.extend(ts[i:end:stride])
-            self.steps.extend([fill] * count if each is None else each[i:end:stride])
-            i = end
-            self._skip = stride - 1
-
     def __len__(self) -> int:
         return len(self.values)
 
@@ -195,28 +151,12 @@ ADVANTAGE_STD_ZERO = 1e-6
 
 class Streak:
     """A run of consecutive steps that share a property (used for group collapse): its length and
-    its first and last event (a ``Pending`` from the native reader is built when read)."""
+    its first and last event."""
 
-    __slots__ = ("_end", "_start", "length")
+    __slots__ = ("end", "length", "start")
 
     def __init__(self, length: int = 0, start: Any = None, end: Any = None) -> None:
-        self.length, self._start, self._end = length, start, end
-
-    @property
-    def start(self) -> Event | None:
-        if type(self._start) is Pending:
-            self._start = built(self._start)
-        return self._start
-
-    @property
-    def end(self) -> Event | None:
-        if type(self._end) is Pending:
-            self._end = built(self._end)
-        return self._end
-
-    @end.setter
-    def end(self, event: Any) -> None:
-        self._end = event
+        self.length, self.start, self.end = length, start, end
 
 
 class StreakTracker:
@@ -241,7 +181,7 @@ class StreakTracker:
         self.current.length += 1
         self.current.end = event
         if self.current.length > self.longest.length:
-            self.longest = Streak(self.current.length, self.current._start, self.current._end)
+            self.longest = Streak(self.current.length, self.current.start, self.current.end)
 
 
 @dataclass(slots=True)
@@ -297,87 +237,6 @@ class Metrics:
             return
         self._series(name).append(float(value), ts, self.step if step is None else step)
 
-    def _put_many(self, name: str, values: Sequence[float], ts: Sequence[float],
-                  steps: Sequence[float | None] | None = None) -> None:
-        """``_put(name, v, t, s)`` for each (no ``None`` among the values), in one go; ``steps``:
-        the step of each point, or ``None`` for ``self.step``."""
-        self._series(name).extend(values, ts, self.step if steps is None else steps)
-
-    # Runs of the native reader's bulk records (``a1x_diagnostics.parsing._bulk``; ``Collector.run_taker``):
-    # each does what the handler of their events does for each, in columns, with the step the
-    # metrics were at when each record's line came (``steps``). The step windows are the caller's
-    # (``window_segment``), between the events of the run.
-
-    def window_segment(self, pending: list[int], staleness: list[Any]) -> None:
-        """What the ``Stat`` (their pending counts) and staleness records between two events of a
-        run do to the open step window."""
-        w = self._window
-        if pending:
-            low = min(pending)
-            w.min_pending = low if w.min_pending is None else min(w.min_pending, low)
-        if staleness:
-            top = max(r.max for r in staleness)
-            w.max_staleness = top if w.max_staleness is None else max(w.max_staleness, top)
-            w.allowed_outdated = staleness[-1].allowed_outdated_steps
-
-    def stats(self, recs: list[Any], steps: list[Any] | None) -> None:
-        """``Stat`` records of both shapes (``Bulk.STAT`` with in-flight and filtered counts, ``STAT_OLD``)."""
-        times = list(map(_TS, recs))
-        self._put_many("pending_rollouts", list(map(_PENDING, recs)), times, steps)
-        kinds = list(map(_KIND, recs))
-        if kinds.count(_STAT_KIND) == len(kinds):
-            self._put_many("in_flight", list(map(_IN_FLIGHT, recs)), times, steps)
-            self._put_many("filtered_outdated", list(map(_FILTERED, recs)), times, steps)
-        elif _STAT_KIND in kinds:
-            new = [i for i, k in enumerate(kinds) if k == _STAT_KIND]
-            new_steps = None if steps is None else [steps[i] for i in new]
-            new_times = [times[i] for i in new]
-            self._put_many("in_flight", [recs[i].in_flight for i in new], new_times, new_steps)
-            self._put_many("filtered_outdated", [recs[i].outdated_filtered for i in new], new_times, new_steps)
-        samples = list(map(_SAMPLES, recs))
-        self._put_many("samples", samples, times, steps)
-        # The rates of all of them in one pass, their points in two extends (not a call and appends each).
-        at, rates, token_rates = self._rate_points(zip(samples, map(_TOKENS, recs), map(_ELAPSED, recs), strict=True))
-        if at:
-            point_times = [times[i] for i in at]
-            point_steps = self.step if steps is None else [steps[i] for i in at]
-            self._series("samples_per_s").extend(rates, point_times, point_steps)
-            self._series("tokens_per_s").extend(token_rates, point_times, point_steps)
-
-    def stalenesses(self, recs: list[Any], steps: list[Any] | None) -> None:
-        """Staleness records."""
-        times = [r.ts for r in recs]
-        self._put_many("weight_staleness_max", [r.max for r in recs], times, steps)
-        self._put_many("weight_staleness_p50", [r.p50 for r in recs], times, steps)
-        self._put_many("discarded_outdated", [r.discarded for r in recs], times, steps)
-
-    def prompt_gaps(self, recs: list[Any], steps: list[Any] | None) -> None:
-        """``prompt rejected`` records."""
-        self._put_many("prompt_version_gap", [r.prompt_version - r.current_version for r in recs],
-                       [r.ts for r in recs], steps)
-
-    def recvs(self, recs: list[Any], steps: list[Any] | None) -> None:
-        """Receive records of both shapes (step or None, seconds)."""
-        times = list(map(_TS, recs))
-        self._put_many("weight_recv_s", list(map(_SECONDS, recs)), times, steps)
-        steps_of = list(map(_STEP, recs))
-        unstamped = steps_of.count(None)
-        if unstamped < len(steps_of):
-            # the latest (ts, step) of those with a step; all of them (one shape): in C, without a loop here
-            stamped = zip(times, steps_of, strict=True)
-            self._received(max(stamped) if not unstamped else max((t, s) for t, s in stamped if s is not None))
-
-    def recv_batch(self, batch: Any, step: float | None) -> None:
-        """A batch of receive records (``a1x_diagnostics.parsing.records.BATCHES``), all at ``step``."""
-        self._series("weight_recv_s").extend(array("d", batch.values), array("d", batch.ts), step)
-        if batch.latest is not None:
-            self._received(batch.latest)
-
-    def _received(self, latest: tuple[float, int]) -> None:
-        """A receive at (ts, step): the latest one so far is ``last_recv``."""
-        if self.last_recv is None or latest > self.last_recv:
-            self.last_recv = latest
-
     def add(self, event: Event, ts: float | _Unset | None = _UNSET, /) -> None:
         """Take one event. ``ts``: ``epoch(event.ts)`` when the caller has it already (``Collector``)."""
         handler = _HANDLERS.get(type(event), _UNKNOWN)
@@ -394,7 +253,7 @@ class Metrics:
         self.staleness(event.max, event.p50, event.discarded, event.allowed_outdated_steps, ts)
 
     def staleness(self, max_: int, p50: int, discarded: int, allowed: int, ts: float | None) -> None:
-        """A ``weight staleness`` line's numbers (``_staleness``; also the native reader's records)."""
+        """A ``weight staleness`` line's numbers."""
         w = self._window
         w.max_staleness = max_ if w.max_staleness is None else max(w.max_staleness, max_)
         w.allowed_outdated = allowed
@@ -406,7 +265,7 @@ class Metrics:
         self.prompt_gap(event.prompt_version - event.current_version, ts)
 
     def prompt_gap(self, gap: int, ts: float | None) -> None:
-        """A ``prompt rejected`` line's version gap (``_prompt_rejected``; also the native reader's)."""
+        """A ``prompt rejected`` line's version gap."""
         self._put("prompt_version_gap", gap, ts)
 
     def _weight_sync(self, event: WeightSync, ts: float | None) -> None:
@@ -414,16 +273,16 @@ class Metrics:
             self.recv_done(event.seconds, event.step, ts)
 
     def recv_done(self, seconds: float | None, step: int | None, ts: float | None) -> None:
-        """A weight receive that finished (``_weight_sync``; also the native reader's records)."""
+        """A weight receive that finished."""
         self._put("weight_recv_s", seconds, ts)
-        if step is not None and ts is not None:
-            self._received((ts, step))
+        if step is not None and ts is not None and (self.last_recv is None or (ts, step) > self.last_recv):
+            self.last_recv = (ts, step)  # the latest receive so far
 
     def _dynamic_sampling(self, event: DynamicSampling, ts: float | None) -> None:
         self.dynamic_counts(event.counts)
 
     def dynamic_counts(self, counts: Mapping[str, int]) -> None:
-        """A ``Dynamic sampling`` line's counts (``_dynamic_sampling``; also the native reader's)."""
+        """A ``Dynamic sampling`` line's counts."""
         for key, count in counts.items():
             self.dapo_counts[key] = self.dapo_counts.get(key, 0) + int(count)
         self.rollout_failed += int(counts.get("rollout_failed", 0))
@@ -435,7 +294,7 @@ class Metrics:
 
     def stat(self, samples: int, tokens: int, pending: int, in_flight: int | None, filtered: int | None,
              elapsed: float, ts: float | None) -> None:
-        """A controller ``Stat:`` line's numbers (``_stat``; also the native reader's records)."""
+        """A controller ``Stat:`` line's numbers."""
         w = self._window
         w.min_pending = pending if w.min_pending is None else min(w.min_pending, pending)
         self._put("pending_rollouts", pending, ts)
@@ -513,24 +372,6 @@ class Metrics:
         std_zero = finite(reward_std) and abs(reward_std or 0.0) < REWARD_STD_ZERO
         no_gradient = finite(loss) and finite(grad) and abs(loss or 0.0) < LOSS_ZERO and abs(grad or 0.0) < LOSS_ZERO
         self.collapse_steps.observe(step, bool(std_zero or no_gradient), event)
-
-    def step_record(self, rec: Any, pending: Pending) -> bool:
-        """What ``_step`` does at once for a ``Step`` record (``Bulk.STEP``); True when a new step,
-        whose series points ``step_series`` then adds."""
-        self.step_lines += 1
-        if not self._note_step(rec.step, rec.total, rec.ts):
-            return False
-        self._observe_collapse(rec.step, rec.reward_std, rec.loss_avg, rec.grad_norm, pending)
-        return True
-
-    def step_series(self, recs: list[Any]) -> None:
-        """The series points of new-step records, in columns (``_step``'s, each at its own step)."""
-        times = [r.ts for r in recs]
-        steps = [float(r.step) for r in recs]
-        self._put_many("step", [r.step for r in recs], times, steps)
-        self._put_many("total_steps", [r.total for r in recs], times, steps)
-        for name in (*_STEP_SERIES, "iteration_time_s"):
-            self._put_many(name, list(map(attrgetter(name), recs)), times, steps)
 
     _REPORT_KEYS: tuple[tuple[str, str], ...] = (
         ("train/traj_L2", "traj_l2"),

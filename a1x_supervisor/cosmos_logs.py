@@ -16,14 +16,8 @@ from pathlib import Path
 
 import tomlkit
 
-from a1x_diagnostics.parsing import (
-    CHECKPOINT_SAVED_RE,
-    REPLICA_CAUSE_RE,
-    STEP_RE,
-    controller_logs,
-    log_runs,
-    replica_logs,
-)
+from a1x_diagnostics.events import Checkpoint, CheckpointPhase, Role, Step
+from a1x_diagnostics.parsing import REPLICA_CAUSE_RE, controller_logs, log_runs, read_line, replica_logs
 
 _RANK_FILE_RE = re.compile(r"^model_rank_(\d+)\.pth$")
 _COMPLETE_RE = re.compile(r"^\.rank_(\d+)_complete$")
@@ -52,17 +46,20 @@ def last_step(logs_dir: Path) -> tuple[int, int] | None:
         for line in _lines(log):
             if "Step: " not in line:
                 continue
-            m = STEP_RE.search(line)
-            if m:
-                found = (int(m.group(1)), int(m.group(2)))
+            for event in read_line(line, Role.CONTROLLER):
+                if isinstance(event, Step):
+                    found = (event.step, event.total)
     return found
 
 
 def parse_saved(line: str) -> tuple[int, Path] | None:
-    m = CHECKPOINT_SAVED_RE.search(line)
-    if not m:
+    """A policy log's 'Step: N, checkpoint saved successfully at PATH.' (the catalog's ``ckpt_saved``)."""
+    if "checkpoint saved successfully" not in line:
         return None
-    return int(m.group(1)), Path(m.group(2).strip())
+    for event in read_line(line, Role.POLICY):
+        if isinstance(event, Checkpoint) and event.phase is CheckpointPhase.SAVED and event.step is not None:
+            return event.step, Path((event.path or "").strip())
+    return None
 
 
 def saved_checkpoints(logs_dir: Path) -> list[SavedCheckpoint]:

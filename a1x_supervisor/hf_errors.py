@@ -1,9 +1,10 @@
 """Hugging Face failures read from a stage log: rate limits (retry) and gated repos (one-line fix);
 ``HfRetry``, the retry policy of the stages that talk to the Hub.
 
-docs/reference/alpamayo-recipe.md §14 rows 3 and 4, §4 failures (``GatedRepoError`` ... ``Cannot access gated
-repo for url {url}.``; 401 ``Repository Not Found for url``), §5 (HF 429: re-run with backoff,
-already-present files are skipped so a re-run resumes).
+The lines are the catalog's (``a1x_diagnostics.signatures``, ``recipe_hub.py``: ``GatedRepoError`` ...
+``Cannot access gated repo for url {url}.``; a 401's ``Repository Not Found for url``; HTTP 429), read
+by the log parser: docs/reference/alpamayo-recipe.md §14 rows 3 and 4, §4, §5 (HF 429: re-run with
+backoff, already-present files are skipped so a re-run resumes).
 """
 
 from __future__ import annotations
@@ -12,16 +13,12 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from a1x_diagnostics.events import Role, Signal, SignalKind, Source
+from a1x_diagnostics.parsing import parse_lines
 from a1x_supervisor.stage import AfterFailure
 from a1x_supervisor.stagelog import strip_timestamp
 
-_GATED_RE = re.compile(
-    r"GatedRepoError|Cannot access gated repo|Access to (?:model|dataset) \S+ is restricted|"
-    r"awaiting a review from the repo authors",
-    re.IGNORECASE,
-)
-_UNAUTHORIZED_RE = re.compile(r"\b401\b.*(?:Unauthorized|Repository Not Found)|Invalid user token", re.IGNORECASE)
-_RATE_RE = re.compile(r"\b429 Client Error|Too Many Requests|HTTP 429|\brate[- ]limit", re.IGNORECASE)
+_STAGE = Source("stage.log", Role.STAGE)
 _URL_RE = re.compile(r"https://huggingface\.co/[^\s'\"`)<>]+")
 
 
@@ -62,20 +59,24 @@ def repo_from_url(url: str) -> str | None:
     return f"{prefix}{parts[0]}/{parts[1]}"
 
 
+def _kind(event: object) -> Literal["gated", "unauthorized", "rate_limited"] | None:
+    """What the catalog says a line is: a gated repo, a refused token, or the Hub's rate limit."""
+    if isinstance(event, Signal) and event.kind is SignalKind.GATED_REPO:
+        return "gated" if event.fields.get("reason") == "gated" else "unauthorized"
+    if isinstance(event, Signal) and event.kind is SignalKind.RATE_LIMITED:
+        return "rate_limited"
+    return None
+
+
 def scan_hf_problem(text: str) -> HfProblem | None:
     """The most decisive Hugging Face problem in a stage's output: gated > unauthorized > rate limit."""
     found: dict[str, HfProblem] = {}
-    for raw in text.splitlines():
-        line = strip_timestamp(raw)
-        kind: Literal["gated", "unauthorized", "rate_limited"] | None = None
-        if _GATED_RE.search(line):
-            kind = "gated"
-        elif _UNAUTHORIZED_RE.search(line):
-            kind = "unauthorized"
-        elif _RATE_RE.search(line):
-            kind = "rate_limited"
+    lines = [strip_timestamp(raw) for raw in text.splitlines()]
+    for event in parse_lines(lines, _STAGE):
+        kind = _kind(event)
         if kind is None or kind in found:
             continue
+        line = lines[event.line - 1]
         url = _URL_RE.search(line)
         found[kind] = HfProblem(kind, line.strip()[:300], repo_from_url(url.group(0)) if url else None)
     for kind in ("gated", "unauthorized", "rate_limited"):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from a1x_diagnostics.parsing import STEP_RE
+from a1x_diagnostics.events import Role, Step
+from a1x_diagnostics.parsing import read_line
 from a1x_supervisor.stage import Progress
 
 # huggingface_hub's aggregate bar (docs/reference/alpamayo-recipe.md §5: 'Fetching {N} files', N = matched files):
@@ -39,8 +40,10 @@ class TrainSteps:
     """``train``: ``Step: n/N`` lines from controller.log (fed by the train monitor)."""
 
     def feed(self, line: str) -> Progress | None:
-        m = STEP_RE.search(line)
-        if not m:
+        if "Step: " not in line:
             return None
-        step, total = int(m.group(1)), int(m.group(2))
-        return Progress(f"step {step}/{total}", current=step, total=total, unit="steps")
+        for event in read_line(line, Role.CONTROLLER):
+            if isinstance(event, Step):
+                return Progress(f"step {event.step}/{event.total}", current=event.step, total=event.total,
+                                unit="steps")
+        return None

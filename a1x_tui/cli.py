@@ -187,8 +187,8 @@ def entry() -> NoReturn:
 
     ``--check`` leaves without the interpreter's teardown, once its output is flushed: freeing the run's
     collected state, the modules and pydantic's schemas one object at a time took 6-8 % of its wall on
-    the dev VM, after the report was out (docs/parsing.md, "Eleventh pass"). It holds nothing to close
-    by then (no file open, no thread or child still needed; none of it registers an ``atexit`` hook).
+    the dev VM, after the report was out (benchmarks/results/parsing-history-issue14.md, "Eleventh pass").
+    It holds nothing to close by then (no file open, no thread still needed; nothing registers ``atexit``).
     Every other command exits as usual: the app, the supervisor and ``watch`` have threads and files to
     close.
 

@@ -6,11 +6,9 @@ Generates a run shaped like the Alpamayo 1.5 cluster job (docs/reference/alpamay
 a fresh process, with its peak resident memory:
 
   (a) ``grep -c -F <one fixed pattern>`` over all files (the baseline of the issue),
-  (b) ``grep -c -F`` with the prefilter's markers over all files: the scan alone, one process,
-  (c) ``read_run(discover(DIR))`` consuming every event (the grep prefilter path),
-  (d) the same with the prefilter disabled (pure Python), only with ``--pure``,
-  (e) ``a1x-tui --check DIR --format json`` when ``a1x_tui/commands/check.py`` exists: the native
-      reader where the C extension is built (docs/parsing.md), else the grep prefilter of (c).
+  (b) ``read_run(discover(DIR))`` consuming every event (the one reader, Hyperscan where installed),
+  (c) the same with the pure-Python line search (``A1X_PURE_READER=1``), only with ``--pure``,
+  (d) ``a1x-tui --check DIR --format json``.
 
 Usage: ``python benchmarks/check_scale.py DIR [--mix sparse|dense|noisy] [--size-mb 1024] [--files 193] [--repeat 3]
 [--pure] [--keep] [--generate-only]``. The mixes (issue 14): ``sparse`` the original one; ``dense`` a weight
@@ -255,9 +253,8 @@ def generate(run_dir: Path, size_mb: int, n_files: int, mix: str = "sparse") -> 
 def _measure(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float, str]:
     """(wall seconds, CPU seconds, peak RSS MiB, stdout tail) of ``cmd`` run under ``/usr/bin/time -v``.
 
-    CPU is user + system time of the process and the children it waited for (the prefilter's greps).
-    The RSS is the largest single process of the tree (GNU time reports the child's maximum, which
-    includes the peak of any process it waited for) -- grep's own few MiB for the prefilter.
+    CPU is user + system time of the process and the children it waited for. The RSS is the largest
+    single process of the tree (GNU time reports the child's maximum).
     """
     timer = shutil.which("time", path="/usr/bin:/bin")
     full = [timer, "-v", *cmd] if timer else cmd
@@ -286,22 +283,16 @@ print(len(layout.files), 'files', dict(counts))
 
 
 def _one_round(run_dir: Path, files: list[Path], pure: bool, number: int) -> None:
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    from a1x_diagnostics.parsing import GATED_MARKERS
-
     load = os.getloadavg()
     grep = shutil.which("grep") or "grep"
     names = list(map(str, files))
     rows = [("grep -c -F 'pending rollouts' (all files)", *_measure([grep, "-c", "-F", "pending rollouts", *names]))]
-    markers = [a for m in GATED_MARKERS for a in ("-e", m)]
-    rows.append((f"grep -c -F the {len(GATED_MARKERS)} prefilter markers (all files, one process)",
-                 *_measure([grep, "-a", "-c", "-F", *markers, *names], dict(os.environ, LC_ALL="C"))))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))))
-    rows.append(("read_run (grep prefilter)", *_measure([sys.executable, "-c", _READ_RUN, str(run_dir)], env)))
+    rows.append(("read_run (the one reader)", *_measure([sys.executable, "-c", _READ_RUN, str(run_dir)], env)))
     if pure:
-        pure_env = dict(env, A1X_NO_GREP="1")
-        rows.append(("read_run (pure Python)", *_measure([sys.executable, "-c", _READ_RUN, str(run_dir)], pure_env)))
+        pure_env = dict(env, A1X_PURE_READER="1")
+        rows.append(("read_run (pure-Python line search)",
+                     *_measure([sys.executable, "-c", _READ_RUN, str(run_dir)], pure_env)))
     if (ROOT / "a1x_tui" / "commands" / "check.py").exists():
         check = [sys.executable, "-m", "a1x_tui", "--check", str(run_dir), "--format", "json"]
         rows.append(("a1x-tui --check DIR --format json", *_measure(check, env)))
@@ -311,7 +302,7 @@ def _one_round(run_dir: Path, files: list[Path], pure: bool, number: int) -> Non
     print("|---|---:|---:|---:|---:|")
     for name, wall, cpu, rss, _ in rows:
         print(f"| {name} | {wall:.2f} | {wall / base:.2f} | {cpu:.2f} | {rss:.0f} |")
-    for name, _, _, _, tail in rows[2:]:
+    for name, _, _, _, tail in rows[1:]:
         print(f"{name}: {tail[-160:]}", file=sys.stderr)
 
 

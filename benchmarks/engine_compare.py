@@ -1,131 +1,148 @@
-"""Hyperscan against ``a1x_diagnostics/_scan.c`` on the same files: what each costs to find the lines.
+"""Which engine should find the lines the reader parses: the candidates side by side on the same files.
 
-Usage: ``python benchmarks/engine_compare.py DIR [DIR ...]`` (runs from ``benchmarks/check_scale.py
-DIR --mix M --generate-only``), with the optional PyPI package ``hyperscan`` importable. For every
-run, one thread, files in the page cache, CPU seconds of this process (``time.process_time``):
+Usage: ``python benchmarks/engine_compare.py DIR [DIR ...] [--rounds 3]`` (workloads of
+``benchmarks/check_scale.py DIR --mix M --generate-only``). For every file of each run, read in the reader's
+blocks (``a1x_diagnostics.parsing._reader.blocks``), the starts of the lines holding one of the strings the
+catalog derives for that file (``markers_for``) are found by:
 
-  (a) ``_scan.c``: ``chunk()`` over every file with the automaton and templates ``--check`` uses for
-      the file's role (marker search, tag gates confirmed by their rules' strings, bulk lines read
-      into records): lines handed to Python and records;
-  (b) Hyperscan, the marker literals: the same strings as (a)'s markers, one database, block mode,
-      every match reported to a Python callback that only counts it (the Python binding's only way
-      to hand matches back);
-  (c) the same with every rule regex Hyperscan compiles (``HS_FLAG_MULTILINE``), the closest it
-      comes to "lines that match a definition", anchors read per line rather than per message;
-  (d) (c) with ``HS_FLAG_SINGLEMATCH``: each regex reported once per 4 MiB block, the engine's own
-      speed without the callbacks (not a reader: it cannot say which lines matched).
-      None of (b)-(d) yields a line or a field: Python would still cut each line out, read its
-      prefix and fields.
+- Hyperscan (PyPI ``hyperscan``): one database of the strings, one callback a match;
+- google-re2 (PyPI ``google-re2``): the strings as one alternation, searched from each line after a hit;
+- pyahocorasick (PyPI ``pyahocorasick``): one automaton, ``iter`` over the decoded block (its PyPI build
+  reads ``str`` only);
+- ``bytes.find`` (the reader's pure-Python search): one search a string.
 
-Prints a markdown table per run. Issue 14, point 5.
+Each engine must find the same lines (checked); printed: CPU seconds of each, median of the rounds, in a
+markdown table. An engine whose package is missing is left out.
 """
 
 from __future__ import annotations
 
-import re
+import argparse
+import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from a1x_diagnostics.parsing import _bulk, _rules, confirm_for, discover, markers_for  # noqa: E402
-from a1x_diagnostics.parsing._scan import _automaton  # noqa: E402
+from a1x_diagnostics.parsing import _scan as scan  # noqa: E402
+from a1x_diagnostics.parsing import discover, markers_for  # noqa: E402
+from a1x_diagnostics.parsing._reader import blocks  # noqa: E402
 
-BLOCK = 4 << 20
+Finder = Callable[[bytes], list[int]]
 
 
-def _blocks(data: bytes) -> list[memoryview]:
-    view, out, start = memoryview(data), [], 0
-    while start < len(data):
-        end = data.rfind(b"\n", start, start + BLOCK) + 1 or len(data)
-        if end <= start:
-            end = min(len(data), start + BLOCK)
-        out.append(view[start:end])
-        start = end
+def _line_starts(block: bytes, ends: list[int]) -> list[int]:
+    out: list[int] = []
+    for end in sorted(ends):
+        start = block.rfind(b"\n", 0, end) + 1
+        if not out or start != out[-1]:
+            out.append(start)
     return out
 
 
-def scan_c(files: list[tuple[Path, Any, bytes]]) -> tuple[float, int, int]:
-    t, lines, records = time.process_time(), 0, 0
-    for _, source, data in files:
-        automaton = _automaton(markers_for(source), *(confirm_for(source) or ()))
-        templates = _bulk._templates_for(source)
-        for block in _blocks(data):
-            items, _ = _bulk._chunk(block, *automaton, templates, 1, 0, 1 << 16, _bulk.minute_base, _bulk.SIMD,
-                                    *_bulk._NO_BATCHES)
-            for item in items:
-                if len(item) == 3:
-                    lines += 1
-                else:
-                    records += 1
-    return time.process_time() - t, lines, records
+def hyperscan_finder(strings: tuple[str, ...]) -> Finder:
+    scanner = scan.Scanner(strings)
+    return lambda block: scanner.starts(block)
 
 
-def scan_hs(hyperscan: Any, db: Any, files: list[tuple[Path, Any, bytes]]) -> tuple[float, int]:
-    count = [0]
+def python_finder(strings: tuple[str, ...]) -> Finder:
+    scanner = scan.Scanner(strings)
 
-    def on_match(*_: Any) -> None:
-        count[0] += 1
+    def find(block: bytes) -> list[int]:
+        scan.HYPERSCAN = False
+        try:
+            return scanner.starts(block)
+        finally:
+            scan.HYPERSCAN = True
 
-    scratch = hyperscan.Scratch(db)
-    t = time.process_time()
-    for _, _, data in files:
-        for block in _blocks(data):
-            db.scan(bytes(block), match_event_handler=on_match, scratch=scratch)
-    return time.process_time() - t, count[0]
+    return find
+
+
+def re2_finder(strings: tuple[str, ...]) -> Finder:
+    import re2
+
+    pattern = re2.compile(b"|".join(re2.escape(s) for s in scan.minimal(strings)))
+
+    def find(block: bytes) -> list[int]:
+        ends, pos = [], 0
+        while (m := pattern.search(block, pos)) is not None:
+            ends.append(m.end())
+            nl = block.find(b"\n", m.end())
+            if nl < 0:
+                break
+            pos = nl + 1
+        return _line_starts(block, ends)
+
+    return find
+
+
+def aho_finder(strings: tuple[str, ...]) -> Finder:
+    import ahocorasick
+
+    automaton = ahocorasick.Automaton()
+    for s in scan.minimal(strings):
+        automaton.add_word(s.decode(), len(s))
+    automaton.make_automaton()
+
+    def find(block: bytes) -> list[int]:
+        text = block.decode("utf-8", "replace")
+        starts, last = [], -1
+        for end, _ in automaton.iter(text):
+            start = text.rfind("\n", 0, end) + 1
+            if start != last:
+                starts.append(start)
+                last = start
+        # offsets of the decoded text: the same as the bytes' where the block is ASCII (the workloads are)
+        return starts
+
+    return find
+
+
+ENGINES = {"hyperscan": hyperscan_finder, "google-re2": re2_finder, "pyahocorasick": aho_finder,
+           "bytes.find": python_finder}
+
+
+def run(directory: Path, engine: str) -> tuple[float, int]:
+    layout = discover(directory)
+    finders: dict[tuple[str, ...], Finder] = {}
+    t, lines = time.process_time(), 0
+    for path, source in layout.files:
+        strings = markers_for(source)
+        finder = finders.get(strings) or finders.setdefault(strings, ENGINES[engine](strings))
+        with open(path, "rb") as f:
+            for _, block in blocks(f):
+                lines += len(finder(block))
+    return time.process_time() - t, lines
 
 
 def main() -> int:
-    try:
-        import hyperscan
-    except ImportError:
-        print("hyperscan is not installed (pip install hyperscan): nothing to compare")
-        return 1
-    exprs, ids, refused = [], [], 0
-    for i, r in enumerate(_rules.RULES):
-        expr = re.sub(r"\(\?P<", "(?<", r.pattern.pattern).encode()
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dirs", nargs="+", type=Path)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    usable = []
+    for name in ENGINES:
         try:
-            one = hyperscan.Database()
-            one.compile(expressions=[expr], ids=[i], flags=[hyperscan.HS_FLAG_MULTILINE])
-        except hyperscan.error:  # look-arounds and the like
-            refused += 1
-            continue
-        exprs.append(expr)
-        ids.append(i)
-    t = time.perf_counter()
-    rules_db = hyperscan.Database()
-    rules_db.compile(expressions=exprs, ids=ids, flags=[hyperscan.HS_FLAG_MULTILINE] * len(exprs))
-    compile_s = time.perf_counter() - t
-    once_db = hyperscan.Database()
-    once_db.compile(expressions=exprs, ids=ids,
-                    flags=[hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_SINGLEMATCH] * len(exprs))
-    print(f"hyperscan {hyperscan.__version__}: {len(exprs)} rule regexes compiled in {compile_s:.2f} s, "
-          f"{refused} refused; {len(_rules.RULES)} rules")
-    for folder in map(Path, sys.argv[1:]):
-        layout = discover(folder, None)
-        files = [(p, s, p.read_bytes()) for p, s in layout.files]
-        size = sum(len(d) for _, _, d in files) >> 20
-        markers = sorted({m for _, s, _ in files for m in markers_for(s)})
-        marker_db = hyperscan.Database()
-        marker_db.compile(expressions=[re.escape(m).encode() for m in markers], ids=list(range(len(markers))),
-                          flags=[0] * len(markers))
-        c_cpu, c_lines, c_records = scan_c(files)
-        m_cpu, m_matches = scan_hs(hyperscan, marker_db, files)
-        r_cpu, r_matches = scan_hs(hyperscan, rules_db, files)
-        o_cpu, o_matches = scan_hs(hyperscan, once_db, files)
-        print(f"\n## {folder.name}: {len(files)} files, {size} MiB, one thread\n")
-        print("| engine | what it yields | CPU s | MiB/s |\n| --- | --- | ---: | ---: |")
-        print(f"| `_scan.c` chunk() | {c_lines} lines for Python, {c_records} records with their fields "
-              f"| {c_cpu:.2f} | {size / c_cpu:.0f} |")
-        print(f"| Hyperscan, {len(markers)} marker literals | {m_matches} match callbacks (no lines, no fields) "
-              f"| {m_cpu:.2f} | {size / m_cpu:.0f} |")
-        print(f"| Hyperscan, {len(exprs)} rule regexes | {r_matches} match callbacks (no lines, no fields) "
-              f"| {r_cpu:.2f} | {size / r_cpu:.0f} |")
-        print(f"| Hyperscan, {len(exprs)} rule regexes, once a block | {o_matches} match callbacks (not a reader) "
-              f"| {o_cpu:.2f} | {size / o_cpu:.0f} |")
+            ENGINES[name](("x",))
+            usable.append(name)
+        except ImportError:
+            print(f"{name}: not installed, left out", file=sys.stderr)
+    print("| run | " + " | ".join(f"{n} CPU s" for n in usable) + " | lines found |")
+    print("|---|" + "---:|" * (len(usable) + 1))
+    for d in args.dirs:
+        cpu: dict[str, list[float]] = {n: [] for n in usable}
+        found: set[int] = set()
+        for _ in range(args.rounds):
+            for name in usable:
+                seconds, lines = run(d, name)
+                cpu[name].append(seconds)
+                found.add(lines)
+        assert len(found) == 1, f"{d}: the engines found different lines: {found}"
+        cells = " | ".join(f"{statistics.median(cpu[n]):.2f}" for n in usable)
+        print(f"| {d.name} | {cells} | {found.pop()} |")
     return 0
 
 

@@ -1,13 +1,14 @@
 """What every recorded run, example and benchmark workload is judged to be, to hold a reader change to.
 
 ``record OUT.json [WORKLOAD_DIR ...]`` writes, for every run under ``tests/fixtures/cosmos`` (each
-``<generation>/<name>`` folder and each recorded driver log), every ``a1x_diagnostics/examples/<name>``
-and each workload folder given (``benchmarks/check_scale.py DIR --mix M --generate-only``), the
-``--check`` report (findings with their evidence, outcome, checks, metrics, files, notes; not
-``generated_at``) as each reader gives it: the native reader, the grep prefilter, pure Python and the
-native reader in ``--check``'s child process (workloads: all but pure Python, which takes minutes a
-gigabyte). ``compare A.json B.json``
-prints every difference and exits 1 if there is one. Issue 14: verdicts do not move.
+``<generation>/<name>`` folder and each recorded driver log), every ``tests/fixtures/real-runs`` run (its
+folder, or its ``run.out`` where the launcher wrote no role log, and its ``run.out`` alone) and users' log,
+every ``a1x_diagnostics/examples/<name>`` and each workload folder given (``benchmarks/check_scale.py DIR
+--mix M --generate-only``), the ``--check`` report (findings with their evidence, outcome, checks,
+metrics, files, notes; not ``generated_at``) as the reader gives it with Hyperscan and with its pure-Python
+line search (workloads: Hyperscan only, the other takes minutes a gigabyte). ``compare A.json B.json``
+prints every difference and exits 1 if there is one; a record of another version of this script is
+compared reader by reader where both hold it. Verdicts do not move unless a change means them to.
 """
 
 from __future__ import annotations
@@ -20,24 +21,15 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-PATHS = {"native": {}, "grep": {"A1X_NO_NATIVE": "1"}, "pure": {"A1X_NO_NATIVE": "1", "A1X_NO_GREP": "1"},
-         "child": {"A1X_SNAPSHOT_CHILD": "1"}}
-"""The readers: ``child`` is the native reader in ``a1x-tui --check``'s child process
-(``a1x_diagnostics.reader_process``); a report whose read it did not give says why in ``child_declined``."""
+PATHS = {"hyperscan": {}, "pure": {"A1X_PURE_READER": "1"}}
+"""The reader's two line searches (``a1x_diagnostics/parsing/_scan.py``)."""
 
 _ONE = """
-import json, os, sys
-from a1x_diagnostics import reader_process
+import json, sys
 from a1x_diagnostics.engine import check
 out = {}
 for target in sys.argv[1:]:
-    child = reader_process.start(target, None, None) if os.environ.get("A1X_SNAPSHOT_CHILD") else None
-    report = check(target, reader=child.read_into if child else None).model_dump(mode="json")
-    if os.environ.get("A1X_SNAPSHOT_CHILD"):
-        if child is not None:
-            child.close()
-        if child is None or not child.taken:
-            report["child_declined"] = "not started" if child is None else child.why or "not taken"
+    report = check(target).model_dump(mode="json")
     report.pop("generated_at", None)
     out[target] = report
 print(json.dumps(out, sort_keys=True))
@@ -45,10 +37,14 @@ print(json.dumps(out, sort_keys=True))
 
 
 def targets() -> list[str]:
-    cosmos = ROOT / "tests" / "fixtures" / "cosmos"
+    fixtures = ROOT / "tests" / "fixtures"
+    cosmos = fixtures / "cosmos"
     found = [p for gen in sorted(cosmos.iterdir()) if gen.is_dir() and gen.name != "recording"
              for p in sorted(gen.iterdir()) if p.is_dir()]
     found += sorted((cosmos / "recording").glob("*.log"))
+    for run in sorted(p for p in fixtures.glob("real-runs/cosmos-rl-*/*") if p.is_dir()):
+        found += [run, *sorted(run.glob("run.out"))]
+    found += sorted(fixtures.glob("real-runs/users-logs/*.log"))
     found += sorted(p for p in (ROOT / "a1x_diagnostics" / "examples").iterdir() if p.is_dir() and p.name[0] != "_")
     return [str(p.relative_to(ROOT)) for p in found]
 
@@ -64,7 +60,7 @@ def record(out: Path, workloads: list[str]) -> None:
     snapshot: dict[str, Any] = {}
     for name, env in PATHS.items():
         snapshot[name] = _reports(targets(), env)
-        if workloads and name != "pure":
+        if workloads and name == "hyperscan":
             snapshot[name].update({f"workload:{Path(w).name}": r for w, r in _reports(workloads, env).items()})
     out.write_text(json.dumps(snapshot, indent=1, sort_keys=True) + "\n")
     n = sum(len(v) for v in snapshot.values())
@@ -85,6 +81,8 @@ def _diff(a: Any, b: Any, where: str, out: list[str]) -> None:
 
 def compare(a: Path, b: Path) -> int:
     left, right = json.loads(a.read_text()), json.loads(b.read_text())
+    if not set(left) & set(right):  # records of two versions of this script: the first reader of each
+        left, right = {"reports": next(iter(left.values()))}, {"reports": next(iter(right.values()))}
     out: list[str] = []
     _diff(left, right, "", out)
     for line in out:

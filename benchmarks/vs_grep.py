@@ -86,7 +86,8 @@ def main() -> int:
         cmds: dict[str, tuple[list[str], dict[str, str], Path]] = {}
         for name, root in checkouts.items():
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (str(root), os.environ.get("PYTHONPATH")))))
-            cmds[name] = ([sys.executable, "-m", "a1x_tui", "--check", str(folder.resolve()), "--format", "json"],
+            cmds[name] = ([sys.executable, "-m", "a1x_tui", "--check", str(folder.resolve()), "--format", "json",
+                           "--timeout", "3600"],
                           env, root)
         cmds["grep"] = (["grep", "-c", "-F", "pending rollouts", *files], dict(os.environ), ROOT)
         for argv, env, cwd in cmds.values():  # warm-up: page cache, bytecode

@@ -72,9 +72,9 @@ class ClosedLoopRun:
 
     def scanner(self) -> Any:
         if self._scanner is None:
-            from a1x_diagnostics.parsing import MarkerScanner
+            from a1x_diagnostics.parsing import Scanner
 
-            self._scanner = MarkerScanner(MARKERS)
+            self._scanner = Scanner(MARKERS)
         return self._scanner
 
     def feed(self, collector: Any, source: Source, first_lineno: int, lines: Sequence[str]) -> Sequence[str] | None:

@@ -35,7 +35,6 @@ from a1x_diagnostics.events import (
     WeightSync,
     epoch,
 )
-from a1x_diagnostics.parsing.records import Pending, built
 
 T = TypeVar("T")
 
@@ -58,45 +57,19 @@ class Retained(Generic[T]):
         else:
             self._last.append(item)
 
-    def extend_pending(self, head: tuple[Any, Any], records: list[Any], n: int | None = None) -> None:
-        """``add`` of the ``Pending`` ``(*head, record)`` of each of ``n`` records (only those kept are
-        made). ``records``: all of them, or (``n`` more) the first half and the last half of them, as
-        many as this keeps at least (a batch's ``kept``, ``a1x_diagnostics.columns``)."""
-        held = len(records)
-        if n is None:
-            n = held
-        elif n > held and held // 2 < self.k:
-            raise ValueError(f"{held // 2} records of each end of {n} for a stream that keeps {self.k}")
-        self.count += n
-        room = self.k - len(self._first)
-        source, mtime = head
-        if room > 0:
-            self._first.extend([Pending(source, mtime, r) for r in records[:room]])  # type: ignore[misc]
-        if n > room:
-            # the last k of the n, where the records held are (the n - held not held lie before them)
-            start = max(room, n - self.k) - (n - held)
-            self._last.extend([Pending(source, mtime, r) for r in records[start:]])  # type: ignore[misc]
-
-    @staticmethod
-    def _at(held: list[T] | deque[T], i: int) -> T:
-        """``held[i]``, a ``Pending`` there built (once: the event replaces it)."""
-        if type(held[i]) is Pending:
-            held[i] = built(held[i])
-        return held[i]
-
     @property
     def first(self) -> T | None:
-        return self._at(self._first, 0) if self._first else None
+        return self._first[0] if self._first else None
 
     @property
     def last(self) -> T | None:
         if self._last:
-            return self._at(self._last, -1)
-        return self._at(self._first, -1) if self._first else None
+            return self._last[-1]
+        return self._first[-1] if self._first else None
 
     def items(self) -> list[T]:
         """All kept items in arrival order (every item when ``count <= 2k``)."""
-        return [self._at(held, i) for held in (self._first, self._last) for i in range(len(held))]
+        return [*self._first, *self._last]
 
     def __iter__(self) -> Iterator[T]:
         return iter(self.items())
@@ -129,18 +102,11 @@ class FileFacts:
     marks: dict[str, Mark] = field(default_factory=dict)  # last occurrence per mark
     last_traceback: Traceback | None = None
     last_error: Traceback | None = None  # the last traceback that is not torchrun's own ChildFailedError
-    last_item: Event | Pending | None = None  # read through ``last_event``
+    last_event: Event | None = None
     # First lines of tracebacks printed right after a line announcing a caught error (docs/reference/cosmos-rl.md §6.3:
     # '[Rollout] Failed in rollout generation: ...' then print_exc()); judged when the traceback arrives,
     # while the announcing mark is still the one before it.
     caught_tracebacks: deque[int] = field(default_factory=lambda: deque(maxlen=64))
-
-    @property
-    def last_event(self) -> Event | None:
-        """The file's last event."""
-        if type(self.last_item) is Pending:
-            self.last_item = built(self.last_item)
-        return self.last_item  # type: ignore[return-value]
 
     def mark(self, name: str, line: int, ts: float | None) -> None:
         m = Mark(line, ts)
@@ -194,7 +160,7 @@ class EventStore:
         if facts is None:
             facts = self.files[source.path] = FileFacts(source)
         facts.events += 1
-        facts.last_item = event
+        facts.last_event = event
         if event.line > facts.last_line:
             facts.last_line = event.line
         ts = epoch(event.ts)
@@ -230,28 +196,6 @@ class EventStore:
         if bucket is None:
             bucket = table[key] = Retained(k or self.k)
         bucket.add(item)
-
-    def retain_pending(self, table: dict[str, Retained[T]], key: str, head: tuple[Any, Any], records: list[Any],
-                       k: int | None = None, n: int | None = None) -> None:
-        bucket = table.get(key)
-        if bucket is None:
-            bucket = table[key] = Retained(k or self.k)
-        bucket.extend_pending(head, records, n)
-
-    @staticmethod
-    def pending(head: tuple[Any, Any], record: Any) -> Pending:
-        """The ``Pending`` of ``record``, read where ``head`` (source, mtime) says."""
-        return Pending(head[0], head[1], record)
-
-    def sync_records(self, phase: SyncPhase, facts: FileFacts, head: tuple[Any, Any], records: list[Any],
-                     n: int | None = None) -> None:
-        """What ``_weight_sync`` does for each of ``n`` records (bulk records of one phase, in line order):
-        ``records``, or their two ends (``Retained.extend_pending``)."""
-        key, mark = _SYNC_NAMES[phase]
-        self.retain_pending(self.weight_sync, key, head, records, None, n)
-        facts.mark(mark, records[0].line, records[0].ts)
-        if len(records) > 1:
-            facts.mark(mark, records[-1].line, records[-1].ts)
 
     # --- routes: what each class of event updates (``add`` picks one through ``_ROUTES``)
 

@@ -1,16 +1,10 @@
 """``Diagnosis`` over the real parsers and detectors: the same ``Collector`` as ``--check``.
 
-Each file gets its own ``LineParser`` (tracebacks and torchrun failure summaries span lines);
-its events go into one bounded ``a1x_diagnostics.engine.Collector`` for the run. Nothing is re-read:
-an evaluation runs the detectors on what the collector holds. With ``--config``, the TOML's lint
-findings are merged in as ``--check --config`` does.
-
-Only lines that can give an event reach the parser, as in ``--check``'s grep path
-(``a1x_diagnostics.parsing.markers_for``): a line holding one of the parsing package's markers, and
-every line while a multi-line group (traceback, torchrun summary) is open
-(``LineParser.in_group``). Finding the marked lines of a block is one pass of the C scanner
-(``a1x_diagnostics.parsing.MarkerScanner``), a Python scan without it; parsing every line would cost
-far more (the figures: docs/live.md, "Incremental diagnostics").
+Each file gets its own ``a1x_diagnostics.parsing.FileReader``, the reader ``--check`` reads whole files
+with (tracebacks and torchrun failure summaries span lines, so it keeps state between batches); its
+events go into one bounded ``a1x_diagnostics.engine.Collector`` for the run. Nothing is re-read: an
+evaluation runs the detectors on what the collector holds. With ``--config``, the TOML's lint findings
+are merged in as ``--check --config`` does.
 """
 
 from __future__ import annotations
@@ -21,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from a1x_diagnostics.engine import Collector
-from a1x_diagnostics.events import Role, SignalKind, Source, Traceback
+from a1x_diagnostics.events import Event, SignalKind, Source, Traceback
 from a1x_diagnostics.findings import Finding
 from a1x_diagnostics.live._diagnose import DiagnosisFactory, Evaluation
-from a1x_diagnostics.parsing import LineParser, MarkerScanner, scanner_for, split_segments
+from a1x_diagnostics.parsing import FileReader
 
 # Events that may change a verdict at once (a crash, an OOM, a stop): the follower evaluates soon after them.
 _URGENT_CLASSES = frozenset({Traceback})
@@ -42,9 +36,8 @@ class EngineDiagnosis:
         self.collector.closed_loop = closed_loop
         self.config = config
         self.lint = list(lint)
-        self._parsers: dict[str, LineParser] = {}
+        self._readers: dict[str, FileReader] = {}
         self._mtimes: dict[str, float] = {}
-        self._scanners: dict[Role, MarkerScanner] = {}
         self.urgent = False  # an event that may be a failure came in since the follower last looked
 
     def feed(self, source: Source, first_lineno: int, lines: Sequence[str]) -> None:
@@ -53,45 +46,29 @@ class EngineDiagnosis:
             if kept is None:
                 return
             lines = kept
-        parser = self._parsers.get(source.path)
-        if parser is None:
-            parser = LineParser(source, mtime=self._mtimes.get(source.path), keep_unknown=False)
-            self._parsers[source.path] = parser
+        reader = self._readers.get(source.path)
+        if reader is None:
+            reader = self._readers[source.path] = FileReader(source, mtime=self._mtimes.get(source.path))
+        self._take(reader.feed_lines(first_lineno, lines))
+
+    def _take(self, events: list[Event]) -> None:
         add = self.collector.add
-        feed = parser.feed
-        scanner = self._scanners.get(source.role)
-        if scanner is None:
-            scanner = self._scanners[source.role] = scanner_for(source)  # automaton built once
-        candidates = scanner.lines(lines)
-        n = len(lines)
-        i = 0
-        next_candidate = 0
-        while i < n:
-            if not parser.in_group:  # an open traceback / torchrun summary takes every line
-                while next_candidate < len(candidates) and candidates[next_candidate] < i:
-                    next_candidate += 1
-                if next_candidate == len(candidates):
-                    break
-                i = candidates[next_candidate]
-            text = lines[i]
-            for segment in split_segments(text) if "\r" in text else (text,):
-                for event in feed(first_lineno + i, segment):
-                    add(event)
-                    if event.__class__ in _URGENT_CLASSES or getattr(event, "kind", None) in _URGENT_KINDS:
-                        self.urgent = True
-            i += 1
+        for event in events:
+            add(event)
+            if event.__class__ in _URGENT_CLASSES or getattr(event, "kind", None) in _URGENT_KINDS:
+                self.urgent = True
 
     def end_file(self, source: Source) -> None:
-        parser = self._parsers.pop(source.path, None)
-        if parser is not None:
-            for event in parser.flush():
-                self.collector.add(event)
-                self.urgent = True
+        reader = self._readers.pop(source.path, None)
+        if reader is not None:
+            events = reader.end()
+            self._take(events)
+            self.urgent = self.urgent or bool(events)
 
     def in_group(self, source: Source) -> bool:
         """A traceback or torchrun summary of ``source`` is open (its next lines may still belong to it)."""
-        parser = self._parsers.get(source.path)
-        return parser is not None and parser.in_group
+        reader = self._readers.get(source.path)
+        return reader is not None and reader.in_group
 
     def file_stat(self, source: Source, size: int, mtime: float) -> None:
         self._mtimes[source.path] = mtime

@@ -3,15 +3,15 @@ one owner of the Cosmos-RL run layout and line formats that the supervisor and t
 
 - ``discover(path, run)`` -> ``RunLayout``: which files make up a run (log dir, ``logs_<ts>``,
   replica folder, SLURM job, our run folder, or one file); ``classify_file`` names one file.
-- ``read_run(layout)`` / ``iter_file_events(path, source)``: streamed events, bounded memory; with
-  ``keep_unknown=False`` a grep prefilter reads only candidate lines (same events, much faster).
-- ``LineParser`` / ``parse_lines``: the pure parser behind both (also for live tails).
+- ``FileReader(source)``: the one reader, ``feed(first_lineno, block)`` / ``feed_lines(first_lineno, lines)``
+  then ``end()``: the lines that can mean something (``scanner_for``), parsed, as events; ``read_file``,
+  ``read_run(layout)``: a file, a run, streamed in bounded memory (``--check``); the live follower feeds
+  the same reader (``watch``, ``attach``).
+- ``LineParser`` / ``parse_lines``: the parser behind it (every line it is given).
 - ``file_tail(path)``: the last lines and timestamp of a file, read from its end.
 - ``markers_for(source)`` (``GATED_MARKERS``, ``ALL_MARKERS``): the strings a line must hold to
-  give an event other than ``LogLine`` (outside multi-line groups, ``LineParser.in_group``).
-- ``scanner_for(source).lines(lines)`` (``MarkerScanner(markers, confirm_for(source))``): which lines
-  of a block hold a marker (C when built; there a tag gate counts only with every string that one of
-  its rules' regexes requires on the line).
+  give an event other than ``LogLine`` (outside multi-line groups, ``LineParser.in_group``), derived
+  from the catalog; ``scanner_for(source)`` (``Scanner``): which lines of a block hold one.
 - ``MAX_LINE_BYTES``, ``split_segments``: how files are cut into lines and ``\\r`` segments;
   ``iter_lines(f)``: the numbered lines of a binary file cut so (the AlpaGym reader's too).
 - The runs of a log source by path (``_runs``): ``log_runs``, ``latest_logs_dir``, ``run_name``,
@@ -20,9 +20,10 @@ one owner of the Cosmos-RL run layout and line formats that the supervisor and t
   ``role_logs`` / ``pinned_role_logs`` -> ``RoleLog``, ``parse_monitor_log`` -> ``MonitorLine``.
 - ``regex_needles(pattern, flags)``: a regex compiled and its needles, the strings of which a line it
   matches holds one, read from the regex as the rules' own are (``_required``; the AlpaGym parser's).
-- Line formats over raw lines (``_formats``): ``STEP_RE``, ``CHECKPOINT_SAVED_RE``,
-  ``COSMOS_STAMP_RE``, ``PREFETCH_LEVEL_RE``, ``REPLICA_CAUSE_RE``; ``PROCESS_FAILED_RE``, the
-  launcher's 'Process {i} failed with return code {rc}' line.
+- ``read_line(text, role)``: the events one raw line gives (what the supervisor asks of a line).
+- Line prefixes over raw lines (``_formats``): ``COSMOS_STAMP_RE``, ``PREFETCH_LEVEL_RE``,
+  ``REPLICA_CAUSE_RE``; ``PROCESS_FAILED_RE``, the catalog's launcher line 'Process {i} failed with
+  return code {rc}'.
 
 Names are imported on first use, so the supervisor reading a run's layout does not load the parser.
 Formats and versions: see ``docs/parsing.md``.
@@ -37,14 +38,14 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "ALL_MARKERS": "_markers",
     "GATED_MARKERS": "_markers",
-    "confirm_for": "_markers",
     "scanner_for": "_markers",
     "markers_for": "_markers",
     "MAX_LINE_BYTES": "_lines",
     "iter_lines": "_lines",
     "FileTail": "_reader",
+    "FileReader": "_reader",
     "file_tail": "_reader",
-    "iter_file_events": "_reader",
+    "read_file": "_reader",
     "read_run": "_reader",
     "LayoutError": "_layout",
     "RunLayout": "_layout",
@@ -52,7 +53,8 @@ _EXPORTS = {
     "discover": "_layout",
     "LineParser": "_parser",
     "parse_lines": "_parser",
-    "MarkerScanner": "_scan",
+    "read_line": "_parser",
+    "Scanner": "_scan",
     "controller_logs": "_runs",
     "is_slurm_dir": "_runs",
     "latest_logs_dir": "_runs",
@@ -71,39 +73,34 @@ _EXPORTS = {
     "read_slurm_layout": "_slurm_job",
     "role_logs": "_slurm_job",
     "regex_needles": "_required",
-    "CHECKPOINT_SAVED_RE": "_formats",
     "COSMOS_STAMP_RE": "_formats",
     "PREFETCH_LEVEL_RE": "_formats",
     "REPLICA_CAUSE_RE": "_formats",
-    "STEP_RE": "_formats",
 }
 
 __all__ = [
     "ALL_MARKERS",
-    "CHECKPOINT_SAVED_RE",
     "COSMOS_STAMP_RE",
     "GATED_MARKERS",
     "MAX_LINE_BYTES",
     "PREFETCH_LEVEL_RE",
     "PROCESS_FAILED_RE",
     "REPLICA_CAUSE_RE",
-    "STEP_RE",
+    "FileReader",
     "FileTail",
     "LayoutError",
     "LineParser",
-    "MarkerScanner",
     "MonitorLine",
     "Part",
     "RoleLog",
     "RunLayout",
+    "Scanner",
     "SlurmLayout",
     "classify_file",
-    "confirm_for",
     "controller_logs",
     "discover",
     "file_tail",
     "is_slurm_dir",
-    "iter_file_events",
     "iter_lines",
     "latest_logs_dir",
     "log_runs",
@@ -113,6 +110,8 @@ __all__ = [
     "parse_lines",
     "parse_monitor_log",
     "pinned_role_logs",
+    "read_file",
+    "read_line",
     "read_run",
     "read_slurm_layout",
     "regex_needles",
@@ -126,18 +125,16 @@ __all__ = [
 
 if TYPE_CHECKING:
     from a1x_diagnostics.parsing._formats import (
-        CHECKPOINT_SAVED_RE,
         COSMOS_STAMP_RE,
         PREFETCH_LEVEL_RE,
         REPLICA_CAUSE_RE,
-        STEP_RE,
     )
     from a1x_diagnostics.parsing._layout import LayoutError, RunLayout, classify_file, discover
     from a1x_diagnostics.parsing._lines import MAX_LINE_BYTES, iter_lines
     from a1x_diagnostics.parsing._lines import segments as split_segments
-    from a1x_diagnostics.parsing._markers import ALL_MARKERS, GATED_MARKERS, confirm_for, markers_for, scanner_for
-    from a1x_diagnostics.parsing._parser import LineParser, parse_lines
-    from a1x_diagnostics.parsing._reader import FileTail, file_tail, iter_file_events, read_run
+    from a1x_diagnostics.parsing._markers import ALL_MARKERS, GATED_MARKERS, markers_for, scanner_for
+    from a1x_diagnostics.parsing._parser import LineParser, parse_lines, read_line
+    from a1x_diagnostics.parsing._reader import FileReader, FileTail, file_tail, read_file, read_run
     from a1x_diagnostics.parsing._required import regex_needles
     from a1x_diagnostics.parsing._runs import (
         controller_logs,
@@ -150,7 +147,7 @@ if TYPE_CHECKING:
         run_name,
         slurm_runs,
     )
-    from a1x_diagnostics.parsing._scan import MarkerScanner
+    from a1x_diagnostics.parsing._scan import Scanner
     from a1x_diagnostics.parsing._slurm_job import (
         MonitorLine,
         Part,

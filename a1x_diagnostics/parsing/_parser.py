@@ -15,8 +15,7 @@ interleaved ``[rank0]:``/``[rank1]:`` output cannot mix them up:
   ``CHILD_FAILED`` signal anchored on its ``exitcode`` line.
 
 A group closes on the first line that cannot belong to it, at ``flush()``, or when it grows too
-long or too idle (``MAX_GROUP_LINES``, ``MAX_GROUP_GAP``, ``MAX_GROUP_SPAN``): bounded memory, and a
-fixed window for the prefilter (``_prefilter``) to read forward.
+long or too idle (``MAX_GROUP_LINES``, ``MAX_GROUP_GAP``, ``MAX_GROUP_SPAN``): bounded memory.
 """
 
 from __future__ import annotations
@@ -38,7 +37,6 @@ from a1x_diagnostics.parsing._rules import (
     classify_gated,
     classify_message,
     classify_with,
-    gated_rule_possible,
 )
 from a1x_diagnostics.parsing._shapes import Shape, shape_of
 
@@ -78,16 +76,6 @@ def is_group_start(body: str) -> bool:
 
 # Lines that may be an error no rule knows (``_error_line``): a level word, or ``XxxError:`` / ``XxxException:``.
 ERROR_MARKERS = ("ERROR", "CRITICAL", "Error:", "Exception:")
-_NOT_BY_RULES = (*GROUP_STARTS, "[AlpamayoPrefetch]", *ERROR_MARKERS)  # lines that give events without a rule
-
-
-def _gated_line_may_give_events(text: str) -> bool:
-    """False when a line of a gated log, read outside any group and without ``LogLine`` events,
-    can give nothing: it starts no group, is no prefetch line and no rule can fire on it
-    (``gated_rule_possible``). Decided before ``shape_of``: the costly part of a noise line."""
-    return gated_rule_possible(text) or any(map(text.__contains__, _NOT_BY_RULES))
-
-
 class _Group:
     """One open multi-line construct of one rank."""
 
@@ -270,7 +258,7 @@ class LineParser:
     (cosmos, prefetch, SLURM) the file showed before them, so a copied run dates them as the original
     did; before the first full stamp, from ``mtime`` (the file's modification time), and without it
     those events have ``ts=None``. ``keep_unknown=False`` drops ``LogLine`` events early (faster; the
-    prefilter path never makes them).
+    reader, ``_reader.FileReader``, never makes them).
     """
 
     def __init__(self, source: Source, *, mtime: float | None = None, keep_unknown: bool = True) -> None:
@@ -279,10 +267,7 @@ class LineParser:
         self._ref_after = False  # True once ``_ref`` is a stamp of the file (lines come after it)
         self._keep_unknown = keep_unknown
         self._gated = source.role in GATED_ROLES
-        self._early_reject = self._gated and not keep_unknown  # see ``_gated_line_may_give_events``
         self._groups: dict[int | None, _Group] = {}
-        self.closed_groups: list[tuple[_Group, list[Event]]] = []  # filled only when ``track_groups`` is set
-        self.track_groups = False
         self._lineno = -1
         self._seg = 0
 
@@ -296,8 +281,6 @@ class LineParser:
         key = (lineno, self._seg)
         if self._groups:
             self._expire(lineno, out)
-        elif self._early_reject and not _gated_line_may_give_events(text):
-            return out
         shape = shape_of(text, self._ref, self._ref_after)
         if shape.ts is not None and shape.family in _FULL_STAMPS:
             self._ref, self._ref_after = shape.ts, True
@@ -321,19 +304,6 @@ class LineParser:
         out.extend(self._line_events(lineno, text, shape))
         return out
 
-    def ungrouped_line_events(self, lineno: int, text: str) -> list[Event]:
-        """``feed`` for a line that cannot touch a group: none is open, and ``text`` starts none.
-
-        The prefilter's parser is always in that state (``_prefilter``); skipping the group
-        bookkeeping saves a good part of the per-line cost there.
-        """
-        if self._early_reject and not _gated_line_may_give_events(text):
-            return []
-        shape = shape_of(text, self._ref, self._ref_after)
-        if shape.ts is not None and shape.family in _FULL_STAMPS:
-            self._ref, self._ref_after = shape.ts, True
-        return self._line_events(lineno, text, shape)
-
     def flush(self) -> list[Event]:
         """End of input: close every open group (a traceback cut off by EOF is still one event)."""
         out: list[Event] = []
@@ -348,17 +318,10 @@ class LineParser:
         belong to it, so a caller that skips lines without a marker must feed every line now."""
         return bool(self._groups)
 
-    def open_group_first_key(self, rank: int | None) -> Key | None:
-        g = self._groups.get(rank)
-        return g.first_key if g is not None else None
-
     # -- internals
 
     def _close(self, group: _Group) -> list[Event]:
-        events = group.close(self)
-        if self.track_groups:
-            self.closed_groups.append((group, events))
-        return events
+        return group.close(self)
 
     def _expire(self, lineno: int, out: list[Event]) -> None:
         for rank, g in list(self._groups.items()):
@@ -504,3 +467,9 @@ def parse_lines(lines: Iterable[str], source: Source, first_lineno: int = 1) -> 
         for seg in segments(text):
             yield from parser.feed(lineno, seg)
     yield from parser.flush()
+
+
+def read_line(text: str, role: Role) -> list[Event]:
+    """The events one raw line gives, read as a line of a file of ``role`` (the supervisor's questions
+    of a line: a step, a saved checkpoint)."""
+    return list(parse_lines([text], Source(f"{role.value}.log", role)))

@@ -1,86 +1,148 @@
-"""Reading files: ``iter_file_events`` (one file), ``read_run`` (a layout), ``file_tail`` (the end).
+"""The one reader: a file's bytes -> the lines that can mean something -> the parser -> events.
 
-``iter_file_events`` streams: memory stays bounded whatever the file size (lines are cut at
-``MAX_LINE_BYTES``, groups at ``MAX_GROUP_LINES``). With ``keep_unknown=False`` it uses the grep
-prefilter (``_prefilter``) when GNU grep is on ``PATH``; both paths give the same non-``LogLine``
-events (a test holds them to it).
+``FileReader`` reads one file, block by block, whoever hands it the blocks: ``--check`` (``read_file``,
+``read_run``: the whole file), ``watch`` and ``attach`` (the live follower: its history and each batch
+of new lines). A block is whole lines; the scanner (``_scan``, over the strings ``_markers`` derives
+from the catalog) says which of them may give an event, and only those are decoded and parsed, plus
+every line while a traceback or torchrun summary is open (``LineParser.in_group``). The events are
+those of parsing every line (``keep_unknown=False``: no ``LogLine``), whatever the blocks' sizes.
+``file_tail`` reads a file's last lines for a display.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from a1x_diagnostics.events import Event, Source
 from a1x_diagnostics.parsing._layout import LayoutError, RunLayout
-from a1x_diagnostics.parsing._lines import decode, iter_lines, segments
+from a1x_diagnostics.parsing._lines import MAX_LINE_BYTES, decode, segments
+from a1x_diagnostics.parsing._markers import scanner_for
 from a1x_diagnostics.parsing._parser import LineParser
 from a1x_diagnostics.parsing._shapes import shape_of
 
+BLOCK_BYTES = 4 << 20
 TAIL_MAX_BYTES = 1 << 20
+
+
+class FileReader:
+    """One file's reader: ``feed`` blocks of its lines in order, ``end`` at its end (or a pause)."""
+
+    __slots__ = ("parser", "scanner")
+
+    def __init__(self, source: Source, *, mtime: float | None = None) -> None:
+        self.parser = LineParser(source, mtime=mtime, keep_unknown=False)
+        self.scanner = scanner_for(source)
+
+    @property
+    def in_group(self) -> bool:
+        """A traceback or torchrun summary is open: the next lines may still belong to it."""
+        return self.parser.in_group
+
+    def feed(self, first_lineno: int, block: bytes) -> list[Event]:
+        """The events of ``block``: whole lines, each ended by a newline but maybe the last, the first
+        numbered ``first_lineno``."""
+        parser = self.parser
+        out: list[Event] = []
+        starts = self.scanner.starts(block)
+        n, k = len(block), 0
+        pos, lineno = 0, first_lineno
+        find, count = block.find, block.count
+        while pos < n:
+            if not parser.in_group:
+                while k < len(starts) and starts[k] < pos:
+                    k += 1
+                if k == len(starts):
+                    break
+                lineno += count(b"\n", pos, starts[k])
+                pos = starts[k]
+            nl = find(b"\n", pos)
+            text = decode(block[pos : nl if nl >= 0 else n])
+            for segment in segments(text) if "\r" in text else (text,):
+                out += parser.feed(lineno, segment)
+            if nl < 0:
+                break
+            pos, lineno = nl + 1, lineno + 1
+        return out
+
+    def feed_lines(self, first_lineno: int, lines: Sequence[str]) -> list[Event]:
+        """``feed`` for lines already cut and decoded (the live follower's)."""
+        if not lines:
+            return []
+        return self.feed(first_lineno, ("\n".join(lines) + "\n").encode("utf-8", "replace"))
+
+    def end(self) -> list[Event]:
+        """What is still open (a traceback at the end of the file) closed and given."""
+        return self.parser.flush()
+
+
+def blocks(f: BinaryIO, size: int = BLOCK_BYTES) -> Iterator[tuple[int, bytes]]:
+    """``(first line number, block)`` of whole lines of ``f``; a line longer than ``MAX_LINE_BYTES`` is
+    cut there (the rest skipped, the numbering kept), a last line without a newline is a line."""
+    lineno = 1
+    pending = b""
+    overflow = False  # the pending line reached MAX_LINE_BYTES: the rest of it is skipped
+    while chunk := f.read(size):
+        if pending or overflow:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                if not overflow:
+                    pending += chunk
+                    pending, overflow = pending[:MAX_LINE_BYTES], len(pending) >= MAX_LINE_BYTES
+                continue
+            if not overflow:
+                pending = (pending + chunk[:nl])[:MAX_LINE_BYTES]
+            yield lineno, pending + b"\n"
+            lineno += 1
+            pending, overflow = b"", False
+            chunk = chunk[nl + 1 :]
+        last = chunk.rfind(b"\n")
+        if last < 0:
+            pending, overflow = chunk[:MAX_LINE_BYTES], len(chunk) >= MAX_LINE_BYTES
+            continue
+        whole = chunk[: last + 1]
+        yield lineno, whole
+        lineno += whole.count(b"\n")
+        pending = chunk[last + 1 :]
+    if pending:
+        yield lineno, pending
 
 
 def _open_error(path: Path, e: OSError) -> LayoutError:
     return LayoutError(f"{path}: cannot read ({e.strerror or e})")
 
 
-def iter_file_events(
-    path: Path,
-    source: Source,
-    *,
-    display_path: str | None = None,
-    keep_unknown: bool = True,
-) -> Iterator[Event]:
-    """Events of one log file, streamed. Never raises on content; ``LayoutError`` if it cannot be opened."""
+def read_file(path: Path, source: Source, *, display_path: str | None = None) -> Iterator[Event]:
+    """Events of one log file, streamed; ``LayoutError`` (one line) only if it cannot be opened. A read
+    that fails mid-way keeps what was read."""
     path = Path(path)
     if display_path is not None:
         source = Source(display_path, source.role, source.index)
     try:
         mtime = path.stat().st_mtime
-    except OSError as e:
-        raise _open_error(path, e) from None
-    if not keep_unknown:
-        from a1x_diagnostics.parsing import _prefilter
-
-        if _prefilter.available():
-            yield from _prefilter.file_events(path, source, mtime)
-            return
-    yield from _pure_file_events(path, source, mtime, keep_unknown)
-
-
-def _pure_file_events(path: Path, source: Source, mtime: float, keep_unknown: bool) -> Iterator[Event]:
-    try:
         f = open(path, "rb")  # noqa: SIM115 - closed in finally; a generator must not hold a with-block open
     except OSError as e:
         raise _open_error(path, e) from None
-    parser = LineParser(source, mtime=mtime, keep_unknown=keep_unknown)
+    reader = FileReader(source, mtime=mtime)
     try:
-        for lineno, line in iter_lines(f):
-            for seg in segments(line):
-                yield from parser.feed(lineno, seg)
-        yield from parser.flush()
+        for first, block in blocks(f):
+            yield from reader.feed(first, block)
     except OSError:
-        yield from parser.flush()  # the file vanished or a read failed mid-way: keep what was read
+        pass
     finally:
         f.close()
+    yield from reader.end()
 
 
-def read_run(layout: RunLayout, *, keep_unknown: bool = False) -> Iterator[Event]:
-    """Events of every file of ``layout``, file after file (in ``layout.files`` order).
-
-    A file that cannot be read is skipped and named in ``layout.unreadable``.
-    """
-    if not keep_unknown:
-        from a1x_diagnostics.parsing import _prefilter
-
-        if _prefilter.available():
-            yield from _prefilter.run_events(layout.files, layout.unreadable.append)
-            return
+def read_run(layout: RunLayout) -> Iterator[Event]:
+    """Events of every file of ``layout``, file after file (in ``layout.files`` order). A file that
+    cannot be read is skipped and named in ``layout.unreadable``."""
     for path, source in layout.files:
         try:
-            yield from iter_file_events(path, source, keep_unknown=keep_unknown)
+            yield from read_file(path, source)
         except LayoutError as e:
             layout.unreadable.append(str(e))
 

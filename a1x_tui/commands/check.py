@@ -8,7 +8,6 @@ stdout carries only the report (text, or ``--format json``: the ``Report`` model
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 import time
@@ -77,23 +76,6 @@ def _emit(text: str) -> None:
     sys.stdout.flush()
 
 
-def _start_reading(path: str, run: str | None, timeout: float | None) -> Any:
-    """Read the run while the detectors and report models import: in a child process where one can be
-    forked (``a1x_diagnostics.reader_process``: the reader returned, for ``check``), else with the native
-    reader's threads in this one (None)."""
-    from a1x_diagnostics import reader_process
-
-    child = reader_process.start(path, run, timeout)
-    if child is not None:
-        return child
-    from a1x_diagnostics.parsing import LayoutError, discover, records
-
-    if records.native_available():
-        with contextlib.suppress(LayoutError, OSError):  # check() says what is wrong with the path
-            records.prefetch(discover(Path(path), run).files)
-    return None
-
-
 def run(args: argparse.Namespace) -> int:
     if args.schema:
         from a1x_diagnostics.findings import report_json_schema
@@ -114,23 +96,16 @@ def run(args: argparse.Namespace) -> int:
         except KeyError:
             print(f"a1x-tui --check: no example {args.example!r} (available: {', '.join(names)})", file=sys.stderr)
             return 3
-    child = _start_reading(path, args.run, args.timeout) if path is not None else None
-    try:
-        from a1x_diagnostics.collect import collector_aside
-        from a1x_diagnostics.engine import check
-        from a1x_diagnostics.report import render, unknown_report
+    from a1x_diagnostics.engine import check
+    from a1x_diagnostics.report import render, unknown_report
 
-        if path is None:
-            report = unknown_report("", "no PATH given (a1x-tui --check PATH, or --example NAME)")
-            print("a1x-tui --check: no PATH given", file=sys.stderr)
-        else:
-            progress = (lambda msg: print(f"a1x-tui --check: {msg}", file=sys.stderr)) if sys.stderr.isatty() else None
-            with collector_aside():
-                report = check(path, config_path=args.config, run=args.run, now=time.time(), timeout=args.timeout,
-                               progress=progress, reader=child.read_into if child is not None else None)
-    finally:
-        if child is not None:
-            child.close()  # a report that did not need it (UNKNOWN), or an interrupt: the child is stopped
+    if path is None:
+        report = unknown_report("", "no PATH given (a1x-tui --check PATH, or --example NAME)")
+        print("a1x-tui --check: no PATH given", file=sys.stderr)
+    else:
+        progress = (lambda msg: print(f"a1x-tui --check: {msg}", file=sys.stderr)) if sys.stderr.isatty() else None
+        report = check(path, config_path=args.config, run=args.run, now=time.time(), timeout=args.timeout,
+                       progress=progress)
     if path is not None:
         for note in report.notes:
             print(f"a1x-tui --check: {note}", file=sys.stderr)

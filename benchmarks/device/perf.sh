@@ -3,10 +3,8 @@
 # machine (no network there): `bash benchmarks/device/perf.sh WHEELS check|live|both|vs_grep`.
 # vs_grep: issue 14's table (docs/parsing.md, "Any mix of lines"): the three 1 GiB workloads generated,
 # then `--check` against `grep -c`, and against the checkout in $BASE if set (ROUNDS, default 5).
-# benchmarks/device/prepare.sh makes WHEELS, the node's scanner and $BASE here.
-# WHEELS: a folder of wheels for the node's Python (pydantic, tomlkit, watchdog, psutil, rich), made
-# here with `pip download --only-binary=:all: --python-version 3.12 ...`. Build a1x_diagnostics/_scan for the
-# node's Python here too (gcc -shared -fPIC -O2 -I<its include dir>) and carry the .so. Results go to $OUT.
+# WHEELS: a folder of wheels for the node's Python (pydantic, tomlkit, watchdog, psutil, rich, hyperscan),
+# made here with `pip download --only-binary=:all: --python-version 3.12 ...`. Results go to $OUT.
 set -u
 WHEELS=${1:?wheel folder}; WHAT=${2:-both}; OUT=${OUT:-/tmp/perf_out}
 mkdir -p "$OUT"
@@ -14,10 +12,10 @@ mkdir -p "$OUT"
 # with --no-compile (as before 2026-12-02) compiled pydantic from source in every timed run.
 python3 -m pip install -q --no-index --no-deps --target /tmp/site "$WHEELS"/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-python3 -m compileall -q a1x_tui diagnostics supervisor configs > /dev/null  # this checkout's too
+python3 -m compileall -q a1x_tui a1x_diagnostics a1x_supervisor a1x_configs > /dev/null  # this checkout's too
 {
   date -u; uname -r; python3 -V; nproc; grep -m1 "model name" /proc/cpuinfo; uptime
-  python3 -c "from a1x_diagnostics.parsing._scan import NATIVE; print('C scanner (a1x_diagnostics._scan):', NATIVE)"
+  python3 -c "from a1x_diagnostics.parsing._scan import ENGINE; print('line search:', ENGINE)"
   grep --version | head -1; command -v /usr/bin/time || echo "no GNU time: RSS not measured by check_scale"
 } > "$OUT/machine.txt" 2>&1
 if [ "$WHAT" = check ] || [ "$WHAT" = both ]; then

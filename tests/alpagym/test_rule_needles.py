@@ -1,6 +1,5 @@
 """The AlpaGym parser's needles are read from its regexes, as the open-loop rules' are (issue 14, point 1):
-a needle written by hand beside a regex drifts from it (docs/parsing.md, "One definition of each line
-shape")."""
+a needle written by hand beside a regex drifts from it (docs/parsing.md, "The catalog")."""
 
 from __future__ import annotations
 

@@ -226,22 +226,6 @@ def test_a_config_that_cannot_be_read_is_a_note_of_the_report_itself(tmp_path: P
         assert note in report["notes"]
 
 
-def test_a_check_in_the_callers_process_leaves_its_garbage_collector_as_it_was(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    """``--check`` sets the cycle collector aside while it reads (docs/parsing.md, "Fifth pass"); a caller
-    that runs the CLI in its own process (a test, an agent's harness) gets its thresholds and nothing
-    frozen back, whether the check succeeds or fails."""
-    import gc
-
-    from a1x_tui.cli import main
-
-    before = gc.get_threshold(), gc.get_freeze_count()
-    for args in (["--check", "--example", "healthy"], ["--check", str(EXAMPLES / "healthy"), "--run", "nope"]):
-        main(args)
-        assert (gc.get_threshold(), gc.get_freeze_count()) == before, args
-    assert "A1X-TUI OK" in capsys.readouterr().out
-
-
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_the_program_prints_the_whole_report_to_a_file_before_it_leaves(tmp_path: Path, fmt: str,
                                                                           capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,11 +1,5 @@
-"""``--check`` gives the same report whichever way the logs are read, and the Collector routes by class.
-
-The C reader (bulk lines as records) and the grep prefilter (batches of files, output read ahead,
-shortcuts in the parser) are speed-ups only: on every recorded run the report must be the one the
-pure-Python reading gives. The
-Collector dispatches events by their class with a table; a subclass of an event class must still
-be treated as that class.
-"""
+"""``--check`` gives the same report with Hyperscan and with the pure-Python line search, and the
+Collector routes by class (a subclass of an event class is treated as that class)."""
 
 from __future__ import annotations
 
@@ -18,7 +12,7 @@ import pytest
 
 from a1x_diagnostics.engine import Collector, check
 from a1x_diagnostics.events import Role, Source, Stat, SyncPhase, WeightSync
-from a1x_diagnostics.parsing import _prefilter
+from a1x_diagnostics.parsing import _scan
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = sorted(p for p in (ROOT / "tests" / "fixtures" / "cosmos").glob("*/*") if p.is_dir() and any(p.glob("logs_*")))
@@ -29,15 +23,12 @@ def _report(path: Path) -> str:
     return re.sub(r'"generated_at":"[^"]*"', "", check(path, now=1.75e9).model_dump_json())
 
 
-@pytest.mark.skipif(not _prefilter.available(), reason="GNU grep not installed")
+@pytest.mark.skipif(not _scan.HYPERSCAN, reason="hyperscan not installed")
 @pytest.mark.parametrize("run", RUNS, ids=lambda p: f"{p.parent.name}-{p.name}")
-def test_report_is_the_same_with_and_without_grep(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_prefilter, "BATCH_FILES", 2)  # several batches even in a small run
-    native = _report(run)  # the C reader where it is built
-    monkeypatch.setenv("A1X_NO_NATIVE", "1")
+def test_report_is_the_same_with_either_line_search(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_scan, "ENGINE_FROM", 0)  # Hyperscan on every block, however small
     fast = _report(run)
-    assert fast == native
-    monkeypatch.setenv("A1X_NO_GREP", "1")
+    monkeypatch.setattr(_scan, "HYPERSCAN", False)
     assert _report(run) == fast
 
 

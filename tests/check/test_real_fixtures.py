@@ -116,11 +116,11 @@ def test_vllm_oom_phase_on_real_runs() -> None:
 
 @pytest.mark.slow  # every recorded run followed live
 def test_live_interleaved_order_gives_the_batch_findings() -> None:
-    """The live follower feeds files interleaved (and keeps unknown lines): same findings as --check."""
+    """The live follower feeds files interleaved: same findings as --check."""
     from itertools import zip_longest
 
     from a1x_diagnostics.engine import Collector
-    from a1x_diagnostics.parsing import discover, iter_file_events
+    from a1x_diagnostics.parsing import discover, read_file
 
     for path in RECORDED:
         layout = discover(path)
@@ -129,7 +129,7 @@ def test_live_interleaved_order_gives_the_batch_findings() -> None:
         for file_path, source in layout.files:
             stat = file_path.stat()
             collector.note_file(source, size=stat.st_size, mtime=stat.st_mtime)
-            streams.append(list(iter_file_events(file_path, source, keep_unknown=True)))
+            streams.append(list(read_file(file_path, source)))
         for group in zip_longest(*streams):
             for event in group:
                 if event is not None:

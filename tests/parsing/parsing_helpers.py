@@ -7,13 +7,12 @@ with the torchrun ``[rank<N>]:`` prefix when ``rank`` is given.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 
 from a1x_diagnostics.events import Event, LogLine, Role, Signal, SignalKind, Source
-from a1x_diagnostics.parsing import iter_file_events, parse_lines
+from a1x_diagnostics.parsing import LineParser, iter_lines, parse_lines, read_file, split_segments
 
 TS = "2025-06-09 22:14:29,220"
 T = datetime(2025, 6, 9, 22, 14, 29, 220000)
@@ -66,13 +65,19 @@ def event_key(e: Event) -> tuple[str, int, str, str]:
     return (e.source.path, e.line, type(e).__name__, repr(e))
 
 
+def every_line(path: Path, source: Source, *, keep_unknown: bool = True) -> list[Event]:
+    """The events of parsing every line of ``path`` (the reference the reader is held to)."""
+    parser = LineParser(source, mtime=path.stat().st_mtime, keep_unknown=keep_unknown)
+    out: list[Event] = []
+    with open(path, "rb") as f:
+        for lineno, text in iter_lines(f):
+            for seg in split_segments(text):
+                out += parser.feed(lineno, seg)
+    return out + parser.flush()
+
+
 def both_paths(path: Path, source: Source) -> tuple[list[tuple[str, int, str, str]], list[tuple[str, int, str, str]]]:
-    """Sorted non-LogLine events of ``path`` from the grep prefilter and from the pure parser."""
-    fast = sorted(map(event_key, iter_file_events(path, source, keep_unknown=False)))
-    os.environ["A1X_NO_GREP"] = "1"
-    try:
-        pure = sorted(event_key(e) for e in iter_file_events(path, source, keep_unknown=True)
-                      if not isinstance(e, LogLine))
-    finally:
-        del os.environ["A1X_NO_GREP"]
+    """Sorted non-LogLine events of ``path`` from the reader and from parsing every line."""
+    fast = sorted(map(event_key, read_file(path, source)))
+    pure = sorted(event_key(e) for e in every_line(path, source) if not isinstance(e, LogLine))
     return fast, pure

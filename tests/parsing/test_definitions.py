@@ -1,38 +1,27 @@
-"""Every line definition held to the recorded lines of each Cosmos-RL generation.
+"""What is derived from the catalog held to the recorded lines of each Cosmos-RL generation.
 
-A rule is one declaration: its regex, its gates, its builder. What the parser and the scanners look
-for comes from it (``_required``: the strings every match holds, hence its needle; ``_templates``: a
-bulk shape's byte template, fields and record). These tests read the recorded runs and driver logs
-of ``tests/fixtures/cosmos`` (one folder per generation) and check, line by line, that what is
-derived agrees with what the regex and the parser say.
+A rule is a catalog entry's needle, gates and builder (``_rules``); what the parser and the scanner
+look for comes from it (``_required``: the strings every match holds, hence its needle). These tests
+read the recorded runs and driver logs of ``tests/fixtures/cosmos`` (one folder per generation) and
+check, line by line, that what is derived agrees with what the regex and the parser say.
 """
 
 from __future__ import annotations
 
-import ast
-import inspect
 import re
 from functools import cache
 from pathlib import Path
 
 import pytest
-from test_bulk import _check
 
-from a1x_diagnostics.events import Role, Signal, SignalKind, Source
-from a1x_diagnostics.parsing import _bulk, _rules, classify_file, scanner_for
+from a1x_diagnostics.events import Role, SignalKind, Source
+from a1x_diagnostics.parsing import _required, _rules, classify_file, scanner_for
 from a1x_diagnostics.parsing._parser import GATED_ROLES
 from a1x_diagnostics.parsing._required import read, required_literals
 from a1x_diagnostics.parsing._shapes import shape_of
-from a1x_diagnostics.parsing._templates import Bulk, message_pattern
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "cosmos"
 GENERATIONS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
-# Shapes no recorded run of ours holds: the receive line of earlier Cosmos-RL without its ``While``
-# tail (seen in users' logs, docs/reference/cosmos-rl.md §6.2) and the recipe's prefetch server
-# (docs/reference/alpamayo-recipe.md §9.3), whose runs we have not recorded.
-UNRECORDED = {Bulk.RECV_DONE_OLD, Bulk.PREFETCH}
-
-
 @cache
 def _lines(generation: str) -> tuple[tuple[str, str], ...]:
     """(file name, line) of every recorded log of ``generation``."""
@@ -50,27 +39,6 @@ def test_required_strings_are_read_from_the_regex() -> None:
     assert required_literals(re.compile(r"(?:abc|abd)def(ghi)+")) == ("def", "ghi")
     assert required_literals(re.compile(r"Killed", re.IGNORECASE)) == ()
     assert required_literals(re.compile(r"a(?i:bcd)efg")) == ("efg",)
-
-
-def test_rules_are_declared_without_a_needle() -> None:
-    """A needle written beside a regex drifts from it (``Detected 8 GPUs:`` matched the regex of
-    ``GPUS_DETECTED`` and missed its needle ``GPUs: ``): the declarations take none, and every call
-    of them in ``_rules`` gives the regex first and no other string before its keywords."""
-    for declare in (_rules.rule, _rules.signal_rule, _rules.foreign_rule):
-        params = inspect.signature(declare).parameters
-        assert next(iter(params)) == "pattern" and "needle" not in params, declare
-    assert not hasattr(_rules, "_GATES") and not hasattr(_rules, "_FOREIGN_NEEDLES")
-
-    def is_text(node: ast.expr) -> bool:
-        return (isinstance(node, ast.Constant) and isinstance(node.value, str)) or isinstance(
-            node, (ast.JoinedStr, ast.BinOp))
-
-    declarations = {"rule", "signal_rule", "foreign_rule"}
-    calls = [node for node in ast.walk(ast.parse(Path(_rules.__file__).read_text()))
-             if isinstance(node, ast.Call) and getattr(node.func, "id", None) in declarations]
-    assert len(calls) > 200
-    for call in calls:
-        assert sum(map(is_text, call.args)) <= 1, ast.unparse(call)[:100]
 
 
 def test_each_needle_is_read_from_its_regex() -> None:
@@ -91,29 +59,16 @@ def test_one_parse_compiles_the_regex_re_would() -> None:
         assert r.pattern.groupindex == re.compile(r.pattern.pattern, r.pattern.flags).groupindex
 
 
-def _definition(pattern: str, gates: _rules.Gates = ()) -> _rules._Definition:
-    return _rules._Definition(*read(pattern), build=lambda m, c: None, wrapper=False, gates=gates)
+def test_a_regex_of_alternatives_gets_a_needle_each() -> None:
+    def needles(pattern: str) -> tuple[str, ...]:
+        return _required.needles(pattern, *read(pattern)[1:])
 
-
-def test_a_regex_of_alternatives_gets_a_needle_each_and_stays_one_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     for pattern in (r"Killed process (\d+)|Out of memory: (\d+)", r"^(?:Killed process (\d+)|Out of memory: (\d+))$"):
-        assert _rules.needles_of(_definition(pattern), ()) == ("Killed process ", "Out of memory: ")
-    assert _rules.needles_of(_definition(r"(?:open|read) (\S+)/None\b|(\S+)/None\b"), ()) == ("/None",)
+        assert needles(pattern) == ("Killed process ", "Out of memory: ")
+    assert needles(r"(?:open|read) (\S+)/None\b|(\S+)/None\b") == ("/None",)
     for bad in (r"\d+ (?:ab|cd)", r"Killed|\d+"):
         with pytest.raises(ValueError, match="no string"):
-            _rules.needles_of(_definition(bad), ())
-
-    def build(m: re.Match[str], c: _rules.Ctx) -> Signal:
-        return Signal(kind=SignalKind.FATAL_SIGNAL, **c.kw())
-
-    d = _rules._Definition(*read(r"Killed process (\d+)|Out of memory: (\d+)"), build, False, _rules.OWN_NEEDLE)
-    monkeypatch.setattr(_rules, "_DEFINITIONS", [d])
-    entries = _rules._entries()
-    assert [(e.needle, e.gates - set(_rules.LEVEL_GATES)) for e in entries] == [
-        ("Killed process ", {"Killed process "}), ("Out of memory: ", {"Out of memory: "})]
-    ctx = _rules.Ctx(Source("x.log", Role.LAUNCHER, None), 1, "Out of memory: 3", None, None, None)
-    assert [e.kind for e in _rules.classify_with(entries, "Out of memory: 3", ctx)] == [  # type: ignore[attr-defined]
-        SignalKind.FATAL_SIGNAL]
+            needles(bad)
 
 
 def test_the_line_of_the_issue_is_read() -> None:
@@ -153,23 +108,6 @@ def test_every_needle_is_inside_a_string_its_regex_requires() -> None:
         assert any(r.needle in s for s in _rules.literals_of(r)), (r.needle, r.pattern.pattern)
 
 
-def test_a_bulk_line_would_pass_the_needles_it_skips() -> None:
-    """``_scan.c`` takes a line its templates match before walking the needles (a tag gate's
-    confirmation): that line must be one the walk takes too. Each shape's text holds a marker that
-    always counts, or its rule's strings are a group of the confirmation."""
-    from a1x_diagnostics.parsing._markers import GATED_CONFIRM, GATED_MARKERS
-
-    confirmed, groups, _ = GATED_CONFIRM
-    always = [m for m in GATED_MARKERS if m not in confirmed]
-    for kind, t in _rules.TEMPLATES.items():
-        text = "".join(lit for lit, _, _ in t.parts())
-        if any(m in text for m in always):
-            continue
-        pattern = message_pattern(t)
-        rule = next(r for r in _rules.RULES if r.pattern.pattern == pattern)
-        assert _rules.literals_of(rule) in groups, kind
-
-
 @pytest.mark.parametrize("generation", GENERATIONS)
 def test_a_line_a_regex_matches_holds_every_string_it_requires(generation: str) -> None:
     matched = 0
@@ -184,33 +122,16 @@ def test_a_line_a_regex_matches_holds_every_string_it_requires(generation: str) 
 
 @pytest.mark.parametrize("generation", GENERATIONS)
 def test_the_scanner_takes_every_recorded_line_that_gives_an_event(generation: str) -> None:
-    """In a controller or replica log, a tag gate counts only with every string of one of its rules:
-    no recorded line that gives an event is left out by that."""
+    """In a controller or replica log a line under a tag gate is looked for by its rules' needles: no
+    recorded line that gives an event is left out by that."""
     from a1x_diagnostics.parsing import LineParser
 
     lines = [line for _, line in _lines(generation) if "\r" not in line]
     for role in sorted(GATED_ROLES, key=lambda r: r.value):
         source = Source(f"{role.value}_0.log", role, None if role is Role.CONTROLLER else 0)
         taken = set(scanner_for(source).lines(lines))
-        parser = LineParser(source, keep_unknown=False)
         left_out = [line for i, line in enumerate(lines) if i not in taken]
         assert len(left_out) < len(lines)
         for line in left_out:
-            assert not parser.ungrouped_line_events(1, line), (role, line)
-
-
-@pytest.mark.skipif(not _bulk.available(), reason="C extension not built")
-def test_every_bulk_shape_reads_its_recorded_lines_as_the_parser_does() -> None:
-    """Each shape's definition against each recorded line its message regex matches: the C record
-    equals the parser's event, field for field (``test_bulk._check``)."""
-    seen: dict[Bulk, int] = {}
-    patterns = {k: re.compile(message_pattern(t)) for k, t in _rules.TEMPLATES.items()}
-    for generation in GENERATIONS:
-        for name, line in _lines(generation):
-            msg = shape_of(line).msg
-            for kind, pattern in patterns.items():
-                if pattern.search(msg):
-                    role = Role.CONTROLLER if name.startswith("controller") else Role.ROLLOUT
-                    assert _check(line, Source(name, role, 0)) == "record", line
-                    seen[kind] = seen.get(kind, 0) + 1
-    assert set(Bulk) - set(seen) == UNRECORDED
+            parser = LineParser(source, keep_unknown=False)
+            assert not parser.feed(1, line) + parser.flush(), (role, line)

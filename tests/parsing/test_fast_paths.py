@@ -21,20 +21,18 @@ import pytest
 from parsing_helpers import SOURCES, cosmos
 
 from a1x_diagnostics.events import EVENT_TYPES, Role, Signal, SignalKind, Source, Step
-from a1x_diagnostics.parsing._build import ctx_maker, maker
-from a1x_diagnostics.parsing._literal import read_literal
+from a1x_diagnostics.parsing._build import MAX_TEXT, ctx_maker, maker
 from a1x_diagnostics.parsing._rules import (
     GATES,
-    MAX_TEXT,
     NEEDLES,
-    RULES,
     Ctx,
-    _float,
     classify_gated,
     classify_message,
     present_gates,
 )
 from a1x_diagnostics.parsing._shapes import _cosmos_ts, _dt, shape_in_full, shape_of
+from a1x_diagnostics.signatures.fields import read_literal
+from a1x_diagnostics.signatures.fields import to_float as _float
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "cosmos"
 REF = datetime(2025, 6, 10, 12, 0, 0)
@@ -258,14 +256,3 @@ def test_dynamic_sampling_counts_read_like_literal_eval() -> None:
         want = {str(k): int(v) for k, v in value.items()
                 if isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v)}
         assert len(found) == 1 and found[0].counts == want, text  # type: ignore[attr-defined]
-
-
-def test_head_rules_are_the_metric_rules_in_catalogue_order() -> None:
-    from a1x_diagnostics.parsing import _rules
-
-    head = [r for r, _ in _rules._HEAD_RULES]
-    assert head == list(RULES[: len(head)])
-    assert head[0] is next(r for r in RULES if r.pattern.pattern.startswith(r"^\[Controller\]\ Stat:"))
-    assert _rules._stat in [r.build for r in head]  # the general rule of Stat lines too
-    untagged = [r.build for r in head if not r.gates - set(_rules.LEVEL_GATES)]
-    assert untagged == [_rules._pending_over]  # logged at WARNING (§4.3): every other has its tag

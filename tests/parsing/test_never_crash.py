@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from parsing_helpers import SOURCES, both_paths, cosmos
+from parsing_helpers import SOURCES, both_paths, cosmos, every_line
 
 from a1x_diagnostics.events import LogLine, Role, Source, Traceback
-from a1x_diagnostics.parsing import LineParser, file_tail, iter_file_events
+from a1x_diagnostics.parsing import LineParser, file_tail, read_file
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -39,10 +38,10 @@ def _with_file(data: bytes, fn):  # type: ignore[no-untyped-def]
 @given(data=st.binary(max_size=4096), role=st.sampled_from(SOURCE_ROLES))
 def test_arbitrary_bytes_never_crash(data: bytes, role: Role) -> None:
     def check(path: Path) -> None:
-        got = list(iter_file_events(path, Source("f.log", role), keep_unknown=True))
+        got = every_line(path, Source("f.log", role))
         n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
         assert all(1 <= e.line <= max(n_lines, 1) for e in got)
-        list(iter_file_events(path, Source("f.log", role), keep_unknown=False))
+        list(read_file(path, Source("f.log", role)))
         file_tail(path, 5)
 
     _with_file(data, check)
@@ -54,9 +53,6 @@ def test_log_shaped_bytes_never_crash_and_both_paths_agree(parts: list[bytes], r
     data = b"".join(parts)
 
     def check(path: Path) -> None:
-        if shutil.which("grep") is None:
-            list(iter_file_events(path, SOURCES[role]))
-            return
         fast, pure = both_paths(path, SOURCES[role])
         assert fast == pure
 
@@ -91,9 +87,8 @@ def test_random_interleavings_of_traceback_lines(seq: list[tuple[int | None, str
     assert len(loglines) == sum(1 for e in events if isinstance(e, LogLine))
 
     def check(path: Path) -> None:
-        if shutil.which("grep") is not None:
-            fast, pure = both_paths(path, SOURCES[Role.ROLLOUT])
-            assert fast == pure
+        fast, pure = both_paths(path, SOURCES[Role.ROLLOUT])
+        assert fast == pure
 
     _with_file(("\n".join(lines) + "\n").encode(), check)
 
@@ -103,7 +98,7 @@ def test_megabyte_lines(tmp_path: Path, size: int) -> None:
     body = "Traceback (most recent call last):\n" + "y" * size + "\n" + "ValueError: " + "z" * size
     path = tmp_path / "rollout_0.log"
     path.write_text(body)
-    got = list(iter_file_events(path, SOURCES[Role.ROLLOUT]))
+    got = list(read_file(path, SOURCES[Role.ROLLOUT]))
     assert sum(len(e.text) for e in got) < 64 * 1024
 
 

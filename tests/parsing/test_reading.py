@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
-from parsing_helpers import SOURCES, UUID, both_paths, cosmos
+from parsing_helpers import SOURCES, UUID, both_paths, cosmos, every_line
 from test_failure_lines import LAUNCHER_CASES, NCCL_CASES, OOM_TEXTS, RECIPE_CASES, tb
 
 from a1x_diagnostics.events import LogLine, Role, Signal, SignalKind, Source, Stat, Traceback, WeightSync
-from a1x_diagnostics.parsing import discover, file_tail, iter_file_events, read_run
+from a1x_diagnostics.parsing import discover, file_tail, read_file, read_run
 from a1x_diagnostics.parsing._lines import MAX_LINE_BYTES
-
-needs_grep = pytest.mark.skipif(shutil.which("grep") is None, reason="GNU grep not installed")
 
 STAT = cosmos("[Controller] Stat: 8 samples, 800 completion tokens, 8 pending rollouts, 8 in-flight, 0 filtered "
               "(outdated), 1.00s elapsed")
@@ -26,7 +23,7 @@ def write(path: Path, data: bytes | str) -> Path:
 
 
 def events(path: Path, role: Role = Role.CONTROLLER, keep_unknown: bool = True) -> list:  # type: ignore[type-arg]
-    return list(iter_file_events(path, Source(path.name, role), keep_unknown=keep_unknown))
+    return every_line(path, Source(path.name, role), keep_unknown=keep_unknown)
 
 
 def test_partial_last_line_is_read(tmp_path: Path) -> None:
@@ -65,7 +62,7 @@ def test_file_that_vanished_is_a_layout_error(tmp_path: Path) -> None:
     from a1x_diagnostics.parsing import LayoutError
 
     with pytest.raises(LayoutError, match="cannot read"):
-        events(tmp_path / "gone.log")
+        list(read_file(tmp_path / "gone.log", SOURCES[Role.CONTROLLER]))
 
 
 def test_vllm_year_comes_from_the_file_mtime(tmp_path: Path) -> None:
@@ -120,16 +117,14 @@ def corpus() -> list[str]:
     return lines
 
 
-@needs_grep
 @pytest.mark.parametrize("role", [Role.CONTROLLER, Role.ROLLOUT, Role.LAUNCHER])
-def test_grep_prefilter_gives_the_same_events_as_the_pure_parser(tmp_path: Path, role: Role) -> None:
+def test_the_reader_gives_the_events_of_parsing_every_line(tmp_path: Path, role: Role) -> None:
     f = write(tmp_path / "mixed.log", "\n".join(corpus()).encode() + b"\n\xff\xfe\n" + STAT.encode())
     fast, pure = both_paths(f, SOURCES[role])
     assert fast == pure
     assert len(fast) > 40
 
 
-@needs_grep
 def test_read_run_fast_path_and_unreadable_files(tmp_path: Path) -> None:
     logs = tmp_path / "logs_20250609-120000"
     logs.mkdir()
@@ -145,17 +140,16 @@ def test_read_run_fast_path_and_unreadable_files(tmp_path: Path) -> None:
     assert len(layout.unreadable) == 1 and "policy_0.log" in layout.unreadable[0]
 
 
-def test_read_run_without_grep_matches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_read_run_gives_no_log_lines(tmp_path: Path) -> None:
     logs = tmp_path / "logs_20250609-120000"
     logs.mkdir()
     recv = cosmos("[Rollout] All 8 at step None recv operations finished in 1.000 seconds with 2.0 MB received.",
                   rank=0)
     write(logs / "rollout_0.log", f"noise\n{recv}\n")
-    monkeypatch.setenv("A1X_NO_GREP", "1")
     got = list(read_run(discover(logs)))
     assert len(got) == 1 and isinstance(got[0], WeightSync) and got[0].step is None
     assert all(not isinstance(e, LogLine) for e in got)
-    assert any(isinstance(e, LogLine) for e in read_run(discover(logs), keep_unknown=True))
+    assert any(isinstance(e, LogLine) for e in every_line(logs / "rollout_0.log", SOURCES[Role.ROLLOUT]))
 
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "cosmos"
@@ -172,12 +166,11 @@ def test_recorded_fixtures_parse_without_errors_and_with_sane_counts() -> None:
             layout = discover(d)
         except Exception:  # a folder that is part of a bigger layout; its parent is read instead
             continue
-        all_events = list(read_run(layout, keep_unknown=True))
+        all_events = [e for p, src in layout.files for e in every_line(p, src)]
         n_lines = sum(p.read_bytes().count(b"\n") + 1 for p, _ in layout.files)
         assert len([e for e in all_events if isinstance(e, LogLine)]) <= n_lines + 64
         total += len(all_events)
-        if shutil.which("grep"):
-            for p, src in layout.files:
-                fast, pure = both_paths(p, src)
-                assert fast == pure, p
+        for p, src in layout.files:
+            fast, pure = both_paths(p, src)
+            assert fast == pure, p
     assert total > 0

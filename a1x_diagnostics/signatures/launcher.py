@@ -1,0 +1,174 @@
+"""Launcher: the ``cosmos-rl`` launcher's own output, torchrun's agent, the shell and Slurm around them
+(docs/reference/cosmos-rl.md §2, §11; docs/reference/foreign-errors.md E3-E5).
+
+One entry a message: see ``a1x_diagnostics/signatures/__init__.py`` for what an entry holds and how
+to add one."""
+
+from __future__ import annotations
+
+from a1x_diagnostics.events import Role
+from a1x_diagnostics.events import SignalKind as S
+from a1x_diagnostics.signatures.entry import OWN, Hit, Sig
+
+# Failures that quote another error (read too): tried before other stacks' entries.
+WRAPPERS = (
+    Sig("config_load_failed.failed_to_load_or_parse", r"Failed to load or parse config file (?P<path>.+?\.toml|\S+): (?P<error>.*?)\.?\s*$", S.CONFIG_LOAD_FAILED, wrapper=True, read_in=Role.CONTROLLER,
+        source="cosmos-rl@89f2e5b5:run_web_panel.py:905 (docs/reference/cosmos-rl.md §4.1)",
+        samples=("Traceback (most recent call last):\n  File \"/opt/cosmos_rl/entry.py\", line 12, in main\nRuntimeError: Failed to load or parse config file /tmp/tmpx.toml: Missing required env var ALPAMAYO_PAI_LOCAL_DIR (expected PAI dataset root, e.g. /path/to/PAI_mini).",)),
+    Sig("config_read_error.error_reading_config_file", r"Error reading config file (?P<path>.+?\.toml|\S+): (?P<error>.*)$", S.CONFIG_READ_ERROR, wrapper=True,
+        source="cosmos-rl@89f2e5b5:launch_all.py:100 (docs/reference/cosmos-rl.md §2.4)",
+        samples=("[cosmos] 2025-06-09 22:14:29,220 - cosmos - ERROR - Error reading config file /x/run.toml: Duplicate keys!",)),
+)
+
+SIGS = (
+    Sig("gpus_detected.detected_gpus", r"Detected (?P<count>\d+) GPUs: ?(?P<ids>.*)$", S.GPUS_DETECTED,
+        source="cosmos-rl@89f2e5b5:utility.py:60 (docs/reference/cosmos-rl.md §2.3)",
+        samples=(
+            "INFO:cosmos:Detected 2 GPUs: 0, 1",
+            "[cosmos] 2026-11-29 15:02:24,359 - cosmos - INFO - Detected 1 GPUs: 0",
+        )),
+    Sig("replicas_planned.number_of_replicas", r"Number of (?P<role>policy|rollout|reference) replicas: (?P<count>\d+) with (?P<gpus_each>\d+) gpus each", S.REPLICAS_PLANNED,
+        source="cosmos-rl@89f2e5b5:launcher/utility.py:831 (docs/reference/cosmos-rl.md §2.3)",
+        samples=(
+            "INFO:cosmos:Number of policy replicas: 1 with 2 gpus each",
+            "INFO:cosmos:Number of rollout replicas: 0 with 1 gpus each",
+        )),
+    Sig("workers_required.number_of_workers_required", r"Number of workers required: (?P<count>\d+)", S.WORKERS_REQUIRED,
+        source="cosmos-rl@89f2e5b5:launch_all.py:844 (docs/reference/cosmos-rl.md §2.3)",
+        samples=(
+            "[cosmos] 2026-11-29 15:02:24,361 - cosmos - INFO - Number of workers required: 1",
+            "[cosmos] 2026-12-01 20:07:23,712 - cosmos - INFO - Number of workers required: 1",
+        )),
+    Sig("multiple_workers.multiple_worker_nodes_will_be", r"Multiple worker nodes will be used", S.MULTIPLE_WORKERS,
+        source="cosmos-rl@89f2e5b5:launch_all.py:849 (docs/reference/cosmos-rl.md §2.4)",
+        samples=(
+            "[cosmos] 2026-11-29 15:02:23,357 - cosmos - INFO - Multiple worker nodes will be used. Ensure that the launch script is excuted on all worker nodes.",
+            "[cosmos] 2026-11-29 14:56:07,550 - cosmos - INFO - Multiple worker nodes will be used. Ensure that the launch script is excuted on all worker nodes.",
+        )),
+    Sig("controller_ready.controller_is_ready_at", r"Controller is ready at (?P<url>\S+)", S.CONTROLLER_READY,
+        source="cosmos-rl@89f2e5b5:launch_all.py:925 (docs/reference/cosmos-rl.md §2.6)",
+        samples=(
+            "[cosmos] 2026-11-29 15:02:52,392 - cosmos - INFO - Controller is ready at localhost:8600",
+            "[cosmos] 2026-11-29 15:02:44,132 - cosmos - INFO - Controller is ready at localhost:8300",
+        )),
+    Sig("process_launched.controller", r"Launching process with command: \S*launch_controller\.sh", S.PROCESS_LAUNCHED, fields={"role": "controller"},
+        source="cosmos-rl@89f2e5b5:cosmos_rl/launcher/utility.py:406 (docs/reference/cosmos-rl.md §2.3, §2.7)",
+        samples=("[cosmos] 2026-11-29 15:02:24,362 - cosmos - INFO - Launching process with command: /tmp/crl_run.HtJQ/site/cosmos_rl/launcher/launch_controller.sh --config /tmp/tmplcacvuch.toml --port 8600 --script /work/main/tools/fixture_recorder/entry_tiny_grpo.py ",)),
+    Sig("process_launched.replica", r"Launching process with command: \S*launch_replica\.sh .*?--type (?P<role>policy|rollout|reference)\b", S.PROCESS_LAUNCHED,
+        source="cosmos-rl@89f2e5b5:cosmos_rl/launcher/utility.py:406 (docs/reference/cosmos-rl.md §2.3, §2.7)",
+        samples=("[cosmos] 2026-11-29 15:02:52,393 - cosmos - INFO - Launching process with command: /tmp/crl_run.HtJQ/site/cosmos_rl/launcher/launch_replica.sh --type policy --ngpus 1 --backend example_hf --config /tmp/tmplcacvuch.toml --script /work/main/tools/fixture_recorder/entry_tiny_grpo.py ",)),
+    Sig("process_planned.output_files", r"Appending command: .*? output files: (?P<path>[^,\s]+)", S.PROCESS_PLANNED,
+        source="cosmos-rl@89f2e5b5:cosmos_rl/launcher/utility.py:406 (docs/reference/cosmos-rl.md §2.3, §3.1)",
+        samples=("[cosmos] 2026-11-29 15:02:24,361 - cosmos - INFO - Appending command: /tmp/crl_run.HtJQ/site/cosmos_rl/launcher/launch_replica.sh --type policy --ngpus 1 --backend example_hf --config /tmp/tmplcacvuch.toml --script /work/main/tools/fixture_recorder/entry_tiny_grpo.py  with gpu devices: 0, control URL: localhost:8600, output files: /tmp/fx747/buffer_growth/logs_20261129-150224/policy_0.log, env: None",)),
+    Sig("process_failed.failed_with_return_code", r"Process (?P<process>\S+) failed with return code (?P<rc>-?\d+)", S.PROCESS_FAILED,
+        source="cosmos-rl@89f2e5b5:launch_all.py:983 (docs/reference/cosmos-rl.md §2.7)",
+        samples=(
+            "[cosmos] 2026-11-29 15:03:40,811 - cosmos - ERROR - Process 1 failed with return code 1",
+            "[cosmos] 2026-12-01 20:08:44,479 - cosmos - ERROR - Process 2 failed with return code 1",
+        )),
+    Sig("process_failed.terminating_other_processes", r"(?P<process>Policy|Rollout|Controller|Reference) failed with exit code (?P<rc>-?\d+)\. Terminating other processes", S.PROCESS_FAILED,
+        source="cosmos-rl@89f2e5b5:tools/slurm/cosmos_rl_slurm_launch.py (docs/reference/cosmos-rl.md §11.1)",
+        samples=("[2025-06-09 01:02:03.456 PM UTC][cosmos-rl-sbatch]: Rollout failed with exit code 137. Terminating other processes.",)),
+    Sig("process_completed.completed_successfully", r"Process (?P<process>\S+) completed successfully", S.PROCESS_COMPLETED,
+        source="cosmos-rl@89f2e5b5:launch_all.py:968 (docs/reference/cosmos-rl.md §2.7)",
+        samples=(
+            "[cosmos] 2026-11-29 15:04:32,772 - cosmos - INFO - Process 1 completed successfully",
+            "[cosmos] 2026-11-29 15:04:30,240 - cosmos - INFO - Process 1 completed successfully",
+        )),
+    Sig("coordinated_success.exited_via_the_coordinated_shutdown", r"Process (?P<process>\S+) \((?P<role>\w+)\) exited via the coordinated shutdown path \(rc=(?P<rc>-?\d+)\); treating as success", S.COORDINATED_SUCCESS,
+        source="cosmos-rl@89f2e5b5:launch_all.py:62 (docs/reference/cosmos-rl.md §2.4)",
+        samples=(
+            "[cosmos] 2026-11-29 14:58:27,472 - cosmos - INFO - Process 0 (controller) exited via the coordinated shutdown path (rc=143); treating as success",
+            "[cosmos] 2026-11-29 14:57:33,382 - cosmos - INFO - Process 0 (controller) exited via the coordinated shutdown path (rc=143); treating as success",
+        )),
+    Sig("terminated_all.terminated_all_processes_due_to", r"Terminated all processes due to failure", S.TERMINATED_ALL,
+        source="cosmos-rl@89f2e5b5:launch_all.py:987 (docs/reference/cosmos-rl.md §2.7)",
+        samples=("[cosmos] 2025-06-09 22:14:29,220 - cosmos - ERROR - Terminated all processes due to failure",)),
+    Sig("process_exited_early.exited_with_code", r"Process (?P<pid>\S+) exited with code (?P<rc>-?\d+)\. Exiting", S.PROCESS_EXITED_EARLY,
+        source="cosmos-rl@89f2e5b5:launch_all.py:62 (docs/reference/cosmos-rl.md §2.4)",
+        samples=(
+            "[cosmos] 2026-12-01 20:01:15,551 - cosmos - ERROR - Process 806 exited with code 1. Exiting.",
+            "[cosmos] 2026-12-01 20:07:24,713 - cosmos - ERROR - Process 2332 exited with code 1. Exiting.",
+        )),
+    Sig("process_exited_early.exited_as_soon_as_launched", r"Process (?P<pid>\S+) exited as soon as launched", S.PROCESS_EXITED_EARLY, fields={"rc": None},
+        source="cosmos-rl@89f2e5b5:launch_all.py:62 (docs/reference/cosmos-rl.md §2.4)",
+        samples=("[cosmos] 2025-06-09 22:14:29,220 - cosmos - ERROR - Process 4242 exited as soon as launched. Exiting.",)),
+    Sig("death_signal.death_signal", r"Received (?:Signals\.)?(?P<sig>\d+|SIG[A-Z]+) death signal", S.DEATH_SIGNAL, gate=OWN,
+        source="pytorch/pytorch@v2.5.1:torch/distributed/elastic/agent/server/api.py (docs/reference/foreign-errors.md E3)",
+        samples=(
+            "WARNING:torch.distributed.elastic.agent.server.api:Received 2 death signal, shutting down workers",
+            "W0409 07:28:49.530000 1359 torch/distributed/elastic/agent/server/api.py:719] Received 15 death signal, shutting down workers",
+        )),
+    Sig("death_signal.bash_terminated", r"line \d+: +(?P<pid>\d+) Terminated\b", S.DEATH_SIGNAL, gate=OWN, fields={"sig": 15},
+        source="GNU bash job report (docs/reference/foreign-errors.md E5)",
+        samples=("/opt/run_cosmos.sh: line 12: 48213 Terminated              torchrun --nproc-per-node=1 --role rank /opt/entry.py",)),
+    Sig("job_cancelled.cancelled_at", r"\*\*\* (?:JOB|STEP) (?P<job>\S+) ON (?P<node>\S+) CANCELLED AT (?P<at>\S+)(?: DUE TO (?P<reason>[A-Z][A-Z ]*[A-Z]))?", S.JOB_CANCELLED, gate=OWN,
+        source="SchedMD/slurm:src/slurmd/slurmstepd (docs/reference/cosmos-rl.md §11.1)",
+        samples=("slurmstepd: error: *** JOB 4213377 ON node-017 CANCELLED AT 2026-11-29T14:58:02 DUE TO TIME LIMIT ***",)),
+    Sig("fatal_signal.fatal_python_error", r"Fatal Python error: (?P<detail>.*)$", S.FATAL_SIGNAL, gate=OWN, fields={"what": 'fatal_python'},
+        source="python/cpython:Modules/faulthandler.c (docs/reference/foreign-errors.md E4)",
+        samples=(
+            "Fatal Python error: Segmentation fault",
+            "(RayWorkerWrapper pid=24036) Fatal Python error: Segmentation fault",
+        )),
+    Sig("fatal_signal.core_dumped", r"(?P<detail>Segmentation fault|Aborted|Bus error|Illegal instruction|Floating point exception)[^(]*\(core dumped\)", S.FATAL_SIGNAL, gate=OWN, fields={"what": 'core_dumped'},
+        source="GNU bash job report (docs/reference/foreign-errors.md E5)",
+        samples=(
+            "Aborted (core dumped)",
+            "Segmentation fault (core dumped)",
+        )),
+    Sig("fatal_signal.segmentation_fault", r"Segmentation fault", S.FATAL_SIGNAL, gate=OWN, fields={"what": 'segfault', "detail": None},
+        source="GNU bash job report (docs/reference/foreign-errors.md E5)",
+        samples=("/opt/run_cosmos.sh: line 7: 30412 Segmentation fault      python -m cosmos_rl.rollout.rollout_entrance",)),
+    Sig("fatal_signal.killed", r"line \d+: +(?P<pid>\d+) Killed\b", S.FATAL_SIGNAL, gate=OWN, fields={"what": 'killed', "detail": None},
+        source="GNU bash job report (docs/reference/foreign-errors.md E5)",
+        samples=("run_grpo.sh: line 37: 2291744 Killed                  python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo",)),
+    Sig("gpu_layout_error.replica_with_gpus_larger_than", r"Replica with GPUs larger than \d+ occurs but not on Lepton job", S.GPU_LAYOUT_ERROR, fields={"reason": 'larger_than_node'},
+        source="cosmos-rl@89f2e5b5:utility.py:270 (docs/reference/cosmos-rl.md §2.4)",
+        samples=(
+            "RuntimeError: Replica with GPUs larger than 8 occurs but not on Lepton job, please specify --node-ip-list to provide the IPs of all nodes to enable conenctions to each Rendezvous head node.",
+            "    RuntimeError: Replica with GPUs larger than 8 occurs but not on Lepton job, please specify --node-ip-list to provide the IPs of all nodes to enable conenctions to each Rendezvous head node.",
+        )),
+    Sig("gpu_layout_error.not_enough_gpus_available", r"Not enough GPUs available\.? ?(?:Required: (?P<required>\d+), Available: (?P<available>\d+)|Requested (?P<required2>\d+) GPUs, but only (?P<available2>\d+) are available)?", S.GPU_LAYOUT_ERROR, fields={"reason": 'not_enough'},
+        source="cosmos-rl@89f2e5b5:launch_all.py:849 (docs/reference/cosmos-rl.md §2.4)",
+        samples=(
+            "AssertionError: Not enough GPUs available. Required: 16, Available: 8",
+            "ValueError: Not enough GPUs available. Requested 16 GPUs, but only 8 are available in the cluster.",
+        )),
+    Sig("gpu_layout_error.no_gpus_available", r"No GPUs available", S.GPU_LAYOUT_ERROR, fields={"reason": 'no_gpus'},
+        source="cosmos-rl@89f2e5b5:launch_all.py:657 (docs/reference/cosmos-rl.md §2.4)",
+        samples=("RuntimeError: No GPUs available. Please check your GPU configuration.",)),
+    Sig("gpu_layout_error.number_of_gpus_per_node", r"Number of GPUs per node must be 1, 2, 4, or 8", S.GPU_LAYOUT_ERROR, fields={"reason": 'bad_per_node'},
+        source="cosmos-rl@89f2e5b5:utility.py:481 (docs/reference/cosmos-rl.md §2.3)",
+        samples=("AssertionError: Number of GPUs per node must be 1, 2, 4, or 8",)),
+    Sig("controller_port_busy.is_already_in_use", r"Controller port (?P<port>\d+)(?: from --url (?P<url>\S+))? is already in use", S.CONTROLLER_PORT_BUSY,
+        source="cosmos-rl@89f2e5b5:launch_all.py:739 (docs/reference/cosmos-rl.md §2.4)",
+        samples=(
+            "RuntimeError: Controller port 8000 is already in use. It cannot be substituted because workers connect to this exact endpoint.",
+            "RuntimeError: Controller port 8000 from --url 10.0.0.1:8000 is already in use on this node. It cannot be substituted because all workers connect to this exact endpoint.",
+        )),
+)
+
+HITS = (
+    Hit("hit.config_load_failed", "config_load_failed", ("Failed to load or parse config file",), pattern=r"Failed to load or parse config file (?P<path>\S+): (?P<error>.*)",
+        source="docs/reference/cosmos-rl.md §4.1",
+        samples=("RuntimeError: Failed to load or parse config file /tmp/tmpx.toml: Missing required env var ALPAMAYO_PAI_LOCAL_DIR.",)),
+    Hit("hit.config_read_error", "config_load_failed", ("Error reading config file",), pattern=r"Error reading config file (?P<path>\S+): (?P<error>.*)",
+        source="docs/reference/cosmos-rl.md §2.4",
+        samples=("Error reading config file /x/run.toml: Duplicate keys!",)),
+    Hit("hit.gpu_layout.larger_than_node", "gpu_layout", ("Replica with GPUs larger than 8",), kind="larger_than_node",
+        source="docs/reference/cosmos-rl.md §2.4",
+        samples=("RuntimeError: Replica with GPUs larger than 8 occurs but not on Lepton job, please specify --node-ip-list to provide the IPs of all nodes to connect.",)),
+    Hit("hit.gpu_layout.not_enough", "gpu_layout", ("Not enough GPUs available. Required:",), kind="not_enough",
+        source="docs/reference/cosmos-rl.md §2.4",
+        samples=("AssertionError: Not enough GPUs available. Required: 12, Available: 8",)),
+    Hit("hit.gpu_layout.no_gpus", "gpu_layout", ("No GPUs available. Please check your GPU configuration",), kind="no_gpus",
+        source="docs/reference/cosmos-rl.md §2.4",
+        samples=("RuntimeError: No GPUs available. Please check your GPU configuration.",)),
+    Hit("hit.gpu_layout.bad_per_node", "gpu_layout", ("Number of GPUs per node must be 1, 2, 4, or 8",), kind="bad_per_node",
+        source="docs/reference/cosmos-rl.md §2.3",
+        samples=("AssertionError: Number of GPUs per node must be 1, 2, 4, or 8",)),
+    Hit("hit.child_failed", "child_failed", ("ChildFailedError",),
+        source="docs/reference/cosmos-rl.md §3.4; docs/reference/foreign-errors.md E2",
+        samples=("[rank0]: torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",)),
+)
