@@ -96,7 +96,7 @@ def main() -> int:
                 row[3] += len(trial.extra)
                 row[4] += len(trial.raised_twice)
                 row[5] += trial.switched
-                row[6] += ("Traceback" in trial.stderr) or not trial.ended
+                row[6] += ("Traceback" in trial.stderr) or not trial.ended or not trial.faulted
                 print(f"| {name} | {fault} | {mode} | {victim} | {at} | {len(trial.expected)} | "
                       f"{' '.join(trial.lost) or 0} | {' '.join(trial.extra) or 0} | "
                       f"{' '.join(trial.raised_twice) or 0} | {trial.switched} | {len(trial.notes)} |", flush=True)
@@ -104,7 +104,7 @@ def main() -> int:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print("\n| fault | mode | trials | --check's findings | lost | extra | raised twice | run switched | "
-          "tracebacks or no end |\n|---|---|---|---|---|---|---|---|---|")
+          "tracebacks, no end or no fault |\n|---|---|---|---|---|---|---|---|---|")
     bad = 0
     for (fault, mode), row in sorted(totals.items()):
         print(f"| {fault} | {mode} | " + " | ".join(map(str, row)) + " |")

@@ -44,7 +44,7 @@ def test_watch_keeps_what_it_knows_when_a_log_is_rotated_truncated_deleted_or_un
         pytest.skip("permission bits cannot be made to bind a child process here")
     trial = fault_trial(RUN, tmp_path, fault, poll=mode == "poll", victim="rollout_0.log")
     assert trial.expected == ["replica_died@rollout_0"] and trial.expected_exit == 2
-    assert trial.ended, trial.stderr
+    assert trial.faulted and trial.ended, trial.stderr
     assert trial.got == trial.expected, trial.stderr
     assert trial.exit_code == trial.expected_exit
     assert trial.raised_twice == [] and trial.switched == 0

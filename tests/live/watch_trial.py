@@ -123,6 +123,7 @@ class Trial:
     notes: list[str] = field(default_factory=list)  # follow_error messages
     stderr: str = ""
     ended: bool = False
+    faulted: bool = False  # the fault was done (mid-run, the writer going on)
 
     @property
     def lost(self) -> list[str]:
@@ -154,10 +155,11 @@ def fault_trial(recorded: Path, scratch: Path, fault: str | None, *, poll: bool,
     try:
         watch.wait_for(lambda w: any(m["type"] == "history_complete" for m in w.messages), 20)
 
-        def fault_once(i: int) -> None:
-            if fault is not None and i == moment:
+        def fault_once(i: int) -> None:  # called at each write, a burst of lines being one: the first at or past
+            if fault is not None and i >= moment and not trial.faulted:
                 time.sleep(interval + 0.5)
                 writer.fault(fault, path)
+                trial.faulted = True
 
         writer.write(between=fault_once)
         writer.close()  # a chmod's flip is over
