@@ -154,7 +154,7 @@ async def test_a_finding_raised_later_is_announced(run_dir: Path) -> None:
         first = messages[1]
         assert isinstance(first, FindingsChanged)
         await fed(app, pilot, [FindingsChanged({}, {})])
-        await fed(app, pilot, [first])
+        await fed(app, pilot, [FindingsChanged(first.open, first.resolved)])  # a later evaluation's
         titles = [n.title for n in app._notifications]
         assert any("grpo_collapse" in (t or "") for t in titles)
         assert screen.query_one("#tabs").get_tab("findings").label.plain.startswith("4 Findings (")  # type: ignore[attr-defined]

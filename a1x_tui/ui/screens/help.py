@@ -35,9 +35,11 @@ HELP = """\
 · `escape` back to the runs
 
 **Logs** · `↑`/`↓` `pgup`/`pgdn` `home` move (the view stops following) · `end` follow the end
-again · `←`/`→` scroll long lines sideways · `/` search, `n` / `N` next / previous match ·
-`f` filter · `:` go to line · `m` merged view (every file, ordered by time) · `escape` clear the
-filter and the search · on the file list: `↑`/`↓` choose, `enter` to the lines
+again · `←`/`→` move the messages 8 columns sideways (line number, replica and time stay) ·
+`enter` the line under the cursor in full · `/` search, `n` / `N` next / previous match ·
+`f` filter · `:` go to line (an old one is read from the file) · `m` merged view (every file,
+ordered by time) · `escape` clear the filter, the search and the sideways move · on the file
+list: `↑`/`↓` choose, `enter` to the lines
 
 **Findings** · `↑`/`↓` choose · `enter` go to its evidence, `enter` again opens the log there ·
 `tab` to the explanation, `↑`/`↓` to scroll it · `a` apply its fix (the diff is shown first; a

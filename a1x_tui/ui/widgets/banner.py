@@ -38,7 +38,9 @@ def banner_text(
     findings: Mapping[str, Finding],
     metrics: Mapping[str, Any],
     outcome: RunOutcome | None = None,
+    reading: int | None = None,
 ) -> Text:
+    """``reading``: the percent of the history read while no diagnosis is in (never "no findings" then)."""
     text = Text(name, style="bold")
     if not controllable:
         text.append("  read-only", style="magenta")
@@ -59,6 +61,8 @@ def banner_text(
         if critical:
             label += f" ({critical} critical)"
         text.append(label, style=style)
+    elif reading is not None:
+        text.append(f"  reading history {reading} %", style="yellow")
     elif (outcome is None or outcome.state in (Outcome.COMPLETED, Outcome.RUNNING)) and not _ended_badly(state):
         text.append("  no findings", style="green")
     if controllable and state is not None:  # last: the first thing to go on a narrow terminal
