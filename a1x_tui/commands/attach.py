@@ -12,6 +12,8 @@ cannot be watched.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import subprocess
 import sys
 from pathlib import Path
 
@@ -27,18 +29,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from a1x_tui.ui import A1xApp, TargetError, resolve_target
+    from a1x_tui.ui.target import TargetError, resolve_target  # not Textual yet: the verdict starts first
 
     try:
         target = resolve_target(args.path, args.config)
     except TargetError as exc:
         print(f"a1x-tui attach: {exc}", file=sys.stderr)
         return 3
+    verdict = None
     if not target.controllable:  # a run of ours is shown even before its first log line
+        from a1x_tui.ui.feeds.verdict import start_check
+
+        # --check reads the run while this process imports the app and draws it (docs/ui.md "Attach").
+        with contextlib.suppress(OSError):
+            verdict = start_check(target.follow, target.config)
         from a1x_diagnostics.engine import unknown_reason
 
         reason = unknown_reason(target.follow)
         if reason is not None:
+            _end(verdict)
             print(f"a1x-tui attach: {reason}", file=sys.stderr)
             return 3
-    return int(A1xApp(target=target).run() or 0)
+    try:
+        from a1x_tui.ui import A1xApp
+
+        return int(A1xApp(target=target, verdict=verdict).run() or 0)
+    finally:
+        _end(verdict)
+
+
+def _end(child: subprocess.Popen[bytes] | None) -> None:
+    if child is not None and child.poll() is None:
+        child.kill()
+        child.wait()

@@ -89,3 +89,47 @@ def test_of_a_files_history_only_its_tail_is_prepared_and_posted_once_read() -> 
     assert chunk.history and chunk.done and len(chunk.lines) == keep
     assert chunk.lines[-1].text == "last" and chunk.lines[-1].lineno == 5001
     assert chunk.lines[0].lineno == 5002 - keep and chunk.lines[0].text == f"l{5002 - keep}"
+
+
+def test_the_follow_worker_runs_in_a_child_process_and_ends_with_its_stop() -> None:
+    import threading
+    import time
+
+    from ui_helpers import OOM_RUN
+
+    from a1x_tui.ui.feeds.follow_child import follow_apart
+    from a1x_tui.ui.messages import HistoryRead
+
+    posted: list[Any] = []
+    stop = threading.Event()
+    worker = threading.Thread(target=follow_apart, args=(OOM_RUN, None, posted.append, stop))
+    worker.start()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(isinstance(m, FindingsChanged) and m.open for m in posted):
+        time.sleep(0.1)
+    stop.set()
+    worker.join(10)
+    assert not worker.is_alive()  # the child was stopped and reaped
+    assert any(isinstance(m, HistoryRead) and m.files >= 3 for m in posted)
+    lines = [ln for m in posted if isinstance(m, LinesArrived) for c in m.chunks for ln in c.lines]
+    assert any(ln.source.endswith("rollout_0.log") and ln.lineno == 128 for ln in lines)
+    found = next(m for m in posted if isinstance(m, FindingsChanged) and m.open)
+    assert {f.id for f in found.open.values()} >= {"vllm_oom", "replica_died"}
+
+
+def test_the_verdict_is_the_check_report_keyed_as_the_follower_keys_findings() -> None:
+    import threading
+
+    from ui_helpers import OOM_RUN
+
+    from a1x_diagnostics.live import finding_key
+    from a1x_tui.ui.feeds.verdict import read_verdict
+    from a1x_tui.ui.messages import VerdictRead
+
+    posted: list[Any] = []
+    read_verdict(OOM_RUN, None, posted.append, threading.Event())
+    (verdict,) = posted
+    assert isinstance(verdict, VerdictRead) and verdict.report is not None and verdict.error is None
+    assert verdict.report.outcome is not None and verdict.report.outcome.state.value == "crashed"
+    assert set(verdict.findings) == {finding_key(f) for f in verdict.report.findings}
+    assert {f.id for f in verdict.findings.values()} >= {"vllm_oom", "replica_died"}

@@ -130,10 +130,12 @@ class _Sources:
     """The files of the run the feed has seen, and where each is on disk."""
 
     root: Path
-    seen: set[str] = field(default_factory=set)
+    seen: dict[str, str | None] = field(default_factory=dict)  # source path -> where it is on disk
     found: dict[str, str] | None = None  # the run's layout by source path, listed once when needed
 
     def path_of(self, source: str) -> str | None:
+        if source in self.seen:
+            return self.seen[source]
         candidate = self.root / source
         if candidate.is_file():
             return str(candidate)
@@ -179,7 +181,7 @@ class FollowFeed:
 
         follower = RunFollower(str(self.path), options=FollowOptions(evaluate_interval=1.0), diagnosis=make)
         # The queue's line bound is the memory bound of lines in flight: the views keep only tails.
-        sub = follower.subscribe(max_lines=50_000)
+        sub = follower.subscribe(max_lines=20_000)
         follower.start()
         pending: list[Any] = []
         next_flush = time.monotonic() + FLUSH_EVERY_S
@@ -187,14 +189,33 @@ class FollowFeed:
             while not stop.is_set():
                 message = sub.get(timeout=0.1)
                 if message is not None:
-                    pending.append(message)
-                    pending.extend(sub.drain())
+                    # A file's history is folded into its tail as it arrives: what waits for the flush holds
+                    # no history lines (a cluster run's history arrives far faster than four times a second).
+                    pending.extend(self.absorb([message, *sub.drain()]))
                 if pending and time.monotonic() >= next_flush:
                     self.flush(pending)
                     pending = []
                     next_flush = time.monotonic() + FLUSH_EVERY_S
         finally:
             follower.stop(timeout=2.0)
+
+    def absorb(self, messages: list[Any]) -> list[Any]:
+        """The messages with each history chunk folded into its file's tail: a file's whole history, once
+        read, becomes one prepared ``LineChunk``; the rest pass unchanged."""
+        from a1x_diagnostics.live import FileAppeared, HistoryLoaded
+
+        out: list[Any] = []
+        for m in messages:
+            if isinstance(m, FileAppeared):
+                self._seen(m.source)  # counted at once: each file's share of the line budget depends on it
+                out.append(m)
+            elif isinstance(m, HistoryLoaded):
+                chunk = self._history(m.source, m.first_lineno, m.lines, done=m.done, skipped=m.skipped)
+                if chunk is not None:
+                    out.append(chunk)
+            else:
+                out.append(m)
+        return out
 
     def flush(self, messages: list[Any]) -> None:
         """Turn a batch of follower messages into the app's (public for tests)."""
@@ -206,7 +227,6 @@ class FollowFeed:
             FindingUpdated,
             FollowError,
             HistoryComplete,
-            HistoryLoaded,
             LinesAppended,
             MetricsUpdated,
             RunSwitched,
@@ -225,14 +245,12 @@ class FollowFeed:
                 out.append(LinesArrived(list(chunks)))
                 chunks.clear()
 
-        for m in messages:
+        for m in self.absorb(messages):
             if isinstance(m, LinesAppended):
                 if m.lines:
                     chunks.append(self._live(m.source, m.first_lineno, m.lines))
-            elif isinstance(m, HistoryLoaded):
-                chunk = self._history(m.source, m.first_lineno, m.lines, done=m.done)
-                if chunk is not None:
-                    chunks.append(chunk)
+            elif isinstance(m, LineChunk):  # a file's history, read: its tail
+                chunks.append(m)
             elif isinstance(m, FileAppeared):
                 flush_chunks()
                 out.append(self._appeared(m.source))
@@ -265,6 +283,7 @@ class FollowFeed:
                     self._evaluated = first_evaluation = findings_changed = True
             elif isinstance(m, HistoryComplete):
                 self._progress.complete = True
+                flush_chunks()  # the last tails before the news that the history is read
                 out.append(HistoryRead(m.files, m.lines, m.seconds))
             elif isinstance(m, FollowError):
                 out.append(FollowProblem(redact(m.message, secrets)))
@@ -281,16 +300,20 @@ class FollowFeed:
     def _keep(self) -> int:
         return per_file_limit(len(self._sources.seen))
 
-    def _appeared(self, source: Source) -> LogFileSeen:
-        path = self._sources.path_of(source.path)
-        self._sources.seen.add(source.path)
+    def _seen(self, source: Source) -> None:
+        if source.path in self._sources.seen:
+            return
+        path = self._sources.seen[source.path] = self._sources.path_of(source.path)
         if path is not None and not self._progress.complete:
             try:
                 self._progress.total += os.stat(path).st_size
                 self._progress.files += 1
             except OSError:
                 pass
-        return LogFileSeen(source.path, source_label(source), path)
+
+    def _appeared(self, source: Source) -> LogFileSeen:
+        self._seen(source)
+        return LogFileSeen(source.path, source_label(source), self._sources.path_of(source.path))
 
     def _live(self, source: Source, first_lineno: int | None, lines: Sequence[str]) -> LineChunk:
         keep = self._keep()
@@ -300,7 +323,9 @@ class FollowFeed:
         made = self.maker.make(source.path, source_label(source), first_lineno, lines)
         return LineChunk(source.path, source_label(source), first_lineno, tuple(made))
 
-    def _history(self, source: Source, first_lineno: int, lines: Sequence[str], *, done: bool) -> LineChunk | None:
+    def _history(
+        self, source: Source, first_lineno: int, lines: Sequence[str], *, done: bool, skipped: int = 0
+    ) -> LineChunk | None:
         """Keep the tail of a file's history; the chunk to post once that file's history is read."""
         tail = self._tails.get(source.path)
         if tail is None:
@@ -311,7 +336,7 @@ class FollowFeed:
             tail.lines.extend(lines[-(tail.lines.maxlen or 1) :])
             tail.next_lineno = first_lineno + len(lines)
             sample = lines[-64:]
-            self._progress.read += len(lines) * (sum(map(len, sample)) / len(sample) + 1)
+            self._progress.read += (len(lines) + skipped) * (sum(map(len, sample)) / len(sample) + 1)
         if not done:
             return None
         del self._tails[source.path]

@@ -9,6 +9,8 @@ first. Redraws from log traffic happen at most four times a second, and only for
 
 from __future__ import annotations
 
+import gc
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -106,9 +108,11 @@ class DashboardScreen(Screen[None]):
         *,
         live: bool = True,
         clock: Callable[[], float] = time.time,
+        verdict: subprocess.Popen[bytes] | None = None,
     ) -> None:
         super().__init__()
         self.target = target
+        self._verdict_child = verdict  # --check started by attach before the app: its report is read here
         self.live = live
         self.clock = clock
         self.store = LogStore()
@@ -170,6 +174,9 @@ class DashboardScreen(Screen[None]):
         self._history_notes()
         self._banner()
         self._focus_in(self._first_tab())  # the footer names that tab's keys
+        # The app's own objects live as long as it does: a full collection walking them all paused every key
+        # for 0.3-0.5 s on the 2-core VM under load (docs/ui.md "Attach on a large run").
+        gc.freeze()
         if self.live:
             self.start_feeds()
             self.set_interval(1.0, self._tick)
@@ -183,7 +190,8 @@ class DashboardScreen(Screen[None]):
         if self.target.controllable:
             self._start_following()
         else:  # the verdict first, with the machine to itself; then the live follower (or after a while)
-            self._worker("verdict", partial(read_verdict, self.target.follow, self.target.config, post))
+            verdict = partial(read_verdict, self.target.follow, self.target.config, post, child=self._verdict_child)
+            self._worker("verdict", verdict)
             self.set_timer(VERDICT_WAIT_S, self._start_following)
         if self.target.run_dir is not None:
             self._worker("state", StateFeed(self.target.run_dir, post).run)
@@ -332,6 +340,7 @@ class DashboardScreen(Screen[None]):
 
     def on_history_read(self, message: HistoryRead) -> None:
         self.log.info(f"history read: {message.files} files, {message.lines} lines in {message.seconds} s")
+        gc.freeze()  # the history's tails (and the app) are long-lived: full collections need not walk them
         self.reading = None
         if not message.files:  # nothing to read yet (a run before its first log): nothing to wait for
             self.diagnosed = self.live_diagnosed = True
