@@ -5,12 +5,14 @@ minutes for a cluster run: docs/ui.md "Attach on a large run"). In the app's pro
 share one interpreter lock with the screen, and keys would wait for it. So ``FollowFeed``
 (``feeds/follow.py``) runs in ``python -m a1x_tui.ui.feeds.follow_child PATH [CONFIG]``, which writes
 each message it would post as a pickled ``(class name, fields)`` to its stdout; ``follow_apart``, a
-worker thread of the app, rebuilds and posts them. The child ignores Ctrl-C (the app decides), writes
+worker thread of the app, rebuilds and posts them. The child runs at a lower CPU priority (nice 10:
+it yields to the screen only where the processors are busy), ignores Ctrl-C (the app decides), writes
 nothing to the terminal, and ends when asked, when its stdout closes, or when the app is gone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import pickle
@@ -26,6 +28,8 @@ from textual.message import Message
 
 from a1x_tui.ui import messages
 from a1x_tui.ui.feeds.supervision import cli_env
+
+NICE = 10
 
 
 def follow_apart(path: Path, config: Path | None, post: Callable[[Message], Any], stop: threading.Event) -> None:
@@ -77,6 +81,8 @@ def main(argv: list[str]) -> int:
     from a1x_tui.ui.feeds.follow import FollowFeed
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the app's to answer
+    with contextlib.suppress(OSError):
+        os.nice(NICE)  # on a busy machine the screen's keys come before this history read
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())  # a stray print must not land in the pipe or on the screen

@@ -63,6 +63,7 @@ from a1x_tui.ui.widgets.plots import PlotsPanel
 from a1x_tui.ui.widgets.stages import StagesTable, stage_detail
 
 FINAL = ("succeeded", "failed", "stopped", "blocked")
+LOGS_EVERY_S = 0.1
 VERDICT_WAIT_S = 10.0  # a read-only attach follows the run once --check's verdict is in, or after this long
 FOCUS_IN = {"logs": ("#log-view",), "findings": ("#finding-list",), "overview": ("#stages", "#overview-body")}
 
@@ -135,6 +136,7 @@ class DashboardScreen(Screen[None]):
         self.diagnosed = not live  # fixed data (tests) is diagnosed as it arrives
         self.live_diagnosed = not live  # the follower's own evaluation is in (plots, live findings)
         self._following = False
+        self._logs_due = False  # a catch-up of the logs tab is scheduled
 
     # -- layout -------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -285,10 +287,18 @@ class DashboardScreen(Screen[None]):
         self.notify(f"now following {message.run_name}: a new attempt of the training", title="logs_latest moved")
 
     def _logs_changed(self) -> None:
-        if self._active() == "logs":
+        """The store changed: the logs tab catches up at most ten times a second (a cluster run's 193 files
+        appear at once: one file list, not 193), and only while it is shown."""
+        self._dirty.add("logs")
+        if not self._logs_due:
+            self._logs_due = True
+            self.set_timer(LOGS_EVERY_S, self._catch_up_logs)
+
+    def _catch_up_logs(self) -> None:
+        self._logs_due = False
+        if self._active() == "logs" and "logs" in self._dirty:
+            self._dirty.discard("logs")
             self.query_one(LogsPanel).data_changed()
-        else:
-            self._dirty.add("logs")
 
     def on_findings_changed(self, message: FindingsChanged) -> None:
         if not self.live_diagnosed and not message.first:

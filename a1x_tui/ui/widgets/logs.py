@@ -88,7 +88,7 @@ class LogsPanel(Horizontal):
             files = self.query_one("#log-files", OptionList)
             files.clear_options()
             for key in order:
-                label = "merged (all)" if key == MERGED else self.store.files[key].label
+                label = "merged" if key == MERGED else self.store.files[key].label
                 files.add_option(Option(Text(label), id=key))  # Text: "[train]" is a name, not markup
             files.highlighted = order.index(self.current) if self.current in order else 0
         if self.current != MERGED and self.current not in self.store.files:
