@@ -43,6 +43,7 @@ from a1x_tui.ui.messages import (
 
 FLUSH_EVERY_S = 0.25  # <= 4 redraws a second from log traffic (SSH-friendly)
 POINTS = 240  # values kept per plotted series
+LINES_PER_POST = 10_000
 PLOTTED = (
     "reward_mean",
     "reward_std",
@@ -241,9 +242,19 @@ class FollowFeed:
         out: list[Message] = []
 
         def flush_chunks() -> None:
-            if chunks:
-                out.append(LinesArrived(list(chunks)))
-                chunks.clear()
+            # At most LINES_PER_POST lines a message: the tails of a cluster run's files, read at once, reach
+            # the screen in several short steps rather than one long one (a key may come in between).
+            group: list[LineChunk] = []
+            size = 0
+            for chunk in chunks:
+                if group and size + len(chunk.lines) > LINES_PER_POST:
+                    out.append(LinesArrived(group))
+                    group, size = [], 0
+                group.append(chunk)
+                size += len(chunk.lines)
+            if group:
+                out.append(LinesArrived(group))
+            chunks.clear()
 
         for m in self.absorb(messages):
             if isinstance(m, LinesAppended):
