@@ -9,6 +9,7 @@ which reads it from the file; the answer is shown as an excerpt until ``end`` or
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
 from rich.text import Text
@@ -77,7 +78,8 @@ class LogsPanel(Horizontal):
 
     # -- data ----------------------------------------------------------------------------------------
     def _order(self) -> list[str]:
-        files = sorted(self.store.files.values(), key=lambda f: (f.label.startswith("["), f.label))
+        """The merged view, then the replicas in their numbers' order (policy_2 before policy_10), stages last."""
+        files = sorted(self.store.files.values(), key=lambda f: (f.label.startswith("["), _natural(f.label)))
         return [MERGED, *(f.source for f in files)]
 
     def data_changed(self) -> None:
@@ -303,6 +305,10 @@ class LogsPanel(Horizontal):
             if index is not None and self.view.goto_index(index):
                 return
         self.open_line(self.current, lineno)
+
+
+def _natural(label: str) -> tuple[tuple[int, int | str], ...]:
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", label) if part)
 
 
 def cursor_line(panel: LogsPanel) -> LogLine | None:
