@@ -209,6 +209,7 @@ class DashboardScreen(Screen[None]):
 
     def on_unmount(self) -> None:
         self._stop.set()
+        gc.unfreeze()  # what on_mount and the history froze goes back to the collector (a test's process goes on)
 
     def _known_pids(self) -> dict[int, str] | None:
         state = self.state
