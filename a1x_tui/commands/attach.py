@@ -12,6 +12,8 @@ cannot be watched.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import subprocess
 import sys
 from pathlib import Path
 
@@ -27,13 +29,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from a1x_tui.ui import A1xApp, TargetError, resolve_target
+    from a1x_tui.ui.target import TargetError, resolve_target  # not Textual yet: the verdict starts first
 
     try:
         target = resolve_target(args.path, args.config)
     except TargetError as exc:
         print(f"a1x-tui attach: {exc}", file=sys.stderr)
         return 3
+    verdict = None
     if target.run_dir is not None:  # a run of ours, with stop and restart: only its owner acts on it
         from a1x_supervisor.rundir import RunDirError, check_owner
 
@@ -43,16 +46,35 @@ def run(args: argparse.Namespace) -> int:
             print(f"a1x-tui attach: {exc}", file=sys.stderr)
             return 3
     else:  # a run of ours is shown even before its first log line
+        from a1x_tui.ui.feeds.verdict import start_check
+
+        # --check reads the run while this process imports the app and draws it (docs/ui.md "Attach").
+        with contextlib.suppress(OSError):
+            verdict = start_check(target.follow, target.config)
         from a1x_diagnostics.engine import unknown_reason
 
         reason = unknown_reason(target.follow)
         if reason is not None:
+            _end(verdict)
             print(f"a1x-tui attach: {reason}", file=sys.stderr)
             return 3
     from a1x_tui._interrupt import INTERRUPTED, Interrupts
     from a1x_tui.commands.app import run_until_quit
 
-    with Interrupts() as interrupts:
-        if interrupts.pending:  # Ctrl-C while it loaded: nothing is open yet
-            return INTERRUPTED
-        return run_until_quit(A1xApp(target=target), interrupts)
+    try:
+        with Interrupts() as interrupts:
+            from a1x_tui.ui import A1xApp
+
+            app = A1xApp(target=target, verdict=verdict)
+            if interrupts.pending:  # Ctrl-C while it loaded: nothing is open yet
+                return INTERRUPTED
+            return run_until_quit(app, interrupts)
+    finally:
+        _end(verdict)
+
+
+def _end(child: subprocess.Popen[bytes] | None) -> None:
+    """The verdict's --check, if still reading, ends with the app (quit, Ctrl-C or a refusal)."""
+    if child is not None and child.poll() is None:
+        child.kill()
+        child.wait()

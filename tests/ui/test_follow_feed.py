@@ -13,9 +13,11 @@ from a1x_diagnostics.live import (
     FindingResolved,
     HistoryLoaded,
     LinesAppended,
+    MetricsUpdated,
     RunSwitched,
 )
 from a1x_tui.ui.feeds.follow import FollowFeed
+from a1x_tui.ui.logstore import per_file_limit
 from a1x_tui.ui.messages import FindingsChanged, FollowedRunChanged, LinesArrived, LogFileSeen
 
 ROLLOUT = Source("logs_1/rollout_0.log", Role.ROLLOUT, 0)
@@ -47,7 +49,7 @@ def test_lines_of_a_batch_become_one_message_with_labels() -> None:
     assert isinstance(posted[0], LogFileSeen) and posted[0].label == "rollout_0"
     lines = [m for m in posted if isinstance(m, LinesArrived)]
     assert len(lines) == 1
-    assert [(c.label, c.history, c.texts) for c in lines[0].chunks] == [
+    assert [(c.label, c.history, tuple(ln.text for ln in c.lines)) for c in lines[0].chunks] == [
         ("rollout_0", True, ("a", "b")),
         ("rollout_0", False, ("c",)),
         ("[train]", False, ("s",)),
@@ -62,3 +64,72 @@ def test_findings_move_from_open_to_resolved_and_a_run_switch_forgets_them() -> 
     assert posted[-1] == FindingsChanged({}, {"vllm_oom@rollout_0": OOM})
     f.flush([RunSwitched(run_name="logs_2", previous="logs_1")])
     assert isinstance(posted[-2], FollowedRunChanged) and posted[-1] == FindingsChanged({}, {})
+
+
+def test_the_first_evaluation_says_its_findings_even_none_and_marks_them_as_the_runs_past() -> None:
+    f, posted = feed()
+    f.flush([MetricsUpdated(summary={"step": 3})])
+    assert posted[-1] == FindingsChanged({}, {}, first=True)
+    f.flush([FindingRaised(finding=OOM, key="vllm_oom@rollout_0"), MetricsUpdated(summary={"step": 4})])
+    assert posted[-1] == FindingsChanged({"vllm_oom@rollout_0": OOM}, {}, first=False)
+
+
+def test_of_a_files_history_only_its_tail_is_prepared_and_posted_once_read() -> None:
+    f, posted = feed()
+    f.flush([FileAppeared(source=ROLLOUT)] + [FileAppeared(source=Source(f"logs_1/policy_{i}.log", Role.POLICY, i))
+                                              for i in range(299)])
+    keep = per_file_limit(300)
+    for start in range(1, 5001, 1000):
+        f.flush([HistoryLoaded(source=ROLLOUT, first_lineno=start, lines=tuple(f"l{n}" for n in range(start, start
+                                                                                                      + 1000)))])
+    assert not [m for m in posted if isinstance(m, LinesArrived)]  # nothing until the file's history is read
+    f.flush([HistoryLoaded(source=ROLLOUT, first_lineno=5001, lines=("last",), done=True)])
+    (arrived,) = [m for m in posted if isinstance(m, LinesArrived)]
+    (chunk,) = arrived.chunks
+    assert chunk.history and chunk.done and len(chunk.lines) == keep
+    assert chunk.lines[-1].text == "last" and chunk.lines[-1].lineno == 5001
+    assert chunk.lines[0].lineno == 5002 - keep and chunk.lines[0].text == f"l{5002 - keep}"
+
+
+def test_the_follow_worker_runs_in_a_child_process_and_ends_with_its_stop() -> None:
+    import threading
+    import time
+
+    from ui_helpers import OOM_RUN
+
+    from a1x_tui.ui.feeds.follow_child import follow_apart
+    from a1x_tui.ui.messages import HistoryRead
+
+    posted: list[Any] = []
+    stop = threading.Event()
+    worker = threading.Thread(target=follow_apart, args=(OOM_RUN, None, posted.append, stop))
+    worker.start()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(isinstance(m, FindingsChanged) and m.open for m in posted):
+        time.sleep(0.1)
+    stop.set()
+    worker.join(10)
+    assert not worker.is_alive()  # the child was stopped and reaped
+    assert any(isinstance(m, HistoryRead) and m.files >= 3 for m in posted)
+    lines = [ln for m in posted if isinstance(m, LinesArrived) for c in m.chunks for ln in c.lines]
+    assert any(ln.source.endswith("rollout_0.log") and ln.lineno == 128 for ln in lines)
+    found = next(m for m in posted if isinstance(m, FindingsChanged) and m.open)
+    assert {f.id for f in found.open.values()} >= {"vllm_oom", "replica_died"}
+
+
+def test_the_verdict_is_the_check_report_keyed_as_the_follower_keys_findings() -> None:
+    import threading
+
+    from ui_helpers import OOM_RUN
+
+    from a1x_diagnostics.live import finding_key
+    from a1x_tui.ui.feeds.verdict import read_verdict
+    from a1x_tui.ui.messages import VerdictRead
+
+    posted: list[Any] = []
+    read_verdict(OOM_RUN, None, posted.append, threading.Event())
+    (verdict,) = posted
+    assert isinstance(verdict, VerdictRead) and verdict.report is not None and verdict.error is None
+    assert verdict.report.outcome is not None and verdict.report.outcome.state.value == "crashed"
+    assert set(verdict.findings) == {finding_key(f) for f in verdict.report.findings}
+    assert {f.id for f in verdict.findings.values()} >= {"vllm_oom", "replica_died"}
