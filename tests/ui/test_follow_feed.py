@@ -11,14 +11,16 @@ from a1x_diagnostics.live import (
     FileAppeared,
     FindingRaised,
     FindingResolved,
+    HistoryComplete,
     HistoryLoaded,
+    HistoryProgress,
     LinesAppended,
     MetricsUpdated,
     RunSwitched,
 )
 from a1x_tui.ui.feeds.follow import FollowFeed
-from a1x_tui.ui.logstore import per_file_limit
-from a1x_tui.ui.messages import FindingsChanged, FollowedRunChanged, LinesArrived, LogFileSeen
+from a1x_tui.ui.messages import FindingsChanged, FollowedRunChanged, HistoryRead, LinesArrived, LogFileSeen
+from a1x_tui.ui.messages import HistoryProgress as ReadingProgress
 
 ROLLOUT = Source("logs_1/rollout_0.log", Role.ROLLOUT, 0)
 STAGE = Source("stages/train.log", Role.STAGE)
@@ -74,21 +76,32 @@ def test_the_first_evaluation_says_its_findings_even_none_and_marks_them_as_the_
     assert posted[-1] == FindingsChanged({"vllm_oom@rollout_0": OOM}, {}, first=False)
 
 
-def test_of_a_files_history_only_its_tail_is_prepared_and_posted_once_read() -> None:
+def test_a_files_history_tail_is_posted_prepared_and_numbered_with_where_the_file_is() -> None:
+    """The follower sends a file's history as its tail (FollowOptions.history_tail, held in tests/live):
+    the feed prepares those lines, numbered from where the tail starts, and says where the file is."""
     f, posted = feed()
-    f.flush([FileAppeared(source=ROLLOUT)] + [FileAppeared(source=Source(f"logs_1/policy_{i}.log", Role.POLICY, i))
-                                              for i in range(299)])
-    keep = per_file_limit(300)
-    for start in range(1, 5001, 1000):
-        f.flush([HistoryLoaded(source=ROLLOUT, first_lineno=start, lines=tuple(f"l{n}" for n in range(start, start
-                                                                                                      + 1000)))])
-    assert not [m for m in posted if isinstance(m, LinesArrived)]  # nothing until the file's history is read
-    f.flush([HistoryLoaded(source=ROLLOUT, first_lineno=5001, lines=("last",), done=True)])
-    (arrived,) = [m for m in posted if isinstance(m, LinesArrived)]
+    f.flush([FileAppeared(source=ROLLOUT, path="/runs/x/logs_1/rollout_0.log"),
+             HistoryLoaded(source=ROLLOUT, first_lineno=4901, lines=tuple(f"l{n}" for n in range(4901, 5001)),
+                           done=True)])
+    seen, arrived = posted
+    assert isinstance(seen, LogFileSeen) and seen.path == "/runs/x/logs_1/rollout_0.log"
+    assert isinstance(arrived, LinesArrived)
     (chunk,) = arrived.chunks
-    assert chunk.history and chunk.done and len(chunk.lines) == keep
-    assert chunk.lines[-1].text == "last" and chunk.lines[-1].lineno == 5001
-    assert chunk.lines[0].lineno == 5002 - keep and chunk.lines[0].text == f"l{5002 - keep}"
+    assert chunk.history and chunk.done and [ln.lineno for ln in chunk.lines] == list(range(4901, 5001))
+    assert chunk.lines[-1].text == "l5000"
+
+
+def test_history_progress_is_the_followers_bytes_read_until_the_history_is_read() -> None:
+    f, posted = feed()
+    f.flush([HistoryProgress(bytes_read=0, bytes_total=2**30, files=193)])
+    f.flush([HistoryProgress(bytes_read=2**29, bytes_total=2**30, files=193)])
+    f.flush([HistoryProgress(bytes_read=2**29 + 1, bytes_total=2**30, files=193)])  # the same percent: not again
+    f.flush([HistoryProgress(bytes_read=2**30, bytes_total=2**30, files=193)])  # read, not yet evaluated: 99 %
+    f.flush([HistoryComplete(files=193, lines=10, seconds=1.0), HistoryProgress(bytes_read=2**30, bytes_total=2**30,
+                                                                                 files=193)])
+    said = [(m.percent, m.files, m.total) for m in posted if isinstance(m, ReadingProgress)]
+    assert said == [(0, 193, 2**30), (50, 193, 2**30), (99, 193, 2**30)]
+    assert isinstance(posted[-1], HistoryRead)
 
 
 def test_the_follow_worker_runs_in_a_child_process_and_ends_with_its_stop() -> None:

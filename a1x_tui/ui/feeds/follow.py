@@ -5,20 +5,18 @@ It runs ``a1x_diagnostics.live.RunFollower`` over the target with the same diagn
 lint when one is known), and keeps, per evaluation, the tail of the series the plots draw.
 
 Lines are prepared here, off the UI thread, and only those the log views keep
-(``a1x_tui.ui.logstore``): of a file's history only its tail (``per_file_limit``) is kept, and
-posted once that file's history is read; of a burst of numbered live lines, only the last ones.
-While the history is read, ``HistoryProgress`` says how far (bytes, estimated from the lines seen:
-the follower tells lines, not offsets).
+(``a1x_tui.ui.logstore``): of a file's history the follower sends only its tail
+(``FollowOptions.history_tail``: ``per_file_limit``), once that file's history is read; of a burst of
+numbered live lines, only the last ones are kept. While the history is read, ``HistoryProgress`` says
+how far (the follower's bytes read of bytes to read).
 """
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -101,55 +99,6 @@ class SeriesDiagnosis:
         return evaluation
 
 
-@dataclass(slots=True)
-class _HistoryTail:
-    """The last lines of one file's history read so far (the rest is never prepared)."""
-
-    lines: deque[str]
-    next_lineno: int = 1
-
-
-@dataclass(slots=True)
-class _Progress:
-    """How much of the history is read: bytes to read (the files' sizes when they were opened) and read."""
-
-    total: int = 0
-    read: float = 0.0
-    files: int = 0
-    shown: int = -1
-    complete: bool = False
-
-    @property
-    def percent(self) -> int:
-        if self.complete or not self.total:
-            return 100
-        return min(99, int(100 * self.read / self.total))
-
-
-@dataclass(slots=True)
-class _Sources:
-    """The files of the run the feed has seen, and where each is on disk."""
-
-    root: Path
-    seen: dict[str, str | None] = field(default_factory=dict)  # source path -> where it is on disk
-    found: dict[str, str] | None = None  # the run's layout by source path, listed once when needed
-
-    def path_of(self, source: str) -> str | None:
-        if source in self.seen:
-            return self.seen[source]
-        candidate = self.root / source
-        if candidate.is_file():
-            return str(candidate)
-        if self.found is None:
-            from a1x_diagnostics.parsing import LayoutError, discover
-
-            try:
-                self.found = {src.path: str(p) for p, src in discover(self.root).files}
-            except (LayoutError, OSError):
-                self.found = {}
-        return self.found.get(source)
-
-
 class FollowFeed:
     """Follows ``path`` until ``stop`` is set, posting the app's messages through ``post``."""
 
@@ -162,9 +111,10 @@ class FollowFeed:
         self._gap: deque[tuple[int, float]] = deque(maxlen=POINTS)
         self._diagnosis: SeriesDiagnosis | None = None
         self.maker = LineMaker()
-        self._tails: dict[str, _HistoryTail] = {}
-        self._progress = _Progress()
-        self._sources = _Sources(path if path.is_dir() else path.parent)
+        self._files: set[str] = set()  # the files seen: each one's share of the line budget depends on them
+        self._reading: tuple[int, int, int] | None = None  # the history: bytes read, bytes to read, files
+        self._shown = -1  # the percent last posted
+        self._complete = False
         self._evaluated = False  # the current run's first evaluation has been posted
 
     def run(self, stop: threading.Event) -> None:
@@ -180,7 +130,9 @@ class FollowFeed:
             self._diagnosis = SeriesDiagnosis(factory())
             return self._diagnosis
 
-        follower = RunFollower(str(self.path), options=FollowOptions(evaluate_interval=1.0), diagnosis=make)
+        # Of a file's history only the tail the views keep is sent; the diagnostics read every line.
+        options = FollowOptions(evaluate_interval=1.0, history_tail=per_file_limit)
+        follower = RunFollower(str(self.path), options=options, diagnosis=make)
         # The queue's line bound is the memory bound of lines in flight: the views keep only tails.
         sub = follower.subscribe(max_lines=20_000)
         follower.start()
@@ -190,33 +142,13 @@ class FollowFeed:
             while not stop.is_set():
                 message = sub.get(timeout=0.1)
                 if message is not None:
-                    # A file's history is folded into its tail as it arrives: what waits for the flush holds
-                    # no history lines (a cluster run's history arrives far faster than four times a second).
-                    pending.extend(self.absorb([message, *sub.drain()]))
+                    pending.extend([message, *sub.drain()])
                 if pending and time.monotonic() >= next_flush:
                     self.flush(pending)
                     pending = []
                     next_flush = time.monotonic() + FLUSH_EVERY_S
         finally:
             follower.stop(timeout=2.0)
-
-    def absorb(self, messages: list[Any]) -> list[Any]:
-        """The messages with each history chunk folded into its file's tail: a file's whole history, once
-        read, becomes one prepared ``LineChunk``; the rest pass unchanged."""
-        from a1x_diagnostics.live import FileAppeared, HistoryLoaded
-
-        out: list[Any] = []
-        for m in messages:
-            if isinstance(m, FileAppeared):
-                self._seen(m.source)  # counted at once: each file's share of the line budget depends on it
-                out.append(m)
-            elif isinstance(m, HistoryLoaded):
-                chunk = self._history(m.source, m.first_lineno, m.lines, done=m.done, skipped=m.skipped)
-                if chunk is not None:
-                    out.append(chunk)
-            else:
-                out.append(m)
-        return out
 
     def flush(self, messages: list[Any]) -> None:
         """Turn a batch of follower messages into the app's (public for tests)."""
@@ -228,10 +160,12 @@ class FollowFeed:
             FindingUpdated,
             FollowError,
             HistoryComplete,
+            HistoryLoaded,
             LinesAppended,
             MetricsUpdated,
             RunSwitched,
         )
+        from a1x_diagnostics.live import HistoryProgress as BytesRead
         from a1x_diagnostics.report import env_secrets, redact, redact_finding, redact_outcome
 
         # What a screen shows is masked as --check masks its report (log lines: by the LineMaker).
@@ -256,18 +190,20 @@ class FollowFeed:
                 out.append(LinesArrived(group))
             chunks.clear()
 
-        for m in self.absorb(messages):
+        for m in messages:
             if isinstance(m, LinesAppended):
                 if m.lines:
                     chunks.append(self._live(m.source, m.first_lineno, m.lines))
-            elif isinstance(m, LineChunk):  # a file's history, read: its tail
-                chunks.append(m)
+            elif isinstance(m, HistoryLoaded):  # a file's history, read: its tail
+                chunks.append(self._history(m.source, m.first_lineno, m.lines, done=m.done))
+            elif isinstance(m, BytesRead):
+                self._reading = (m.bytes_read, m.bytes_total, m.files)
             elif isinstance(m, FileAppeared):
                 flush_chunks()
-                out.append(self._appeared(m.source))
+                self._files.add(m.source.path)
+                out.append(LogFileSeen(m.source.path, source_label(m.source), m.path or None))
             elif isinstance(m, FileReset):
                 flush_chunks()
-                self._tails.pop(m.source.path, None)
                 out.append(LogFileReset(m.source.path, m.reason))
             elif isinstance(m, RunSwitched):
                 flush_chunks()
@@ -293,38 +229,25 @@ class FollowFeed:
                 if not self._evaluated:  # the run's first verdict: said even when it has no finding
                     self._evaluated = first_evaluation = findings_changed = True
             elif isinstance(m, HistoryComplete):
-                self._progress.complete = True
+                self._complete = True
                 flush_chunks()  # the last tails before the news that the history is read
                 out.append(HistoryRead(m.files, m.lines, m.seconds))
             elif isinstance(m, FollowError):
                 out.append(FollowProblem(redact(m.message, secrets)))
         flush_chunks()
-        progress = self._progress
-        if not progress.complete and progress.files and progress.percent != progress.shown:
-            progress.shown = progress.percent
-            out.append(HistoryProgress(progress.percent, progress.files, progress.total))
+        if self._reading is not None and not self._complete:
+            read, total, files = self._reading
+            percent = min(99, 100 * read // total) if total else 99
+            if percent != self._shown:
+                self._shown = percent
+                out.append(HistoryProgress(percent, files, total))
         if findings_changed:
             out.append(FindingsChanged(dict(self.open), dict(self.resolved), first=first_evaluation))
         for message in out:
             self.post(message)
 
     def _keep(self) -> int:
-        return per_file_limit(len(self._sources.seen))
-
-    def _seen(self, source: Source) -> None:
-        if source.path in self._sources.seen:
-            return
-        path = self._sources.seen[source.path] = self._sources.path_of(source.path)
-        if path is not None and not self._progress.complete:
-            try:
-                self._progress.total += os.stat(path).st_size
-                self._progress.files += 1
-            except OSError:
-                pass
-
-    def _appeared(self, source: Source) -> LogFileSeen:
-        self._seen(source)
-        return LogFileSeen(source.path, source_label(source), self._sources.path_of(source.path))
+        return per_file_limit(len(self._files))
 
     def _live(self, source: Source, first_lineno: int | None, lines: Sequence[str]) -> LineChunk:
         keep = self._keep()
@@ -334,27 +257,9 @@ class FollowFeed:
         made = self.maker.make(source.path, source_label(source), first_lineno, lines)
         return LineChunk(source.path, source_label(source), first_lineno, tuple(made))
 
-    def _history(
-        self, source: Source, first_lineno: int, lines: Sequence[str], *, done: bool, skipped: int = 0
-    ) -> LineChunk | None:
-        """Keep the tail of a file's history; the chunk to post once that file's history is read."""
-        tail = self._tails.get(source.path)
-        if tail is None:
-            tail = self._tails[source.path] = _HistoryTail(deque(maxlen=self._keep()), first_lineno)
-        if first_lineno != tail.next_lineno:  # lines were skipped in between: what was kept is not contiguous
-            tail.lines.clear()
-        if lines:
-            tail.lines.extend(lines[-(tail.lines.maxlen or 1) :])
-            tail.next_lineno = first_lineno + len(lines)
-            sample = lines[-64:]
-            self._progress.read += (len(lines) + skipped) * (sum(map(len, sample)) / len(sample) + 1)
-        if not done:
-            return None
-        del self._tails[source.path]
-        kept = list(tail.lines)
-        first = tail.next_lineno - len(kept)
-        made = self.maker.make(source.path, source_label(source), first, kept, history=True)
-        return LineChunk(source.path, source_label(source), first, tuple(made), history=True, done=True)
+    def _history(self, source: Source, first_lineno: int, lines: Sequence[str], *, done: bool) -> LineChunk:
+        made = self.maker.make(source.path, source_label(source), first_lineno, lines, history=True)
+        return LineChunk(source.path, source_label(source), first_lineno, tuple(made), history=True, done=done)
 
     def _series(self, summary: dict[str, Any]) -> dict[str, list[float]]:
         series = dict(self._diagnosis.snapshot) if self._diagnosis is not None else {}
