@@ -19,6 +19,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    out: list[str] = []
+    err: list[str] = []
+    code = stop_run(args.run_dir, out, err)
+    for line in out:
+        print(line)
+    for line in err:
+        print(line, file=sys.stderr)
+    return code
+
+
+def stop_run(run_dir: Path, out: list[str], err: list[str]) -> int:
+    """Stop the run at ``run_dir``: what ``a1x-tui stop`` does, its lines appended to ``out`` (stdout) and
+    ``err`` (stderr); returns its exit code. Also the MCP server's ``stop`` tool."""
     from a1x_supervisor.launch import offline_status, pid_alive, stop_orphans
     from a1x_supervisor.protocol import NoSupervisor, SupervisorClient
     from a1x_supervisor.recovery import read_pid
@@ -26,9 +39,9 @@ def run(args: argparse.Namespace) -> int:
     from a1x_supervisor.spec import SpecError, load_spec
 
     try:
-        rundir = trusted_run(args.run_dir)
+        rundir = trusted_run(run_dir)
     except RunDirError as exc:
-        print(str(exc), file=sys.stderr)
+        err.append(str(exc))
         return 3
     try:
         grace = load_spec(rundir.spec_path).supervisor.stop_grace_s
@@ -41,38 +54,33 @@ def run(args: argparse.Namespace) -> int:
         if reports is None:
             pid = read_pid(rundir.pid_path)
             if pid is not None and pid_alive(pid):
-                print(
+                err.append(
                     f"{rundir.run_dir}: a supervisor (pid {pid}) holds the run but does not answer; "
-                    f"`kill {pid}` and run `a1x-tui stop` again",
-                    file=sys.stderr,
+                    f"`kill {pid}` and run `a1x-tui stop` again"
                 )
             else:  # never name a pid that is gone
-                print(
+                err.append(
                     f"{rundir.run_dir}: the run's lock ({rundir.lock_path}) is still held, but no supervisor "
-                    "recorded for the run is alive; run `a1x-tui stop` again in a moment",
-                    file=sys.stderr,
+                    "recorded for the run is alive; run `a1x-tui stop` again in a moment"
                 )
             return 1
         if not reports:
-            print(f"{rundir.run_dir}: no supervisor and no recorded process running: nothing to stop")
+            out.append(f"{rundir.run_dir}: no supervisor and no recorded process running: nothing to stop")
             return 0
         survivors = []
         for stage, report, what in reports:
-            print(f"stage {stage}: {what} (left by a crashed supervisor)")
+            out.append(f"stage {stage}: {what} (left by a crashed supervisor)")
             survivors += report.survivors
         if survivors:
-            print(f"still running after SIGKILL: {survivors}", file=sys.stderr)
+            err.append(f"still running after SIGKILL: {survivors}")
             return 1
         return 0
     if not reply.get("ok"):
-        print(
-            f"{rundir.run_dir}: {reply.get('error') or 'the supervisor did not finish stopping in time'}",
-            file=sys.stderr,
-        )
+        err.append(f"{rundir.run_dir}: {reply.get('error') or 'the supervisor did not finish stopping in time'}")
         return 1
     left = (offline_status(rundir) or {}).get("processes_alive") or []
     if left:
-        print(f"{rundir.run_dir}: stopped, but processes survive: {left}", file=sys.stderr)
+        err.append(f"{rundir.run_dir}: stopped, but processes survive: {left}")
         return 1
-    print(f"{rundir.run_dir}: stopped; no process of the run is left")
+    out.append(f"{rundir.run_dir}: stopped; no process of the run is left")
     return 0
