@@ -59,6 +59,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "other nodes' writes there)",
     )
     parser.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="--format json with what a dashboard shows too (log lines, metrics, GPU samples, the supervisor's "
+        "state): the far side of `a1x-tui attach HOST:PATH`",
+    )
+    parser.add_argument(
+        "--wandb",
+        metavar="PROJECT",
+        help="also raise each finding as a W&B alert of a monitor run in PROJECT (needs a1x-tui[wandb])",
+    )
+    parser.add_argument(
         "--interval",
         type=_positive_seconds,
         default=1.0,
@@ -232,6 +243,17 @@ def refusal(layout: Any, path: str, run: str | None) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from a1x_tui.remote.address import parse_remote
+
+    remote = parse_remote(args.path)
+    if remote is not None:  # HOST:PATH: the far side's watch, over the user's ssh
+        from a1x_tui.commands.remote_watch import run as remote_run
+
+        return remote_run(args, remote, _Printer(args.format))
+    if args.dashboard:
+        from a1x_tui.commands.dashboard_feed import run as dashboard
+
+        return dashboard(args, event_object)
     from a1x_diagnostics.findings import Status
     from a1x_diagnostics.live import FollowOptions, RunFollower, engine_diagnosis, resolve_layout
     from a1x_diagnostics.parsing import LayoutError

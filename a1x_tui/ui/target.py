@@ -9,7 +9,11 @@ one log file) is watched read-only.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from a1x_tui.remote.session import RemoteRun
 
 
 class TargetError(Exception):
@@ -22,6 +26,13 @@ class RunTarget:
     run_dir: Path | None  # our run directory: state, socket, stage logs; None when attached read-only
     config: Path | None  # the TOML fixes are applied to
     note: str | None = None
+    remote: RemoteRun | None = None  # attach HOST:PATH: the paths above are the far side's
+
+    @property
+    def where(self) -> str:
+        """How the user names it: ``RUN`` or ``HOST:RUN``."""
+        path = str(self.run_dir or self.follow)
+        return f"{self.remote.host}:{path}" if self.remote is not None else path
 
     @property
     def controllable(self) -> bool:
@@ -69,3 +80,15 @@ def resolve_target(path: Path, config: Path | None = None) -> RunTarget:
             follow, note = log_dir, f"Cosmos-RL logs are in {log_dir}; stage logs are not shown"
     toml = config.expanduser().resolve() if config else layout.train_toml
     return RunTarget(follow, run_dir, toml, note)
+
+
+def remote_target(remote: RemoteRun) -> RunTarget:
+    """The target of ``attach HOST:PATH``, as the far side resolved it (its ``target`` line)."""
+    t = remote.target
+
+    def far(key: str) -> Path | None:
+        value = t.get(key)
+        return Path(PurePosixPath(str(value))) if value else None
+
+    follow = far("follow") or Path(remote.where.path)
+    return RunTarget(follow, far("run_dir"), far("config"), t.get("note"), remote=remote)

@@ -21,11 +21,10 @@ import pytest
 
 pytest.importorskip("mcp")
 
-import anyio  # noqa: E402 - after the skip: both come with the mcp extra
-from mcp import Client, StdioServerParameters, stdio_client  # noqa: E402
-from mcp.shared.exceptions import MCPError  # noqa: E402
-
-from agents_helpers import REPO, a1x, start_demo, stop_demo  # noqa: E402
+import anyio
+from agents_helpers import REPO, a1x, start_demo, stop_demo
+from mcp import Client, StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 
 FX = REPO / "tests" / "fixtures" / "cosmos"
 OOM = FX / "747d1bd" / "rollout_oom"
