@@ -39,8 +39,8 @@ def run(args: argparse.Namespace, remote: RemotePath, printer: Any) -> int:
     """``a1x-tui watch HOST:PATH``; ``printer``: watch's own, for the format asked."""
     from a1x_tui.remote.link import RemoteError, RemoteStream
 
-    if args.dashboard or getattr(args, "wandb", None):
-        print("a1x-tui watch: --dashboard and --wandb are for the far side's own watch; run them there",
+    if args.dashboard:
+        print("a1x-tui watch: --dashboard is what attach HOST:PATH asks of the far side; not with HOST:PATH",
               file=sys.stderr)
         return 3
     command = ["watch", "--format", "json", "--interval", f"{args.interval:g}"] + (["--poll"] if args.poll else [])
@@ -52,12 +52,17 @@ def run(args: argparse.Namespace, remote: RemotePath, printer: Any) -> int:
 
     stream = RemoteStream(host, _words(command, remote, args), on_stderr=relay)
     book = FindingBook()
+    alerts = _alerts(args, remote) if args.wandb else None
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda signum, frame: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         for obj in stream.messages(stop):
             for line in book.take(obj):
                 _show(printer, line, host)
+                if alerts is not None and line["type"] in ("finding_raised", "finding_updated"):
+                    alerts.finding(line["key"], line["finding"])
+                elif alerts is not None and line["type"] == "finding_resolved":
+                    alerts.resolved(line["key"])
     except RemoteError as exc:
         print(f"a1x-tui watch: {exc}", file=sys.stderr)
         return 3
@@ -66,12 +71,26 @@ def run(args: argparse.Namespace, remote: RemotePath, printer: Any) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     code = book.exit_code()
+    if alerts is not None:
+        status = {0: "ok", 1: "warning", 2: "critical"}.get(code, "unknown")
+        alerts.finish(outcome=book.outcome, status=status, exit_code=code, open_keys=sorted(book.open))
     if book.ended is None:  # stopped here (Ctrl-C): the far side's last line never came, so it is said here
         status = {0: "ok", 1: "warning", 2: "critical"}.get(code, "unknown")
         now = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
         _show(printer, {"type": "ended", "time": now, "status": status, "exit_code": code, "open": sorted(book.open),
                         "reason": "stopped", "outcome": book.outcome}, host)
     return code
+
+
+def _alerts(args: argparse.Namespace, remote: RemotePath) -> Any:
+    """``watch HOST:PATH --wandb PROJECT``: the far side's findings as W&B alerts raised from here."""
+    from pathlib import PurePosixPath
+
+    from a1x_supervisor.alerts import WandbAlerts
+
+    run_id = PurePosixPath(remote.path).name or remote.host
+    return WandbAlerts(project=args.wandb, group=run_id, name=f"a1x-monitor {run_id}",
+                       say=lambda text: print(f"a1x-tui watch: {text}", file=sys.stderr, flush=True)).start()
 
 
 def _show(printer: Any, obj: dict[str, Any], host: str) -> None:

@@ -205,7 +205,7 @@ def stream_kinds() -> set[type]:
             OutcomeChanged}
 
 
-def _follow(follower: RunFollower, printer: _Printer, stop: threading.Event) -> None:
+def _follow(follower: RunFollower, printer: _Printer, stop: threading.Event, alerts: Any = None) -> None:
     from a1x_tui._stdout import stdout_closed
 
     sub = follower.subscribe(stream_kinds())
@@ -215,10 +215,27 @@ def _follow(follower: RunFollower, printer: _Printer, stop: threading.Event) -> 
             message = sub.get(timeout=0.2)
             if message is not None:
                 printer.message(message)
+                if alerts is not None:
+                    alerts.message(message)
     finally:
         follower.stop()
     for message in sub.drain():
         printer.message(message)
+        if alerts is not None:
+            alerts.message(message)
+
+
+def _alerts(args: argparse.Namespace, layout: Any) -> Any:
+    """``--wandb PROJECT``: the W&B monitor run of this run (a1x_supervisor/alerts.py), in the TOML's group,
+    else one named for the run (its logs_<ts> stamp, Cosmos-RL's W&B run id; else the folder's name)."""
+    from pathlib import Path
+
+    from a1x_supervisor.alerts import WandbAlerts, monitor_group
+
+    run_id = (layout.run or "").removeprefix("logs_") or Path(os.path.abspath(args.path)).name
+    _, group = monitor_group(Path(args.config) if args.config else None, run_id)
+    return WandbAlerts(project=args.wandb, group=group, name=f"a1x-monitor {run_id}",
+                       say=lambda text: print(f"a1x-tui watch: {text}", file=sys.stderr, flush=True)).start()
 
 
 def _may_fill(layout: Any) -> bool:
@@ -289,9 +306,10 @@ def run(args: argparse.Namespace) -> int:
         reason[0] = signal.Signals(signum).name
         stop.set()
 
+    alerts = _alerts(args, layout) if args.wandb else None
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        _follow(follower, printer, stop)
+        _follow(follower, printer, stop, alerts)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -299,6 +317,9 @@ def run(args: argparse.Namespace) -> int:
     status = follower.status()
     open_keys = sorted(follower.findings_by_key())
     outcome = follower.outcome
+    if alerts is not None:
+        alerts.finish(outcome=outcome.model_dump(mode="json") if outcome is not None else None, status=status.value,
+                      exit_code=status.exit_code, open_keys=open_keys)
     if args.format == "json":
         printer.json("ended", status=status.value, exit_code=status.exit_code, open=open_keys, reason=reason[0],
                      outcome=outcome.model_dump(mode="json") if outcome is not None else None)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -47,3 +48,48 @@ def stop_demo(run_dir: Path, proc: subprocess.Popen[str]) -> None:
     a1x("stop", str(run_dir), timeout=120)
     proc.kill()
     proc.wait(10)
+
+
+def wandb_records(wandb_dir: Path) -> list[dict[str, Any]]:
+    """Every record W&B queued in the offline runs under ``wandb_dir`` (``WANDB_MODE=offline``), as dicts
+    with ``kind`` (``run``, ``alert``, ``summary``, ``history``, ``exit``...) and the record's fields.
+
+    The run file (``offline-run-*/run-*.wandb``) is a LevelDB-style log: a 7-byte header (``:W&B``, magic,
+    version), then 32 KiB blocks of records, each with a 7-byte header (crc32c, length, type: 1 whole,
+    2 first, 3 middle, 4 last) and a protobuf ``Record`` of wandb's own schema (``wandb.proto``)."""
+    import struct
+
+    from google.protobuf.json_format import MessageToDict
+    from wandb.proto import wandb_internal_pb2
+
+    out: list[dict[str, Any]] = []
+    for path in sorted(wandb_dir.glob("**/offline-run-*/run-*.wandb")):
+        data = path.read_bytes()
+        assert data[:4] == b":W&B", path
+        pos, pending, raws = 7, b"", []
+        while pos + 7 <= len(data):
+            left = 32768 - pos % 32768
+            if left < 7:  # a block's trailer: too short for a header
+                pos += left
+                continue
+            _crc, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
+            if kind == 0:  # padding to the block's end
+                pos += left
+                continue
+            chunk, pos = data[pos + 7:pos + 7 + length], pos + 7 + length
+            if kind == 1:
+                raws.append(chunk)
+            elif kind == 2:
+                pending = chunk
+            elif kind == 3:
+                pending += chunk
+            elif kind == 4:
+                raws.append(pending + chunk)
+                pending = b""
+        for raw in raws:
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(raw)
+            kind_name = record.WhichOneof("record_type")
+            if kind_name:
+                out.append({"kind": kind_name, "file": str(path), **MessageToDict(getattr(record, kind_name))})
+    return out
