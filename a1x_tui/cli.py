@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("demo", "a complete simulated run: no GPU, no network"),
     "mcp": ("mcp", "serve the checks, findings and fixes to coding agents over MCP (stdio)"),
     "skill": ("skill", "print the SKILL.md that teaches a coding agent to use a1x-tui"),
+    "serve": ("serve", "the app in a web browser (textual-serve), on 127.0.0.1 by default"),
 }
 
 
