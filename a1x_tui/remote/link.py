@@ -130,16 +130,19 @@ class RemoteStream:
             # line is what explain() says, once.
             assert proc.stderr is not None
             held: list[str] = []
-            for raw in proc.stderr:
-                line = raw.decode("utf-8", "replace").rstrip("\n")
-                tail.append(line)
-                if self.on_stderr is None:
-                    continue
-                held.append(line)
-                if worked.is_set():
-                    for note in held:
-                        self.on_stderr(note)
-                    held = []
+            try:
+                for raw in proc.stderr:
+                    line = raw.decode("utf-8", "replace").rstrip("\n")
+                    tail.append(line)
+                    if self.on_stderr is None:
+                        continue
+                    held.append(line)
+                    if worked.is_set():
+                        for note in held:
+                            self.on_stderr(note)
+                        held = []
+            except (OSError, ValueError):  # the pipe closed under us: the connection is being given up
+                return
 
         thread = threading.Thread(target=read_stderr, name="a1x-ssh-stderr", daemon=True)
         thread.start()
@@ -166,8 +169,9 @@ class RemoteStream:
                     with contextlib.suppress(subprocess.TimeoutExpired):
                         proc.wait(10)
             finally:
+                _end(proc, keep_stderr=True)
+                stderr_thread.join(5.0)  # it ends at the pipe's end: after it, the stderr pipe is closed
                 _end(proc)
-                stderr_thread.join(2.0)
             if stop.is_set():
                 return
             line, retry = explain(self.host, proc.returncode, list(tail), worked=worked or lost_before)
@@ -193,6 +197,8 @@ class RemoteStream:
             sel.register(fd, selectors.EVENT_READ)
             while not stop.is_set():
                 if not sel.select(timeout=0.2):
+                    if proc.poll() is not None:  # ssh ended, but a ControlPersist master may hold the pipe open
+                        return
                     continue
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
@@ -214,7 +220,7 @@ class RemoteStream:
             _end(self.process)
 
 
-def _end(proc: subprocess.Popen[bytes]) -> None:
+def _end(proc: subprocess.Popen[bytes], *, keep_stderr: bool = False) -> None:
     if proc.poll() is None:
         proc.terminate()
         try:
@@ -222,7 +228,7 @@ def _end(proc: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
-    for stream in (proc.stdout, proc.stderr):
+    for stream in (proc.stdout, None if keep_stderr else proc.stderr):
         if stream is not None:
             with contextlib.suppress(OSError):
                 stream.close()
