@@ -126,9 +126,9 @@ def test_the_page_loads_and_a_tab_gets_the_dashboard_over_its_websocket() -> Non
         listening = {c.laddr.ip for c in psutil.net_connections("inet") if c.status == psutil.CONN_LISTEN and
                      c.laddr.port == port}
         assert listening == {"127.0.0.1"}
-        seen = asyncio.run(_tab(port, b"Findings (2)"))
+        seen = asyncio.run(_tab(port, b"Findings (2)", seconds=120))
         assert b"Findings (2)" in seen and b"run crashed" in seen
-        deadline = time.monotonic() + 20  # the tab closed: its app ends, the server stays
+        deadline = time.monotonic() + 60  # the tab closed: its app ends, the server stays
         while _attach_children(server) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not _attach_children(server) and server.poll() is None
@@ -152,13 +152,13 @@ def test_closing_the_tab_never_stops_the_run(tmp_path: Path) -> None:
     run_dir, client = start_demo(tmp_path)
     try:
         with serving(str(run_dir)) as (port, server):
-            seen = asyncio.run(_tab(port, run_dir.name.encode()))
-            assert run_dir.name.encode() in seen
-            deadline = time.monotonic() + 20
+            seen = asyncio.run(_tab(port, run_dir.name.encode(), seconds=120))
+            assert run_dir.name.encode() in seen, seen[-500:]
+            deadline = time.monotonic() + 60
             while _attach_children(server) and time.monotonic() < deadline:
                 time.sleep(0.2)
-            assert not _attach_children(server)
+            assert not _attach_children(server)  # the tab's own app ended with it
         state = json.loads(a1x("status", str(run_dir), "--json").stdout)
-        assert state["live"] is True and state["status"] == "running"
+        assert state["live"] is True and state["status"] in ("starting", "running"), state.get("status")
     finally:
         stop_demo(run_dir, client)
