@@ -22,7 +22,7 @@ from typing import Any
 import psutil
 import pytest
 from agents_helpers import REPO, a1x, start_demo, stop_demo
-from conftest import Sshd
+from sshd_server import Sshd
 
 from a1x_tui.remote.address import RemotePath, parse_remote
 from a1x_tui.remote.book import FindingBook

@@ -6,6 +6,7 @@ driven over the DevTools protocol (tests/agents/browser.py); skipped only where 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -50,14 +51,23 @@ def serving(*args: str) -> Iterator[tuple[int, subprocess.Popen[str]]]:
         yield port, proc
     finally:
         for child in psutil.Process(proc.pid).children(recursive=True):
-            child.kill()
+            with contextlib.suppress(psutil.Error):
+                child.kill()
         proc.terminate()
         proc.wait(10)
 
 
 def _attach_children(server: subprocess.Popen[str]) -> list[psutil.Process]:
-    return [p for p in psutil.Process(server.pid).children(recursive=True)
-            if "attach" in " ".join(p.cmdline()) and "a1x_tui" in " ".join(p.cmdline())]
+    """The tabs' apps still running under the server (a zombie has ended)."""
+    alive = []
+    for child in psutil.Process(server.pid).children(recursive=True):
+        try:
+            line = " ".join(child.cmdline())
+            if child.status() != psutil.STATUS_ZOMBIE and "attach" in line and "a1x_tui" in line:
+                alive.append(child)
+        except psutil.Error:  # gone, or a zombie: ended
+            continue
+    return alive
 
 
 async def _tab(port: int, until: bytes, seconds: float = 60.0) -> bytes:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from agents_helpers import REPO, a1x
-from conftest import Sshd
+from sshd_server import Sshd
 
 OOM = REPO / "tests" / "fixtures" / "cosmos" / "747d1bd" / "rollout_oom"
 
