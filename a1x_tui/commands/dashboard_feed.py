@@ -200,6 +200,10 @@ def run(args: argparse.Namespace, event_object: Callable[[Any], dict[str, Any] |
                            diagnosis=make)
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda signum, frame: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    if args.end_with_stdin:
+        from a1x_tui.remote.far import end_with_stdin
+
+        end_with_stdin(stop)
     state_thread = None
     if target.run_dir is not None:
         state_thread = threading.Thread(target=_state_loop, args=(target.run_dir, out, stop), daemon=True)

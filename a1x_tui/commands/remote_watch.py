@@ -43,7 +43,8 @@ def run(args: argparse.Namespace, remote: RemotePath, printer: Any) -> int:
         print("a1x-tui watch: --dashboard is what attach HOST:PATH asks of the far side; not with HOST:PATH",
               file=sys.stderr)
         return 3
-    command = ["watch", "--format", "json", "--interval", f"{args.interval:g}"] + (["--poll"] if args.poll else [])
+    command = ["watch", "--format", "json", "--end-with-stdin", "--interval", f"{args.interval:g}"]
+    command += ["--poll"] if args.poll else []
     host = remote.host
 
     def relay(line: str) -> None:  # the far side's own notes (following ..., waiting for ...), named by host

@@ -65,6 +65,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "state): the far side of `a1x-tui attach HOST:PATH`",
     )
     parser.add_argument(
+        "--end-with-stdin",
+        action="store_true",
+        help="end when stdin closes: what HOST:PATH asks of the far side, so that it ends with its ssh connection",
+    )
+    parser.add_argument(
         "--wandb",
         metavar="PROJECT",
         help="also raise each finding as a W&B alert of a monitor run in PROJECT (needs a1x-tui[wandb])",
@@ -308,6 +313,10 @@ def run(args: argparse.Namespace) -> int:
 
     alerts = _alerts(args, layout) if args.wandb else None
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    if args.end_with_stdin:
+        from a1x_tui.remote.far import end_with_stdin
+
+        end_with_stdin(stop, lambda: reason.__setitem__(0, "stdin closed"))
     try:
         _follow(follower, printer, stop, alerts)
     finally:

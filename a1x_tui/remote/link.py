@@ -120,7 +120,8 @@ class RemoteStream:
         self.connections = 0
 
     def _start(self, worked: threading.Event) -> tuple[subprocess.Popen[bytes], deque[str], threading.Thread]:
-        proc = subprocess.Popen(ssh_argv(self.host, self.words), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        # stdin: a pipe never written to, closed with the connection (the far side's --end-with-stdin)
+        proc = subprocess.Popen(ssh_argv(self.host, self.words), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)  # Ctrl-C here is ours to handle
         self.process = proc
         tail: deque[str] = deque(maxlen=20)
@@ -221,6 +222,9 @@ class RemoteStream:
 
 
 def _end(proc: subprocess.Popen[bytes], *, keep_stderr: bool = False) -> None:
+    if proc.stdin is not None:  # the far side's stdin ends: it ends too (even if the signal below never gets there)
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
     if proc.poll() is None:
         proc.terminate()
         try:
@@ -228,7 +232,7 @@ def _end(proc: subprocess.Popen[bytes], *, keep_stderr: bool = False) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
-    for stream in (proc.stdout, None if keep_stderr else proc.stderr):
+    for stream in (proc.stdin, proc.stdout, None if keep_stderr else proc.stderr):
         if stream is not None:
             with contextlib.suppress(OSError):
                 stream.close()

@@ -30,7 +30,7 @@ class RemoteRun:
     @classmethod
     def open(cls, where: RemotePath, config: str | None = None) -> RemoteRun:
         """Connect and read the target; ``RemoteError`` (one line) when that fails."""
-        words = ["watch", "--dashboard", "--format", "json", where.shell_word()]
+        words = ["watch", "--dashboard", "--format", "json", "--end-with-stdin", where.shell_word()]
         if config:
             words += ["--config", far_side_word(config)]
         stream = RemoteStream(where.host, words)

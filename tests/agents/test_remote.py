@@ -150,6 +150,20 @@ def test_watch_over_ssh_comes_back_after_a_cut_connection_and_says_nothing_twice
     notes = [line for line in err.splitlines() if "connection was lost" in line]
     assert len(notes) == 1 and "trying again in" in notes[0], err
     assert "Traceback" not in err
+    assert _far_watches_end(str(run))  # the one whose connection was cut as well as the one that was stopped
+
+
+def _far_watches_end(path: str, seconds: float = 20.0) -> bool:
+    """Whether every far-side watch of ``path`` has ended (they end with their ssh connection: --end-with-stdin)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        alive = [p for p in psutil.process_iter(["cmdline", "status"])
+                 if p.info["status"] != psutil.STATUS_ZOMBIE and "--end-with-stdin" in (p.info["cmdline"] or [])
+                 and path in (p.info["cmdline"] or [])]
+        if not alive:
+            return True
+        time.sleep(0.2)
+    return False
 
 
 def test_a_finding_gone_while_the_link_was_down_is_resolved_once_the_run_is_read_again() -> None:
@@ -244,6 +258,7 @@ def test_attach_over_ssh_shows_a_supervised_run_applies_a_fix_and_stops_it(
 
         asyncio.run(drive())
         session.close()
+        assert _far_watches_end(str(run_dir))
     finally:
         stop_demo(run_dir, client)
 
