@@ -5,8 +5,10 @@ It holds no domain logic: findings, fixes and metrics come from ``diagnostics``,
 per module): ``feeds/`` read files, sockets and NVML in worker threads and post ``messages``;
 ``widgets/`` only draw what those messages carry; ``screens/`` put them together.
 
-The names below are imported when first used: ``a1x-tui attach`` starts ``--check``'s verdict before
-Textual is imported, and the follow worker's child process needs the messages, not the app.
+The names below load on first use: ``a1x-tui attach`` starts ``--check``'s verdict before Textual is
+imported, the follow worker's child process needs the messages, not the app, and the far side of
+``attach HOST:PATH`` (``watch --dashboard``) resolves its target without importing the app
+(``a1x_tui.ui.target`` holds no Textual).
 """
 
 from __future__ import annotations

@@ -146,3 +146,31 @@ def test_the_verdict_is_the_check_report_keyed_as_the_follower_keys_findings() -
     assert verdict.report.outcome is not None and verdict.report.outcome.state.value == "crashed"
     assert set(verdict.findings) == {finding_key(f) for f in verdict.report.findings}
     assert {f.id for f in verdict.findings.values()} >= {"vllm_oom", "replica_died"}
+
+
+def test_the_remote_feed_prepares_lines_says_progress_and_marks_a_runs_first_findings_as_its_past() -> None:
+    """attach HOST:PATH: the far side's stream gives the dashboard what the follow worker gives it."""
+    from a1x_tui.ui.feeds.remote import RemoteFeed
+    from a1x_tui.ui.messages import HistoryProgress as ReadingProgress
+
+    posted: list[Any] = []
+    import types
+
+    remote = RemoteFeed(types.SimpleNamespace(host="node1"), posted.append, Path("/nowhere"))
+    remote.take({"type": "file", "file": ROLLOUT.path, "role": "rollout", "replica": "rollout_0"})
+    remote.take({"type": "progress", "percent": 42, "files": 193, "total": 2**30})
+    remote.take({"type": "lines", "file": ROLLOUT.path, "role": "rollout", "replica": "rollout_0", "first_lineno": 7,
+                 "lines": ["[cosmos] 2026-12-04 23:47:03,218 - cosmos - INFO - hello"], "history": True,
+                 "done": True})
+    remote.take({"type": "history_complete", "files": 1, "lines": 7, "seconds": 1.0})
+    finding = OOM.model_dump(mode="json")
+    remote.take({"type": "finding_raised", "key": "vllm_oom@rollout_0", "finding": finding})
+    remote.take({"type": "finding_raised", "key": "stalled", "finding": {**finding, "id": "stalled"}})
+    assert posted[1] == ReadingProgress(42, 193, 2**30)
+    (chunk,) = next(m for m in posted if isinstance(m, LinesArrived)).chunks
+    (line,) = chunk.lines
+    assert (line.lineno, line.label, chunk.history, chunk.done) == (7, "rollout_0", True, True)
+    assert line.text.endswith("hello") and line.ts is not None  # stamped and folded as the follow worker does
+    said = [m for m in posted if isinstance(m, FindingsChanged)]
+    assert [(sorted(m.open), m.first) for m in said] == [(["vllm_oom@rollout_0"], True),
+                                                         (["stalled", "vllm_oom@rollout_0"], False)]

@@ -38,25 +38,10 @@ from a1x_tui.ui.messages import (
     MetricsChanged,
     SeriesChanged,
 )
+from a1x_tui.ui.series import POINTS, SeriesDiagnosis
 
 FLUSH_EVERY_S = 0.25  # <= 4 redraws a second from log traffic (SSH-friendly)
-POINTS = 240  # values kept per plotted series
 LINES_PER_POST = 10_000
-PLOTTED = (
-    "reward_mean",
-    "reward_std",
-    "traj_l2",
-    "pending_rollouts",
-    "weight_staleness_max",
-    "prompt_version_gap",
-    "step_time_s",
-    # closed-loop (AlpaGym) runs: a1x_diagnostics.alpagym.state.ClosedLoopState.publish
-    "cl_collision_rate",
-    "cl_offroad_rate",
-    "cl_progress",
-    "cl_episodes_completed",
-)
-
 Post = Callable[[Message], Any]
 
 
@@ -67,36 +52,6 @@ def source_label(source: Source) -> str:
     if source.role in (Role.LAUNCHER, Role.UNKNOWN, Role.SIMULATOR):
         return Path(source.path).stem
     return source.replica
-
-
-class SeriesDiagnosis:
-    """A ``Diagnosis`` that also copies the plotted series' tails at each evaluation (on the follower's
-    thread, where the series are written; the worker reads the copy)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.snapshot: dict[str, list[float]] = {}
-
-    def feed(self, source: Source, first_lineno: int, lines: Sequence[str]) -> None:
-        self.inner.feed(source, first_lineno, lines)
-
-    def end_file(self, source: Source) -> None:
-        self.inner.end_file(source)
-
-    def file_stat(self, source: Source, size: int, mtime: float) -> None:
-        self.inner.file_stat(source, size, mtime)
-
-    def evaluate(self, now: float) -> Any:
-        evaluation = self.inner.evaluate(now)
-        metrics = getattr(getattr(self.inner, "collector", None), "metrics", None)
-        if metrics is not None:
-            snapshot = {}
-            for name in PLOTTED:
-                series = metrics.get(name)
-                if series is not None and series.seen:
-                    snapshot[name] = [float(v) for v in series.tail(POINTS)]
-            self.snapshot = snapshot
-        return evaluation
 
 
 class FollowFeed:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -31,6 +32,7 @@ from a1x_diagnostics.printable import printable
 from a1x_tui.ui.feeds.excerpt import read_excerpt
 from a1x_tui.ui.feeds.follow_child import follow_apart
 from a1x_tui.ui.feeds.gpus import GpuFeed
+from a1x_tui.ui.feeds.remote import RemoteFeed
 from a1x_tui.ui.feeds.supervision import StateFeed, run_cli
 from a1x_tui.ui.feeds.verdict import read_verdict
 from a1x_tui.ui.logstore import LogStore
@@ -192,6 +194,10 @@ class DashboardScreen(Screen[None]):
 
     def start_feeds(self) -> None:
         post = self.post_message
+        if self.target.remote is not None:  # attach HOST:PATH: one stream from the far side feeds every tab
+            mirror = Path(tempfile.mkdtemp(prefix="a1x-remote-"))
+            self._worker("remote", RemoteFeed(self.target.remote, post, mirror).run)
+            return
         if self.target.controllable:
             self._start_following()
         else:  # the verdict first, with the machine to itself; then the live follower (or after a while)
@@ -213,6 +219,8 @@ class DashboardScreen(Screen[None]):
     def on_unmount(self) -> None:
         self._stop.set()
         gc.unfreeze()  # what on_mount and the history froze goes back to the collector (a test's process goes on)
+        if self.target.remote is not None:
+            self.target.remote.close()
 
     def _local_gpus(self) -> str | None:
         """None when this machine's GPUs belong on the panel, else what it says instead (a worker asks)."""
@@ -474,6 +482,9 @@ class DashboardScreen(Screen[None]):
     def _plan(self, key: str, finding: Finding, toml: Path) -> None:
         from a1x_diagnostics.config import ConfigError, FixRefused, load_config, plan_fix
 
+        if self.target.remote is not None:  # planned on the far side, by the run's supervisor
+            self.post_message(_remote_plan(self.target.remote, key, finding, toml))
+            return
         if not toml.is_file():
             self.post_message(FixPlanned(key, toml, None, f"{toml} does not exist yet (the configure stage writes it)"))
             return
@@ -573,6 +584,9 @@ class DashboardScreen(Screen[None]):
         from a1x_diagnostics.config import FixRefused, apply_fix
 
         assert plan.toml is not None
+        if self.target.remote is not None:
+            self.post_message(_remote_apply(self.target.remote, shown, plan))
+            return
         try:
             result = apply_fix(plan.toml, shown.finding.id, expected_sha256=plan.sha256, finding=shown.finding)
         except (FixRefused, OSError) as exc:
@@ -637,8 +651,10 @@ class DashboardScreen(Screen[None]):
         def answered(yes: bool | None) -> None:
             if yes:
                 self.notify("stopping the run...", title="stop")
+                remote = self.target.remote
                 self.run_worker(
-                    partial(run_cli, "stop", ["stop", self._run_dir()], self.post_message),
+                    partial(_remote_command, "stop", remote.stop_run, self.post_message) if remote is not None
+                    else partial(run_cli, "stop", ["stop", self._run_dir()], self.post_message),
                     thread=True,
                     group="commands",
                     exit_on_error=False,
@@ -656,8 +672,10 @@ class DashboardScreen(Screen[None]):
             if yes:
                 self.notify(f"restarting {stage}...", title="restart")
                 args = ["restart", self._run_dir(), "--stage", stage]
+                remote = self.target.remote
                 self.run_worker(
-                    partial(run_cli, f"restart {stage}", args, self.post_message),
+                    partial(_remote_command, f"restart {stage}", partial(remote.restart, stage), self.post_message)
+                    if remote is not None else partial(run_cli, f"restart {stage}", args, self.post_message),
                     thread=True,
                     group="commands",
                     exit_on_error=False,
@@ -705,7 +723,7 @@ class DashboardScreen(Screen[None]):
         if not self.target.controllable:
             return None
         status = str((self.state or {}).get("status", "unknown"))
-        run = self.target.run_dir
+        run = self.target.where
         if status in FINAL:
             return f"a1x-tui: left the dashboard of {run} (the run has ended: {status})."
         pid = ((self.state or {}).get("supervisor") or {}).get("pid")
@@ -716,3 +734,37 @@ class DashboardScreen(Screen[None]):
             f"  status:    a1x-tui status {run}\n"
             f"  stop it:   a1x-tui stop {run}"
         )
+
+
+def _remote_command(action: str, call: Callable[[], str], post: Callable[[Any], Any]) -> None:
+    """Stop or restart over the far side's forwarded control socket (attach HOST:RUN)."""
+    from a1x_tui.remote.link import RemoteError
+
+    try:
+        post(CommandFinished(action, True, call()))
+    except RemoteError as exc:
+        post(CommandFinished(action, False, str(exc)))
+
+
+def _remote_plan(remote: Any, key: str, finding: Finding, toml: Path) -> FixPlanned:
+    from a1x_tui.remote.link import RemoteError
+
+    try:
+        reply = remote.plan_fix(finding.model_dump(mode="json"))
+    except RemoteError as exc:
+        return FixPlanned(key, toml, None, str(exc))
+    return FixPlanned(key, Path(str(reply.get("toml") or toml)), str(reply.get("diff") or ""), None,
+                      str(reply.get("sha256") or ""))
+
+
+def _remote_apply(remote: Any, shown: Shown, plan: FixPlanned) -> FixApplied:
+    from a1x_tui.remote.link import RemoteError
+
+    assert plan.toml is not None
+    try:
+        reply = remote.apply_fix(shown.finding.model_dump(mode="json"), plan.sha256 or "")
+    except RemoteError as exc:
+        return FixApplied(shown.key, plan.toml, None, "", str(exc))
+    backup = reply.get("backup")
+    return FixApplied(shown.key, plan.toml, Path(backup) if backup else None, str(reply.get("summary") or ""),
+                      written=bool(reply.get("written")))
