@@ -79,7 +79,7 @@ class RunWriter:
     dest: Path
     span: float = 2.0  # seconds the whole run takes to write
     flip_s: float = 3.0  # how long a ``chmod`` fault leaves the file and its folder unreadable
-    binary_mode: str = "ab"  # "wb": the launcher's own mode (cosmos-rl.md §3.1): no O_APPEND
+    binary_mode: str = "ab"  # "wb": the launcher's own mode (docs/reference/cosmos-rl.md §3.1): no O_APPEND
     target: Path = field(init=False)  # what to follow: the copy of ``recorded``
     _handles: dict[Path, object] = field(default_factory=dict, init=False)
     _timers: list[threading.Timer] = field(default_factory=list, init=False)
