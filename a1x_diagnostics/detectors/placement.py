@@ -26,7 +26,7 @@ from a1x_diagnostics.detectors._base import (
     verdict_of,
 )
 from a1x_diagnostics.events import Role, SignalKind
-from a1x_diagnostics.findings import Fix
+from a1x_diagnostics.findings import Fix, Severity
 
 HANG_AFTER_S = 120.0
 
@@ -108,6 +108,14 @@ def insufficient_gpus(ctx: DetectorContext) -> Verdict:
                 "A process asked for a GPU that does not exist ('invalid device ordinal'): more ranks per node "
                 "than visible GPUs, or CUDA_VISIBLE_DEVICES hides the GPU a rank was given."
             )
+        elif kind == "bad_bundle":
+            index, count = layout[0].fields.get("index"), layout[0].fields.get("count")
+            what = (f"An actor was placed on bundle {index} of a Ray placement group that has {count} bundle(s): more "
+                    "workers than the GPU bundles reserved for them (docs/reference/foreign-errors.md F5).")
+        elif kind == "pending":
+            what = (f"Ray cannot place a task or actor that asks for {layout[0].fields.get('request') or 'GPUs'}: the "
+                    "cluster does not have the GPUs it requires, so it waits (a hang, not an error, until the job is "
+                    "stopped; docs/reference/foreign-errors.md F5).")
         elif kind == "larger_than_node":
             what = (
                 "One replica needs more GPUs than this node has. The launcher words it as 'GPUs larger than 8 … "
@@ -128,7 +136,10 @@ def insufficient_gpus(ctx: DetectorContext) -> Verdict:
                 ],
                 fixes=_shard_fix(ctx, detected),
                 action="Run on a host with enough GPUs (check CUDA_VISIBLE_DEVICES), or use fewer replicas / "
-                "smaller parallelism.",
+                "smaller parallelism." + (" `ray status` shows what the cluster has."
+                                          if kind in ("pending", "bad_bundle") else ""),
+                severity=Severity.WARNING if kind == "pending" and len({h.fields.get("reason") or h.fields.get("kind")
+                                                                        for h in layout}) == 1 else None,
                 data={"needed": needed, "detected": detected, "reason": kind},
             )
         )

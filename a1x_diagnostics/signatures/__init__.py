@@ -6,6 +6,7 @@
 ``launcher``    the ``cosmos-rl`` launcher, torchrun's agent, the shell and Slurm around them
 ``recipe_hub``  the Alpamayo recipe, the Hugging Face Hub, W&B
 ``other_stacks`` torch, NCCL, vLLM, SGLang, Ray, Hydra
+``alpagym``     AlpaGym's host: its config-validation refusals
 =============== =====================================================================================
 
 A ``Sig`` (``entry.py``) is a line that gives an event: its regex, the event (a ``SignalKind``, or an
@@ -31,16 +32,16 @@ A detector is needed only when the event needs new logic (docs/findings.md, "Add
 from __future__ import annotations
 
 from a1x_diagnostics.events import SignalKind
-from a1x_diagnostics.signatures import controller, launcher, other_stacks, recipe_hub, replicas
+from a1x_diagnostics.signatures import alpagym, controller, launcher, other_stacks, recipe_hub, replicas
 from a1x_diagnostics.signatures.entry import OWN, Hit, Sig
 
 GROUPS = {"controller": controller, "replicas": replicas, "launcher": launcher, "recipe_hub": recipe_hub,
-          "other_stacks": other_stacks}
+          "other_stacks": other_stacks, "alpagym": alpagym}
 """Each group's module, in catalog order."""
 
 SIGS: tuple[Sig, ...] = (
     *controller.SIGS, *replicas.SIGS, *launcher.WRAPPERS, *other_stacks.SIGS, *launcher.SIGS, *controller.LATE,
-    *replicas.LATE, *recipe_hub.SIGS,
+    *replicas.LATE, *recipe_hub.SIGS, *alpagym.SIGS,
 )
 """Every line entry, in the order they are tried: a message another may quote comes after it (a wrapper
 quotes any error; an NCCL or HTTP failure of Cosmos-RL may quote torch's text)."""

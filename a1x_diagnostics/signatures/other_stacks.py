@@ -7,7 +7,7 @@ to add one."""
 from __future__ import annotations
 
 from a1x_diagnostics.events import SignalKind as S
-from a1x_diagnostics.signatures.entry import FOREIGN, Hit, Sig
+from a1x_diagnostics.signatures.entry import FOREIGN, OWN, Hit, Sig
 
 SIGS = (
     Sig("oom.no_available_memory_for_the", r"No available memory for the cache blocks", S.OOM, fields={"kind": 'no_cache_blocks'},
@@ -169,9 +169,16 @@ SIGS = (
     Sig("nccl_error.watchdog_thread_terminated_with_exception", r"watchdog thread terminated with exception", S.NCCL_ERROR, gate=FOREIGN, fields={"kind": 'torch_watchdog'},
         source="pytorch/pytorch@v2.5.1:torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (docs/reference/foreign-errors.md B3)",
         samples=("[rank0]:[E321 02:07:08.467312009 ProcessGroupNCCL.cpp:1595] [PG ID 1 PG GUID 1 Rank 0] Process group watchdog thread terminated with exception: [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, NumelOut=466119168, Timeout(ms)=600000) ran for 600060 milliseconds before timing out.",)),
-    Sig("nccl_error.watchdog_got_stuck_for", r"watchdog got stuck for (?P<seconds>\d+) seconds", S.NCCL_ERROR, gate=FOREIGN, fields={"kind": 'torch_watchdog'},
-        source="pytorch/pytorch@v2.5.1:torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (docs/reference/foreign-errors.md B3)",
+    Sig("nccl_error.watchdog_got_stuck_for", r"watchdog got stuck for (?P<seconds>\d+) seconds", S.NCCL_ERROR, gate=FOREIGN, fields={"kind": 'torch_watchdog_stuck'},
+        source="pytorch/pytorch@v2.5.1:torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (heartbeatMonitor; text in "
+               "wheels 2.3.1-2.6.0; a stall of this rank: docs/reference/foreign-errors.md B3, F3)",
+        rendered=("[PG ID 0 PG GUID 0(default_pg) Rank 0] Terminating the process after attempting to dump debug info, due to ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in monitoring enqueued collectives. This typically indicates a NCCL/CUDA API (e.g., CudaEventDestroy) hang blocking the watchdog, and could be triggered by another thread holding the GIL inside a CUDA api (for example, CudaEventDestroy), or other deadlock-prone behaviors.If you suspect the watchdog is not actually stuck and a longer timeout would help, you can either increase the timeout (TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC) to a larger value or disable the heartbeat monitor (TORCH_NCCL_ENABLE_MONITORING=0).If either of aforementioned helps, feel free to file an issue to PyTorch about the short timeout or false positive abort; otherwise, please attempt to debug the hang.",),
         samples=("[rank2]:[E1104 09:13:55.002131450 ProcessGroupNCCL.cpp:1423] [PG ID 0 PG GUID 0(default_pg) Rank 2] ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in monitoring enqueued collectives. This typically indicates a NCCL/CUDA API (e.g., CudaEventDestroy) hang blocking the watchdog, and could be triggered by another thread holding the GIL inside a CUDA api (for example, CudaEventDestroy), or other deadlock-prone behaviors.If you suspect the watchdog is not actually stuck and a longer timeout would help, you can either increase the timeout (TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC) to a larger value or disable the heartbeat monitor (TORCH_NCCL_ENABLE_MONITORING=0).If either of aforementioned helps, feel free to file an issue to PyTorch about the short timeout or false positive abort; otherwise, please attempt to debug the hang.",)),
+    Sig("nccl_error.heartbeat_monitor_timed_out", r"Heartbeat monitor timed out! Process will be terminated", S.NCCL_ERROR, gate=OWN, fields={"kind": 'torch_watchdog_stuck'},
+        source="pytorch/pytorch@v2.3.1:torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (heartbeatMonitor; text in wheels "
+               "2.3.1, 2.4.1 only; a stall of this rank: docs/reference/foreign-errors.md F3)",
+        samples=(),
+        rendered=("Heartbeat monitor timed out! Process will be terminated after dumping debug info.",)),
     Sig("nccl_error.exception_either_an_error_or", r"Exception \(either an error or timeout\) detected by watchdog", S.NCCL_ERROR, gate=FOREIGN, fields={"kind": 'torch_watchdog'},
         source="pytorch/pytorch@v2.5.1:torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (docs/reference/foreign-errors.md B3); seen in XPixelGroup/BasicSR#737",
         samples=(
@@ -196,6 +203,45 @@ SIGS = (
     Sig("nccl_error.ncclinternalerror", r"ncclInternalError", S.NCCL_ERROR, gate=FOREIGN, fields={"kind": 'nccl_error'},
         source="NVIDIA/nccl (error strings, docs/reference/foreign-errors.md B3)",
         samples=("ncclInternalError: Internal check failed.",)),
+    Sig("nccl_error.wait_for_input", r"waitForInput: (?:poll for socket .*? returned 0, likely a timeout|socket .*? timed out after (?P<ms>\d+) ?ms)", S.NCCL_ERROR, gate=FOREIGN, fields={"kind": 'store_timeout'},
+        source="pytorch/pytorch@v2.5.1:torch/csrc/distributed/c10d/socket.cpp:464 and :489 (text in wheels 2.5.1, 2.6.0) "
+               "(docs/reference/foreign-errors.md F2); seen in huggingface/trl#3157",
+        samples=(
+            "[rank0]:[W326 22:36:28.884042812 socket.cpp:464] [c10d] waitForInput: poll for socket SocketImpl(fd=60, addr=[::ffff:127.0.0.1]:52894, remote=[9082:494f:5b7f:0:a8ec:6602:5456:0]:2490) returned 0, likely a timeout",
+            "[rank0]:[W326 22:36:28.884350096 socket.cpp:489] [c10d] waitForInput: socket SocketImpl(fd=60, addr=[::ffff:127.0.0.1]:52894, remote=[9082:494f:5b7f:0:a8ec:6602:5456:0]:2490) timed out after 300000ms",
+        )),
+    Sig("nccl_error.ib_completion_error", r"NET/IB ?: Got completion from peer (?P<peer>\S+) with (?:error |status=(?:\w+\()?)(?P<status>\d+)", S.NCCL_ERROR, gate=FOREIGN, fields={"kind": 'ib_completion_error'},
+        source="NVIDIA/nccl@v2.21.5-1:src/transport/net_ib.cc:1909 (v2.18.5-1 :1295, v2.27.3-1 :2449, v2.29.2-1 "
+               "src/transport/net_ib/p2p.cc:550) (docs/reference/foreign-errors.md F4)",
+        samples=(),
+        rendered=(
+            "node-1:1234:5678 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.6<40123> with error 12, opcode 0, len 0, vendor err 129 (Send)",
+            "node-1:1234:5678 [0] transport/net_ib.cc:1909 NCCL WARN NET/IB : Got completion from peer 10.0.0.6<40123> with status=12 opcode=0 len=0 vendor err 129 (Send) localGid ::ffff:10.0.0.5 remoteGid ::ffff:10.0.0.6",
+            "node-1:1234:5678 [0] transport/net_ib.cc:2449 NCCL WARN NET/IB: Got completion from peer 10.0.0.6<40123> with status=12 opcode=0 len=0 vendor err 129 (Send) hca mlx5_0",
+            "node-1:1234:5678 [0] transport/net_ib/p2p.cc:550 NCCL WARN NET/IB: Got completion from peer 10.0.0.6<40123> with status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_SEND(0) vendor_err=129  hca mlx5_0",
+        )),
+    Sig("nccl_error.ibv_poll_cq_failed", r"Call to ibv_poll_cq\(\) returned (?P<rc>-?\d+)", S.NCCL_ERROR, gate=FOREIGN, fields={"kind": 'ib_completion_error'},
+        source="NVIDIA/nccl@v2.21.5-1:src/include/ibvwrap.h:60 (v2.27.3-1 :62) (docs/reference/foreign-errors.md F4)",
+        samples=(),
+        rendered=("node-1:1234:5678 [0] include/ibvwrap.h:60 NCCL WARN Call to ibv_poll_cq() returned -1",)),
+    Sig("nccl_error.mlx5_completion_error", r"mlx5: (?P<host>\S+): got completion with error", S.NCCL_ERROR, gate=OWN, fields={"kind": 'ib_completion_error'},
+        source="linux-rdma/rdma-core@v50.0:providers/mlx5/cq.c:896 (v28.0 :828; prefix providers/mlx5/mlx5.h:57) "
+               "(docs/reference/foreign-errors.md F4); seen in OpenRLHF/OpenRLHF#621",
+        samples=("(LLMRayActor pid=90738, ip=172.19.24.110) mlx5: host_unknown: got completion with error:",)),
+    Sig("weight_update.openrlhf_update_weight", r"^update weight: (?P<name>\S+), dtype: (?P<dtype>\S+), shape:", S.WEIGHT_UPDATE, gate=OWN,
+        source="OpenRLHF/OpenRLHF@v0.5.7:openrlhf/trainer/ray/vllm_worker_wrap.py (WorkerWrap.update_weight: the "
+               "actor's broadcast of each parameter to vLLM) (docs/reference/foreign-errors.md F4); seen in "
+               "OpenRLHF/OpenRLHF#621",
+        samples=("(LLMRayActor pid=90621, ip=172.19.24.110) update weight: model.embed_tokens.weight, dtype: torch.bfloat16, shape: torch.Size([152064, 5120])",)),
+    Sig("oom.initialize_cache_failed", r"Error executing method '?initialize_cache'?\.", S.OOM, gate=FOREIGN, fields={"kind": 'cache_init'},
+        source="vllm-project/vllm@v0.6.3:vllm/worker/worker_base.py:462 (the KV-cache sizing and allocation step, "
+               "vllm/worker/worker.py:487-493) (docs/reference/foreign-errors.md F1); seen in OpenRLHF/OpenRLHF#336",
+        samples=("2024-06-28T06:11:52.685302801Z (LLMRayActor pid=20770) ERROR 06-28 06:11:45 worker_base.py:145] Error executing method initialize_cache. This might cause deadlock in distributed execution.",)),
+    Sig("fatal_signal.engine_core_init_failed", r"Engine core initialization failed\. See root cause above", S.FATAL_SIGNAL, gate=FOREIGN, fields={"what": 'engine_core_failed', "detail": None},
+        source="vllm-project/vllm@v0.11.0:vllm/v1/engine/utils.py:785 (the front end's summary after EngineCore died "
+               "at start-up) (docs/reference/foreign-errors.md F1)",
+        samples=(),
+        rendered=("RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",)),
     Sig("gpu_layout_error.no_cuda_gpus_are_available", r"No CUDA GPUs are available", S.GPU_LAYOUT_ERROR, gate=FOREIGN, fields={"reason": 'no_gpus'},
         source="pytorch/pytorch@v2.5.1:c10/cuda/CUDAFunctions.cpp (docs/reference/foreign-errors.md C2); seen in Grace9994/CoMoSVC#6",
         samples=("RuntimeError: No CUDA GPUs are available",)),
@@ -244,6 +290,26 @@ SIGS = (
     Sig("gpu_layout_error.no_available_node_types_can", r"No available node types can fulfill (?:resource|placement group) requests?.*'GPU'", S.GPU_LAYOUT_ERROR, gate=FOREIGN, fields={"reason": 'not_enough'},
         source="ray-project/ray@2.40.0:python/ray/autoscaler/_private/autoscaler.py (docs/reference/foreign-errors.md C3)",
         samples=("(autoscaler +2m4s) Error: No available node types can fulfill resource request {'GPU': 8.0}. Add suitable node types to this cluster to resolve this issue.",)),
+    Sig("gpu_layout_error.bundle_index_invalid", r"placement group bundle index (?P<index>\d+) is invalid\. Valid placement group indexes: 0-(?P<count>\d+)", S.GPU_LAYOUT_ERROR, gate=FOREIGN, fields={"reason": 'bad_bundle'},
+        source="ray-project/ray@ray-2.49.2:python/ray/util/placement_group.py:346 (ray-2.9.3 :370) "
+               "(docs/reference/foreign-errors.md F5)",
+        samples=(),
+        rendered=("ValueError: placement group bundle index 8 is invalid. Valid placement group indexes: 0-8",)),
+    Sig("gpu_layout_error.cannot_fit_into_any_bundles", r"Cannot schedule (?P<what>\S+) with the placement group because the resource request (?P<request>\{[^}]*'GPU'[^}]*\}) cannot fit into any bundles", S.GPU_LAYOUT_ERROR, gate=FOREIGN, fields={"reason": 'not_enough'},
+        source="ray-project/ray@ray-2.49.2:python/ray/util/placement_group.py:524 (ray-2.9.3 :406) "
+               "(docs/reference/foreign-errors.md F5)",
+        samples=(),
+        rendered=("ValueError: Cannot schedule LLMRayActor with the placement group because the resource request {'GPU': 2, 'CPU': 1} cannot fit into any bundles for the placement group, [{'GPU': 1.0, 'CPU': 1.0}, {'GPU': 1.0, 'CPU': 1.0}].",)),
+    Sig("gpu_layout_error.cannot_be_scheduled_right_now", r"The actor or task with ID \S+ cannot be scheduled right now\. It requires (?P<request>.*?GPU.*?) for placement, however the cluster currently cannot provide", S.GPU_LAYOUT_ERROR, gate=OWN, fields={"reason": 'pending'},
+        source="ray-project/ray@ray-2.9.3:src/ray/raylet/scheduling/cluster_task_manager.cc (text in the raylet strings "
+               "of wheels 2.9.3-2.49.2; a wait, not an error) (docs/reference/foreign-errors.md C3, F5)",
+        samples=(),
+        rendered=("WARNING worker.py:1034 -- The actor or task with ID cb230a572350ff44ffffffff01000000 cannot be scheduled right now. It requires {CPU: 1.000000}, {GPU: 1.000000} for placement, however the cluster currently cannot provide the requested resources. The required resources may be added as autoscaling takes place or placement groups are scheduled. Otherwise, consider reducing the resource requirements of the task.",)),
+    Sig("gpu_layout_error.placement_group_creation_timed_out", r"Placement group creation timed out", S.GPU_LAYOUT_ERROR, gate=FOREIGN, fields={"reason": 'not_enough'},
+        source="ray-project/ray@ray-2.49.2:python/ray/train/_internal/backend_executor.py:269 (ray-2.9.3 :245) "
+               "(docs/reference/foreign-errors.md F5)",
+        samples=(),
+        rendered=("TimeoutError: Placement group creation timed out. Make sure your cluster either has enough resources or use an autoscaling cluster. If you are running on a cluster, make sure you specify an address in `ray.init()`, for example, `ray.init(\"auto\")`. You can also increase the timeout by setting the TRAIN_PLACEMENT_GROUP_TIMEOUT_S environment variable. Current resources available: {'CPU': 64.0, 'GPU': 4.0}, resources requested by the placement group: [{'GPU': 1.0}, {'GPU': 1.0}, {'GPU': 1.0}, {'GPU': 1.0}, {'GPU': 1.0}, {'GPU': 1.0}, {'GPU': 1.0}, {'GPU': 1.0}]",)),
     Sig("child_failed.failed_exitcode", r"failed \(exitcode: (?P<exitcode>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)", S.CHILD_FAILED, gate=FOREIGN,
         source="pytorch/pytorch@v2.5.1:torch/distributed/elastic/multiprocessing/api.py (docs/reference/foreign-errors.md E3); seen in lmzpai/roboMamba#10",
         samples=(
