@@ -39,7 +39,7 @@ from a1x_diagnostics.detectors.launcher import (
     log_dir_of,
     where_to_look,
 )
-from a1x_diagnostics.events import Event, Role, Signal, SignalKind, Traceback
+from a1x_diagnostics.events import Event, Role, Signal, SignalKind, SyncPhase, Traceback
 from a1x_diagnostics.findings import Finding, Severity
 
 
@@ -49,6 +49,8 @@ def _launcher_failures(ctx: DetectorContext) -> list[tuple[str, Signal]]:
     out = []
     for view in launcher_views(ctx):
         for name, line in view.failures:
+            if view.by_pid and name.startswith("the launcher's process"):
+                continue  # 0.4.7: a pid no line ties to a role may be the controller's (process_crashed names it)
             if name != "controller" and line.fields.get("rc") not in TERM_CODES:
                 out.append((name, line))
     return out
@@ -323,7 +325,15 @@ def _who_went_quiet(ctx: DetectorContext, stall: Stall, until: float | None) -> 
     blamed: list[tuple[FileFacts, float, str, bool]] = []
     because = ""
     if stat is not None and stat_t is not None and stat_t >= since - 1.0 and batch:
-        if stat.pending >= batch:
+        behind = _behind_on_weights(ctx)
+        if stat.pending >= batch and behind:
+            names = {f.source.path for f, _ in behind}
+            blamed = [p for p in quiet if p[0].source.path in names]
+            got = ", ".join(f"{f.source.replica}'s last receive: step {step}" for f, step in behind)
+            because = (f"{stat.pending} rollouts were pending, enough for a step ({batch}), but the weights of step "
+                       f"{ctx.metrics.step} never reached the rollout ({got}): the policy waits in that weight sync "
+                       "(its send blocks until the rollout receives), so the rollout stopped first")
+        elif stat.pending >= batch:
             blamed = [p for p in quiet if p[0].source.role is Role.POLICY]
             because = (f"{stat.pending} rollouts were pending at the controller, enough for a step ({batch}), but "
                        "no step came: the policy stopped training and the rollouts waited on it")
@@ -352,6 +362,24 @@ def _who_went_quiet(ctx: DetectorContext, stall: Stall, until: float | None) -> 
     if because:
         story += " " + because[:1].upper() + because[1:] + "."
     return (first[0].source.replica if first is not None else None), story
+
+
+def _behind_on_weights(ctx: DetectorContext) -> list[tuple[FileFacts, int]]:
+    """The rollouts whose newest weight receive is older than the last step by a sync interval or more: the
+    policy's send of the last step's weights did not get through to them (docs/reference/cosmos-rl.md §6.2)."""
+    step = ctx.metrics.step
+    if step is None:
+        return []
+    staleness = ctx.store.staleness.last
+    k = ctx.config.integer("train.sync_weight_interval") or (staleness.sync_weight_interval if staleness else None)
+    k = max(1, k or 1)
+    out = []
+    for facts in ctx.files(Role.ROLLOUT):
+        received = [e for e in ctx.store.sync(SyncPhase.RECV_DONE.value)
+                    if e.source.path == facts.source.path and e.step is not None]
+        if received and step - max(e.step for e in received if e.step is not None) >= k:
+            out.append((facts, max(e.step for e in received if e.step is not None)))
+    return out
 
 
 SHUTDOWN_GRACE_S = 300.0  # logs going on this long after the last step

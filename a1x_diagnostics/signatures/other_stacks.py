@@ -21,13 +21,19 @@ SIGS = (
         samples=(
             "ValueError: To serve at least one request with the models's max seq len (32768), (4.00 GB KV cache is needed, which is larger than the available KV cache memory (2.31 GB). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
             "ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV cache memory (0.71 GiB). Based on the available memory, the estimated maximum model length is 5632. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+        ),
+        rendered=(
+            "ValueError: To serve at least one request with the models's max seq len (32768), (4.0 GB KV cache is needed, which is larger than the available KV cache memory (2.3125 GB). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+            "ERROR 05-07 02:14:18 [core.py:396] ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV cache memory (9.45 GiB).  Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+            "(EngineCore_DP0 pid=563) ERROR 12-23 23:34:23 [core.py:708] ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV cache memory (9.45 GiB). Based on the available memory, the estimated maximum model length is 77360. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
         )),
     Sig("oom.is_larger_than_the_maximum", r"max seq len \((?P<max_model_len>\d+)\) is larger than the maximum number of tokens that can be stored in KV cache(?: \((?P<kv_tokens>\d+)\))?", S.OOM, fields={"kind": 'max_model_len'},
         source="vllm-project/vllm@v0.6.3:vllm/worker/worker.py (docs/reference/foreign-errors.md A6)",
         samples=(
             "The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in KV cache (23648). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
             "(LLMRayActor pid=3321, ip=10.0.3.14) ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV cache (21456). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
-        )),
+        ),
+        rendered=("(LLMRayActor pid=20770) ValueError: The model's max seq len (8192) is larger than the maximum number of tokens that can be stored in KV cache (6048). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",)),
     Sig("oom.on_startup_is_less_than", r"Free memory on device.*? on startup is less than desired GPU memory utilization", S.OOM, fields={"kind": 'free_memory'},
         source="vllm-project/vllm@v0.11.0:vllm/utils (docs/reference/foreign-errors.md A6)",
         samples=(
@@ -129,10 +135,13 @@ SIGS = (
         samples=(
             "TimeoutError: The client socket has timed out after 1800s while trying to connect to (127.0.0.1, 48391).",
             "[E socket.cpp:793] [c10d] The client socket has timed out after 1800s while trying to connect to (127.0.0.1, 48391).",
-        )),
+            "(RayWorkerVllm pid=207931, ip=10.0.1.75) [E socket.cpp:922] [c10d] The client socket has timed out after 1800s while trying to connect to (172.17.0.2\n, 44737).",
+        ),
+        rendered=("[rank1]: torch.distributed.DistNetworkError: The client socket has timed out after 600000ms while trying to connect to (10.0.0.5, 29500).",)),
     Sig("nccl_error.the_client_socket_has_failed", r"The client socket has failed to connect to (?P<addr>.*?)\.?$", S.NCCL_ERROR, gate=FOREIGN, fields={"kind": 'socket_connect'},
         source="pytorch/pytorch@v2.5.1:torch/csrc/distributed/c10d/socket.cpp (docs/reference/foreign-errors.md B2); seen in gensyn-ai/rl-swarm#197",
-        samples=("[W427 01:04:16.149509694 socket.cpp:752] [c10d] The client socket has failed to connect to [::ffff:198.18.0.1]:3254 (errno: 110 - Connection timed out).",)),
+        samples=("[W427 01:04:16.149509694 socket.cpp:752] [c10d] The client socket has failed to connect to [::ffff:198.18.0.1]:3254 (errno: 110 - Connection timed out).",),
+        rendered=("[W427 01:04:16.149509694 socket.cpp:752] [c10d] The client socket has failed to connect to [::ffff:10.0.0.5]:29500 (errno: 110 - Connection timed out).",)),
     Sig("nccl_error.failed_to_recv_got_0", r"[Ff]ailed to recv, got 0 bytes", S.NCCL_ERROR, gate=FOREIGN, fields={"kind": 'peer_closed'},
         source="pytorch/pytorch@v2.8.0:torch/csrc/distributed/c10d/TCPStore.cpp + Utils.hpp (docs/reference/foreign-errors.md B2)",
         samples=(
@@ -168,7 +177,17 @@ SIGS = (
         samples=("torch.distributed.DistBackendError: NCCL Error 6: remote process exited or there was a network error",)),
     Sig("nccl_error.watchdog_thread_terminated_with_exception", r"watchdog thread terminated with exception", S.NCCL_ERROR, gate=FOREIGN, fields={"kind": 'torch_watchdog'},
         source="pytorch/pytorch@v2.5.1:torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (docs/reference/foreign-errors.md B3)",
-        samples=("[rank0]:[E321 02:07:08.467312009 ProcessGroupNCCL.cpp:1595] [PG ID 1 PG GUID 1 Rank 0] Process group watchdog thread terminated with exception: [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, NumelOut=466119168, Timeout(ms)=600000) ran for 600060 milliseconds before timing out.",)),
+        samples=("[rank0]:[E321 02:07:08.467312009 ProcessGroupNCCL.cpp:1595] [PG ID 1 PG GUID 1 Rank 0] Process group watchdog thread terminated with exception: [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, NumelOut=466119168, Timeout(ms)=600000) ran for 600060 milliseconds before timing out.",),
+        rendered=("[rank0]:[E321 02:07:08.467312009 ProcessGroupNCCL.cpp:1595] [PG ID 1 PG GUID 1 Rank 0] Process group watchdog thread terminated with exception: [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, NumelOut=466119168, Timeout(ms)=600000) ran for 600083 milliseconds before timing out.",)),
+    Sig("nccl_error.watchdog_caught_collective_operation_timeout", r"Watchdog caught collective operation timeout:? ?(?P<detail>.*)$", S.NCCL_ERROR, gate=FOREIGN, fields={"kind": 'torch_watchdog'},
+        source="pytorch/pytorch@v2.5.1:torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:616 (text in wheels 2.1.2-2.6.0; "
+               "≤2.2 logs print ProcessGroupNCCL.cpp:475) (docs/reference/foreign-errors.md B3, F3); seen in "
+               "OpenRLHF/OpenRLHF#265",
+        samples=(
+            "(ActorModelRayActor pid=207260, ip=10.0.1.75) [E ProcessGroupNCCL.cpp:475] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=385\n6, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800268 milliseconds before timing out.",
+            "[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802212 milliseconds before timing out.",
+        ),
+        rendered=("[rank1]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, NumelOut=9801523, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.",)),
     Sig("nccl_error.watchdog_got_stuck_for", r"watchdog got stuck for (?P<seconds>\d+) seconds", S.NCCL_ERROR, gate=FOREIGN, fields={"kind": 'torch_watchdog_stuck'},
         source="pytorch/pytorch@v2.5.1:torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (heartbeatMonitor; text in "
                "wheels 2.3.1-2.6.0; a stall of this rank: docs/reference/foreign-errors.md B3, F3)",
@@ -289,7 +308,11 @@ SIGS = (
         samples=("node-03:88120:88120 [1] init.cc:943 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1b000",)),
     Sig("gpu_layout_error.no_available_node_types_can", r"No available node types can fulfill (?:resource|placement group) requests?.*'GPU'", S.GPU_LAYOUT_ERROR, gate=FOREIGN, fields={"reason": 'not_enough'},
         source="ray-project/ray@2.40.0:python/ray/autoscaler/_private/autoscaler.py (docs/reference/foreign-errors.md C3)",
-        samples=("(autoscaler +2m4s) Error: No available node types can fulfill resource request {'GPU': 8.0}. Add suitable node types to this cluster to resolve this issue.",)),
+        samples=("(autoscaler +2m4s) Error: No available node types can fulfill resource request {'GPU': 8.0}. Add suitable node types to this cluster to resolve this issue.",),
+        rendered=(
+            "(autoscaler +2m3s) Error: No available node types can fulfill resource request {'GPU': 8.0, 'CPU': 1.0}. Add suitable node types to this cluster to resolve this issue.",
+            "(autoscaler +1m10s) No available node types can fulfill placement group requests (detail=): {'GPU': 1.0, 'CPU': 1.0}*16 (STRICT_PACK)",
+        )),
     Sig("gpu_layout_error.bundle_index_invalid", r"placement group bundle index (?P<index>\d+) is invalid\. Valid placement group indexes: 0-(?P<count>\d+)", S.GPU_LAYOUT_ERROR, gate=FOREIGN, fields={"reason": 'bad_bundle'},
         source="ray-project/ray@ray-2.49.2:python/ray/util/placement_group.py:346 (ray-2.9.3 :370) "
                "(docs/reference/foreign-errors.md F5)",

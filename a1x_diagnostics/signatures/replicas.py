@@ -305,12 +305,6 @@ LATE = (
     Sig("nccl_error.wait_for_nccl_comm_ready", r"wait for nccl comm ready timeout", S.NCCL_ERROR, gate=NCCL, fields={"kind": 'comm_timeout'}, read_in=Role.POLICY,
         source="cosmos-rl@89f2e5b5:utils/distributed.py:781 (docs/reference/cosmos-rl.md §5.5)",
         samples=("[rank0]:Traceback (most recent call last):\n[rank0]:  File \"/opt/cosmos_rl/entry.py\", line 12, in main\n[rank0]:TimeoutError: [HA_NCCL][global_rank 0, replica_rank 1] 3f2a8c1e-5b7d-4e9a-9c1f-0a1b2c3d4e5f wait for nccl comm ready timeout, current time: 100, start time: 0, timeout: 60",)),
-    Sig("nccl_error.watchdog_caught_collective_operation_timeout", r"Watchdog caught collective operation timeout:? ?(?P<detail>.*)$", S.NCCL_ERROR, gate=NCCL, fields={"kind": 'torch_watchdog'}, read_in=Role.LAUNCHER,
-        source="cosmos-rl@89f2e5b5:pynccl.py:258 (docs/reference/cosmos-rl.md §13.6)",
-        samples=(
-            "(ActorModelRayActor pid=207260, ip=10.0.1.75) [E ProcessGroupNCCL.cpp:475] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=385",
-            "[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802212 milliseconds before timing out.",
-        )),
     Sig("http_failure.failed_to_send_heartbeat_to", r"Failed to send heartbeat to controller(?: (?P<url>\S+?))?: (?P<error>.*)$", S.HTTP_FAILURE, fields={"kind": 'heartbeat'},
         source="cosmos-rl@89f2e5b5:api/client.py:222 (ERROR); nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/dispatcher/api/"
                "client.py:356 (WARNING, with the URL) (docs/reference/cosmos-rl.md §14, §16.1)",
