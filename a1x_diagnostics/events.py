@@ -322,6 +322,8 @@ class SignalKind(str, Enum):
     FATAL_SIGNAL = "fatal_signal"  # what: segfault|abort|bus_error|killed|fatal_python|transport_fatal|
     #                               worker_fatal|engine_core_failed (a process died hard)
     WEIGHT_UPDATE = "weight_update"  # another stack's trainer -> rollout weight update under way (name:str)
+    GROUPS_ZERO_STD = "groups_zero_std"  # another stack's step metric: fraction:float of GRPO groups whose rewards
+    #                                      were all equal, metric:str, constant_reward:bool|None (one reward for all)
     ERROR_LINE = "error_line"  # an ERROR/CRITICAL line or an 'XxxError: ...' line no rule classified: message:str
     INVALID_PARALLEL_DIMS = "invalid_parallel_dims"  # text of the assertion
     BATCH_NOT_DIVISIBLE = "batch_not_divisible"  # train_batch_per_replica .. divisible by ..

@@ -26,7 +26,7 @@ from a1x_diagnostics.detectors._base import (
     verdict_of,
 )
 from a1x_diagnostics.events import Role, SignalKind
-from a1x_diagnostics.findings import Fix, Severity
+from a1x_diagnostics.findings import Finding, Fix, Severity
 
 HANG_AFTER_S = 120.0
 
@@ -147,6 +147,9 @@ def insufficient_gpus(ctx: DetectorContext) -> Verdict:
 
     if ctx.store.stats or ctx.metrics.step is not None:
         return Verdict.ok()
+    no_rollout = _no_gpu_left_for_rollouts(ctx, detected)
+    if no_rollout is not None:
+        return verdict_of(no_rollout)
     workers = ctx.store.signal(SignalKind.WORKERS_REQUIRED).last
     multiple = ctx.store.signal(SignalKind.MULTIPLE_WORKERS).last
     waiting = ctx.signals(SignalKind.WAITING_FOR_REPLICAS) + ctx.signals(SignalKind.NO_VALID_ROLLOUT)
@@ -206,3 +209,33 @@ def insufficient_gpus(ctx: DetectorContext) -> Verdict:
         )
     )
     return verdict_of(*findings)
+
+
+def _no_gpu_left_for_rollouts(ctx: DetectorContext, detected: int | None) -> Finding | None:
+    """The launcher sizes the rollout replicas from the GPUs the policies leave (docs/reference/cosmos-rl.md §2.3):
+    when the policies take every GPU it plans 0 rollouts, and a GRPO launch then fails on the missing rollout section
+    (Cosmos-Reason1's launcher: KeyError 'rollout', seen in nvidia-cosmos/cosmos-reason1#11). An SFT run plans 0
+    rollouts too and goes on: only a launch that then crashed is told."""
+    planned = {str(s.fields.get("role")).lower(): s for s in ctx.signals(SignalKind.REPLICAS_PLANNED)}
+    rollout, policy = planned.get("rollout"), planned.get("policy")
+    if rollout is None or policy is None or rollout.fields.get("count") != 0 or detected is None:
+        return None
+    count, each = policy.fields.get("count"), policy.fields.get("gpus_each")
+    if not isinstance(count, int) or not isinstance(each, int) or count * each < detected:
+        return None
+    crashed = [t for t in ctx.store.tracebacks if t.source.path == rollout.source.path and t.line > rollout.line]
+    if not crashed:
+        return None
+    return make_finding(
+        "insufficient_gpus",
+        f"The policy replicas take every GPU (policy {count} × {each} = {count * each}, and this node shows "
+        f"{detected}), so the launcher planned 0 rollout replicas, and the launch then failed "
+        f"({crashed[0].exc_type or 'a traceback'}): GRPO needs at least one rollout replica on GPUs of its own "
+        "(or shared, in colocated mode).",
+        [rollout, policy, ctx.store.signal(SignalKind.GPUS_DETECTED).last, crashed[0]],
+        fixes=_shard_fix(ctx, detected - 1 if detected > 1 else None),
+        action="Leave GPUs for a rollout replica: fewer policy GPUs (smaller dp_shard_size or fewer policy "
+               "replicas), or a node with more GPUs; `mode = \"colocated\"` shares the policy's GPUs with the rollout.",
+        data={"needed": None, "detected": detected, "reason": "no_rollout_gpus"},
+    )
+

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from a1x_diagnostics.events import SignalKind as S
 from a1x_diagnostics.signatures.entry import FOREIGN, OWN, Hit, Sig
+from a1x_diagnostics.signatures.fields import verl_zero_advantages
 
 SIGS = (
     Sig("oom.no_available_memory_for_the", r"No available memory for the cache blocks", S.OOM, fields={"kind": 'no_cache_blocks'},
@@ -313,6 +314,26 @@ SIGS = (
             "(autoscaler +2m3s) Error: No available node types can fulfill resource request {'GPU': 8.0, 'CPU': 1.0}. Add suitable node types to this cluster to resolve this issue.",
             "(autoscaler +1m10s) No available node types can fulfill placement group requests (detail=): {'GPU': 1.0, 'CPU': 1.0}*16 (STRICT_PACK)",
         )),
+    # --- other stacks' GRPO step metrics that say how many groups had one reward for all their completions
+    Sig("groups_zero_std.trl_frac_reward_zero_std", r"""['"]frac_reward_zero_std['"]: (?P<fraction>[\d.eE+-]+)""", S.GROUPS_ZERO_STD, gate=OWN, fields={"metric": "frac_reward_zero_std", "constant_reward": None},
+        source="huggingface/trl@v0.18.0:trl/trainer/grpo_trainer.py:1248 (the share of groups whose rewards have std 0; "
+               "ms-swift logs the same key) (docs/reference/foreign-errors.md G); seen in huggingface/trl#3857",
+        samples=(
+            "{'loss': 0.0, 'grad_norm': 0.0, 'learning_rate': 1.7050844078611056e-06, 'num_tokens': 1751675.0, 'completions/mean_length': 701.8125, 'completions/min_length': 307.0, 'completions/max_length': 1013.0, 'completions/clipped_ratio': 0.0, 'completions/mean_terminated_length': 701.8125, 'completions/min_terminated_length': 307.0, 'completions/max_terminated_length': 1013.0, 'rewards/if_rewrite_reward/mean': -3.0, 'rewards/if_rewrite_reward/std': 5.080004692077637, 'rewards/json_format_reward/mean': 2.0, 'rewards/json_format_reward/std': 0.0, 'rewards/think_response_format_reward/mean': 2.0, 'rewards/think_response_format_reward/std': 0.0, 'rewards/language_ratio_reward/mean': 2.0, 'rewards/language_ratio_reward/std': 0.0, 'rewards/length_penalty_reward/mean': 0.0, 'rewards/length_penalty_reward/std': 0.0, 'reward': 3.0, 'reward_std': 0.0, 'frac_reward_zero_std': 1.0, 'clip_ratio/low_mean': 0.0, 'clip_ratio/low_min': 0.0, 'clip_ratio/high_mean': 0.0, 'clip_ratio/high_max': 0.0, 'clip_ratio/region_mean': 0.0, 'epoch': 0.33}",
+            "{\"loss\": -0.0, \"grad_norm\": 0.0, \"learning_rate\": 3.2e-07, \"reward\": 0.64306641, \"reward_std\": 0.15570375, \"frac_reward_zero_std\": 0.390625, \"rewards/PointwiseRMAccuracyORM/mean\": 0.64306641, \"rewards/PointwiseRMAccuracyORM/std\": 0.40931937, \"completions/mean_length\": 2393.10351562, \"completions/min_length\": 852.0, \"completions/max_length\": 7009.0, \"completions/clipped_ratio\": 0.4375, \"kl\": 0.0, \"clip_ratio/low_mean\": 0.0, \"clip_ratio/low_min\": 0.0, \"clip_ratio/high_mean\": 0.0, \"clip_ratio/high_max\": 0.0, \"clip_ratio/region_mean\": 0.0, \"epoch\": 0.01645338, \"global_step/max_steps\": \"9/547\", \"percentage\": \"1.65%\", \"elapsed_time\": \"45m 20s\", \"remaining_time\": \"1d 21h 10m 47s\", \"train_speed(iter/s)\": 0.003308}",
+        )),
+    Sig("groups_zero_std.video_r1_zero_var_ratio", r"'zero_var_ratio': (?P<fraction>[\d.eE+-]+)", S.GROUPS_ZERO_STD, gate=OWN, fields={"metric": "zero_var_ratio", "constant_reward": None},
+        source="Video-R1's GRPO trainer (a TRL-derived trainer: the share of groups with zero reward variance) "
+               "(docs/reference/foreign-errors.md G); seen in tulerfeng/Video-R1#86",
+        samples=(" 'zero_var_ratio': 1.0,",)),
+    Sig("groups_zero_std.verl_zero_advantages", r"critic/score/max:(?P<score_max>-?[\d.eE+-]+) - critic/score/min:(?P<score_min>-?[\d.eE+-]+) .*?critic/advantages/max:(?P<adv_max>-?[\d.eE+-]+) - critic/advantages/min:(?P<adv_min>-?[\d.eE+-]+)", S.GROUPS_ZERO_STD, gate=OWN, read=verl_zero_advantages,
+        source="volcengine/verl@v0.4.1:verl/trainer/ppo/metric_utils.py:140 (critic/score and critic/advantages "
+               "max/min of the step) (docs/reference/foreign-errors.md G); seen in rllm-org/rllm#54",
+        samples=("(main_task pid=129170) step:7 - batch/solve_none:128.000 - batch/solve_all:0.000 - global_seqlen/min:29080.000 - global_seqlen/max:53875.000 - global_seqlen/minmax_diff:24795.000 - global_seqlen/balanced_min:36488.000 - global_seqlen/balanced_max:37319.000 - global_seqlen/mean:36589.625 - actor/kl_loss:0.041 - actor/kl_coef:0.001 - actor/entropy_loss:0.330 - actor/pg_loss:0.000 - actor/pg_clipfrac:0.000 - actor/ppo_kl:0.000 - actor/grad_norm:0.004 - mfu/actor:0.401 - actor/lr:0.000 - critic/score/mean:0.000 - critic/score/max:0.000 - critic/score/min:0.000 - critic/rewards/mean:0.000 - critic/rewards/max:0.000 - critic/rewards/min:0.000 - critic/advantages/mean:0.000 - critic/advantages/max:0.000 - critic/advantages/min:0.000 - critic/returns/mean:0.000 - critic/returns/max:0.000 - critic/returns/min:0.000 - response_length/mean:469.236 - response_length/max:4096.000 - response_length/min:6.000 - response_length/clip_ratio:0.031 - prompt_length/mean:102.477 - prompt_length/max",)),
+    Sig("gpu_layout_error.trl_vllm_device_not_available", r"The requested device for vllm \((?P<device>[^)]+)\) is not available", S.GPU_LAYOUT_ERROR, gate=FOREIGN, fields={"reason": "invalid_device"},
+        source="huggingface/trl@v0.14.0:trl/trainer/grpo_trainer.py:294 (the vllm_device index is not below the visible "
+               "GPU count) (docs/reference/foreign-errors.md C1); seen in huggingface/trl#2826",
+        samples=("ValueError: The requested device for vllm (cuda:1) is not available. You are likely using vLLM without restricting the number of GPUs for training. Set the `--num_processes` argument to a value lower than the number of GPUs available on your machine—typically, reducing it by one is sufficient. In your case: `--num_processes 0`.",)),
     Sig("gpu_layout_error.bundle_index_invalid", r"placement group bundle index (?P<index>\d+) is invalid\. Valid placement group indexes: 0-(?P<count>\d+)", S.GPU_LAYOUT_ERROR, gate=FOREIGN, fields={"reason": 'bad_bundle'},
         source="ray-project/ray@ray-2.49.2:python/ray/util/placement_group.py:346 (ray-2.9.3 :370) "
                "(docs/reference/foreign-errors.md F5)",
