@@ -249,7 +249,7 @@ SIGS = (
                "(docs/reference/foreign-errors.md F4); seen in OpenRLHF/OpenRLHF#621",
         samples=("(LLMRayActor pid=90738, ip=172.19.24.110) mlx5: host_unknown: got completion with error:",)),
     Sig("weight_update.openrlhf_update_weight", r"^update weight: (?P<name>\S+), dtype: (?P<dtype>\S+), shape:", S.WEIGHT_UPDATE, gate=OWN,
-        source="OpenRLHF/OpenRLHF@v0.5.7:openrlhf/trainer/ray/vllm_worker_wrap.py (WorkerWrap.update_weight: the "
+        source="OpenRLHF/OpenRLHF@v0.5.7:openrlhf/trainer/ray/vllm_worker_wrap.py:43 (WorkerWrap.update_weight: the "
                "actor's broadcast of each parameter to vLLM) (docs/reference/foreign-errors.md F4); seen in "
                "OpenRLHF/OpenRLHF#621",
         samples=("(LLMRayActor pid=90621, ip=172.19.24.110) update weight: model.embed_tokens.weight, dtype: torch.bfloat16, shape: torch.Size([152064, 5120])",)),

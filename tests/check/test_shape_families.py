@@ -69,6 +69,10 @@ FAMILIES: dict[str, tuple[dict[str, dict[str, str]], tuple[str, ...], str | None
                          "bundle"),
     "F5 Ray waiting for GPUs": (FOREIGN, ("ray_raylet_cannot_be_scheduled",), "insufficient_gpus", Severity.WARNING,
                                 "waits"),
+    "G other stacks' GRPO step metrics": (FOREIGN, ("trl_frac_reward_zero_std", "verl_advantages_all_zero"),
+                                         "grpo_collapse", Severity.WARNING, "no learning signal"),
+    "C1 TRL's vLLM device": (FOREIGN, ("trl_vllm_device_not_available",), "insufficient_gpus", Severity.CRITICAL,
+                             "does not exist"),
 }
 
 
@@ -110,7 +114,7 @@ def test_every_row_of_a_findings_family_is_in_one_family() -> None:
                 "replica_launch_command_wrapper", "vllm_v0_initialize_cache_error", "vllm_v1_engine_core_init_failed",
                 "c10d_connect_failed_errno", "pg_nccl_watchdog_timeout_old", "pg_nccl_watchdog_timeout",
                 "pg_nccl_watchdog_thread_terminated", "traceback_headerless_rank_prefixed",
-                "traceback_headerless_non_error_class", "wall_clock_prefixed_ray_vllm_line"}
+                "traceback_headerless_non_error_class", "wall_clock_prefixed_ray_vllm_line", "openrlhf_update_weight"}
     missing = [i for rows in (COSMOS, FOREIGN) for i in rows if (id(rows), i) not in listed and i not in ordinary]
     assert not missing, missing
 
