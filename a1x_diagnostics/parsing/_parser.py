@@ -58,6 +58,9 @@ _EXC_LINE = re.compile(r"[A-Za-z_][\w.]*(?::(?:\s.*)?)?$")
 # that starts inside a traceback, its header lost, opens one here (docs/reference/foreign-errors.md F6).
 FRAME_MARK = 'File "'
 _FRAME_LINE = re.compile(r'\s+File "[^"]+", line \d+, in \S')
+# Loggers that print a traceback with their prefix on every line (vLLM's ``logger.exception``: ``ERROR 06-28 06:11:45
+# worker_base.py:145] Traceback …``, V1's behind ``(EngineCore_DP0 pid=N)``; docs/reference/foreign-errors.md D3, F1)
+PREFIXED_TRACEBACKS = frozenset({"vllm"})
 # The last line of a header-less traceback: ``XxxError: msg`` or a module-qualified class (``pkg.mod.Name: msg``),
 # so that the next line of a log is never taken for an exception.
 _HEADERLESS_EXC = re.compile(r"(?:(?:[A-Za-z_]\w*\.)+[A-Z]\w*|[A-Z]\w*(?:Error|Exception))(?::(?:\s.*)?)?$")
@@ -128,15 +131,17 @@ class _Group:
 
 
 class _TracebackGroup(_Group):
-    __slots__ = ("exc", "headerless", "lines", "pending_blank", "state")
+    __slots__ = ("exc", "headerless", "lines", "pending_blank", "prefixed", "state")
 
-    def __init__(self, key: Key, raw: str, rank: int | None, body: str, headerless: bool = False) -> None:
+    def __init__(self, key: Key, raw: str, rank: int | None, body: str, headerless: bool = False,
+                 prefixed: str | None = None) -> None:
         super().__init__(key, raw, rank)
         self.lines: list[str] = [cap(body, MAX_TB_LINE)]
         self.exc: list[tuple[int, str, str]] = []  # (lineno, raw, body) of exception lines
         self.state = "frames"  # frames | exc | pydantic | chain
         self.pending_blank: list[Key] = []
         self.headerless = headerless  # opened on a frame line: its exception line must look like one
+        self.prefixed = prefixed  # a logger that prefixes every line of it (vLLM's): its lines are the messages
 
     def _take(self, key: Key, body: str) -> None:
         for b in self.pending_blank:
@@ -149,6 +154,10 @@ class _TracebackGroup(_Group):
 
     def offer(self, key: Key, raw: str, shape: Shape) -> int:
         body = shape.body
+        if self.prefixed is not None:  # every line of it carries the logger's prefix: read the messages
+            if shape.family != self.prefixed:
+                return _REJECT
+            body, shape = shape.msg, shape._replace(family="plain", body=shape.msg)
         if len(self.lines) + len(self.pending_blank) >= MAX_GROUP_LINES:
             return _REJECT
         if not body.strip():
@@ -344,6 +353,9 @@ class LineParser:
                 self._groups[shape.rank] = _TracebackGroup(key, text, shape.rank, body)
             else:
                 self._groups[shape.rank] = _ChildFailedGroup(key, text, shape.rank)
+            return out
+        if shape.family in PREFIXED_TRACEBACKS and shape.msg.startswith(TRACEBACK_START):
+            self._groups[shape.rank] = _TracebackGroup(key, text, shape.rank, shape.msg, prefixed=shape.family)
             return out
         if shape.family == "plain" and FRAME_MARK in body and _FRAME_LINE.match(body):
             self._groups[shape.rank] = _TracebackGroup(key, text, shape.rank, body, headerless=True)

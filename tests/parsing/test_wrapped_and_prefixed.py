@@ -85,3 +85,20 @@ def test_a_header_less_traceback_needs_an_exception_line_to_be_one() -> None:
     dump = _parse(['  File "/opt/x.py", line 12 in main', "ValueError: boom"])
     assert not [e for e in dump if isinstance(e, Traceback)]
     assert [s.kind for s in _signals(dump)] == [SignalKind.ERROR_LINE]
+
+
+def test_a_traceback_behind_vllm_s_prefix_on_every_line_is_one_traceback(tmp_path: Path) -> None:
+    # vLLM's NewLineFormatter writes each line break of a record as "\r\n" + the record's prefix
+    head = "(EngineCore_DP0 pid=563) ERROR 12-23 23:34:23 [core.py:708] "
+    lines = [head + "EngineCore failed to start.\r", head + "Traceback (most recent call last):\r",
+             head + '  File "/usr/lib/python3/dist-packages/vllm/v1/engine/core.py", line 699, in run_engine_core\r',
+             head + "    engine_core = EngineCoreProc(*args, **kwargs)\r",
+             head + "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+                    "when initializing the engine.",
+             "(APIServer pid=1) INFO 12-23 23:34:24 [api_server.py:1] shutting down"]
+    for events in (_parse([line.rstrip("\r") for line in lines]), _reader(lines, tmp_path)):
+        tbs = [e for e in events if isinstance(e, Traceback)]
+        assert len(tbs) == 1 and (tbs[0].line, tbs[0].last_line, tbs[0].exc_type) == (2, 5, "ValueError")
+        assert [s.fields["kind"] for s in _signals(events) if s.kind is SignalKind.OOM] == ["no_cache_blocks"]
+        # the frames are the traceback's, not error lines of their own
+        assert [s.line for s in _signals(events) if s.kind is SignalKind.ERROR_LINE] == [1]
