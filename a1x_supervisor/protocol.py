@@ -6,6 +6,10 @@ Requests (one JSON object per line; the first line of a connection decides what 
 - ``{"op": "status"}`` -> ``{"ok": true, "state": {...}}`` (the same object as ``state.json``)
 - ``{"op": "stop"}`` -> ``{"ok": true, "state": {...}}`` once every process of the run is gone
 - ``{"op": "restart", "stage": "train"}`` -> ``{"ok": true, "message": "..."}``
+- ``{"op": "plan_fix", "finding": {...}}`` -> ``{"ok": true, "toml": "...", "diff": "...", "sha256": "..."}``:
+  the fix on the run's training TOML (``a1x_supervisor.fix_ops``)
+- ``{"op": "apply_fix", "finding": {...}, "sha256": "..."}`` -> ``{"ok": true, "written": ..., "backup": ...,
+  "summary": ...}``, only while the TOML is the one the diff was made from
 - ``{"op": "subscribe", "since": 0}`` -> a stream: ``{"type": "state", "state": {...}}``, then
   ``{"type": "event", "event": {...}}`` per event (events after ``since`` first), then
   ``{"type": "end", "status": "..."}`` when the run is over.

@@ -130,8 +130,14 @@ class SocketServer:
             )
         elif op == "subscribe":
             self._stream(send, int(request.get("since", 0) or 0))
+        elif op in ("plan_fix", "apply_fix"):  # the dashboard of another machine (attach HOST:RUN)
+            from a1x_supervisor.fix_ops import answer
+            from a1x_supervisor.rundir import RunDir
+
+            send(answer(op, request, RunDir(self.run_dir).train_toml))
         else:
-            send({"ok": False, "error": f"unknown op {op!r} (ping, status, stop, restart, subscribe)"})
+            send({"ok": False, "error": f"unknown op {op!r} (ping, status, stop, restart, subscribe, plan_fix, "
+                  "apply_fix)"})
 
     def _stream(self, send: Callable[[dict[str, Any]], None], since: int) -> None:
         sup = self.supervisor

@@ -114,6 +114,15 @@ class WandbSpec(_Section):
         return no_controls(value, f"wandb.{info.field_name}")
 
 
+class AlertsSpec(_Section):
+    wandb: bool = Field(
+        False,
+        description="raise findings as W&B alerts of a monitor run in the run's W&B project and group "
+        "(needs a1x-tui[wandb] and WANDB_API_KEY; docs/live.md)",
+    )
+    wait_s: float = Field(600.0, ge=0, le=DAY_S, description="the same finding is not alerted again sooner")
+
+
 class ReplicaSpec(_Section):
     policy: int = Field(1, ge=1, le=MAX_REPLICAS, description="cosmos-rl --policy")
     rollout: int = Field(1, ge=1, le=MAX_REPLICAS, description="cosmos-rl --rollout")
@@ -273,6 +282,7 @@ class RunSpec(_Section):
     compute: Compute = Field("local", description='"local" (one node) or "cluster" (the recipe\'s cluster values)')
     data: DataSpec = Field(default_factory=DataSpec)
     wandb: WandbSpec = Field(default_factory=WandbSpec)
+    alerts: AlertsSpec = Field(default_factory=AlertsSpec)
     replicas: ReplicaSpec = Field(default_factory=ReplicaSpec)
     evaluate: EvaluateSpec = Field(default_factory=EvaluateSpec)
     paths: PathsSpec
@@ -588,6 +598,7 @@ ALPAGYM_EXAMPLE = """
 _SECTION_MODELS: dict[str, type[BaseModel]] = {
     "data": DataSpec,
     "wandb": WandbSpec,
+    "alerts": AlertsSpec,
     "replicas": ReplicaSpec,
     "evaluate": EvaluateSpec,
     "paths": PathsSpec,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from a1x_supervisor.alerts import WandbAlerts, monitor_group
 from a1x_supervisor.cosmos_logs import expected_ranks
 from a1x_supervisor.executor import StageProcess, StopReport
 from a1x_supervisor.gpu_agents import GpuAgentHelper, GpuAgents
@@ -70,6 +71,7 @@ class StageRunner:
                 slurm=any(cmd.executor == "slurm" for cmd in commands),
                 run_folders=stage.run_folders,
                 diagnosis_for=self._diagnosis_for() if stage.run_folders is not None else None,
+                alerts=self._alerts(stage.name),
             )
             outcome.monitor = monitor
         try:
@@ -86,6 +88,19 @@ class StageRunner:
             if stage.cleanup is not None:  # what the processes leave outside their tree (AlpaSim's containers)
                 run_cleanup(self.ctx.rundir.stage_log(stage.name), stage.cleanup, Scrubber.from_environment())
         return outcome
+
+    def _alerts(self, stage: str) -> WandbAlerts | None:
+        """``[alerts] wandb = true``: findings as W&B alerts of a monitor run (a1x_supervisor/alerts.py)."""
+        spec = self.ctx.spec
+        if not spec.alerts.wandb:
+            return None
+        run_id = self.ctx.rundir.run_dir.name
+        project, group = monitor_group(self.ctx.rundir.train_toml, run_id)
+        return WandbAlerts(
+            project=project or spec.wandb.project, group=group, name=f"a1x-monitor {run_id}",
+            wait_s=spec.alerts.wait_s,
+            say=lambda text: self.ctx.events.emit("note", text, stage=stage),
+        ).start()
 
     def _diagnosis_for(self) -> Callable[[Path], DiagnosisFactory] | None:
         """For a stage with its own run folder: the live diagnostics of that folder (closed-loop)."""

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 from a1x_diagnostics.parsing import controller_logs, latest_logs_dir, log_runs, replica_logs, run_name
+from a1x_supervisor.alerts import WandbAlerts
 from a1x_supervisor.cosmos_logs import LogFollower, checkpoint_incomplete_reason, parse_saved, replica_failure_cause
 from a1x_supervisor.progress import TrainSteps
 from a1x_supervisor.stage import Progress
@@ -128,13 +129,17 @@ class TrainMonitor:
         options: FollowOptions | None = None,
         run_folders: Callable[[], Sequence[Path]] | None = None,
         diagnosis_for: Callable[[Path], DiagnosisFactory] | None = None,
+        alerts: WandbAlerts | None = None,
     ) -> None:
         """``diagnosis``: a ``a1x_diagnostics.live`` ``DiagnosisFactory`` (``load_diagnosis()``), None for
         no live diagnostics. ``options``: the follower's, ``follow_options(interval_s)`` by default.
 
         ``run_folders``: the stage's program makes its own run folder (AlpaGym's host, ``StageSpec.run_folders``):
         the monitor waits for the first one this attempt makes, then reads its ``logs/`` and follows the
-        whole folder (``log_dir`` is unused until then); ``diagnosis_for(folder)`` then gives the diagnosis."""
+        whole folder (``log_dir`` is unused until then); ``diagnosis_for(folder)`` then gives the diagnosis.
+
+        ``alerts``: findings also go to W&B as alerts (``[alerts] wandb``); finished with the outcome at ``close``."""
+        self._alerts = alerts
         self.log_dir = log_dir
         self.slurm = slurm
         self._ranks = ranks
@@ -219,11 +224,24 @@ class TrainMonitor:
                 self._host_log = None
         follower, self.follower = self.follower, None
         if follower is None:
+            self._finish_alerts()
             return
         self._take_live()
         follower.stop()
         self._sub = None
         self._record(flush=True)  # the last content of the findings still open
+        self._finish_alerts()
+
+    def _finish_alerts(self) -> None:
+        """The W&B monitor run logs how the run ended, then finishes."""
+        alerts, self._alerts = self._alerts, None
+        if alerts is None:
+            return
+        from a1x_diagnostics.findings import Finding, overall_status
+
+        status = overall_status([Finding.model_validate(f) for f in self._live_open.values()])
+        alerts.finish(outcome=self.outcome, status=status.value, exit_code=status.exit_code,
+                      open_keys=sorted(self._live_open))
 
     # -- logs --------------------------------------------------------------------------------------
     def _locate(self) -> bool:
@@ -363,6 +381,8 @@ class TrainMonitor:
         )
 
         for message in sub.drain():
+            if self._alerts is not None:
+                self._alerts.message(message)
             if isinstance(message, OutcomeChanged):
                 state = message.outcome.state.value
                 self.outcome = message.outcome.model_dump(mode="json")

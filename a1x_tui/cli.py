@@ -33,6 +33,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "restart": ("restart", "restart one stage of a supervised run"),
     "gpu-agent": ("gpu_agent", "sample this node's GPUs into a run directory"),
     "demo": ("demo", "a complete simulated run: no GPU, no network"),
+    "mcp": ("mcp", "serve the checks, findings and fixes to coding agents over MCP (stdio)"),
+    "skill": ("skill", "print the SKILL.md that teaches a coding agent to use a1x-tui"),
+    "serve": ("serve", "the app in a web browser (textual-serve), on 127.0.0.1 by default"),
 }
 
 

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from attach_history import _run  # one whole process timed by os.wait4
+from follow_history import _run  # one whole process timed by os.wait4
 
 ROOT = Path(__file__).resolve().parent.parent
 

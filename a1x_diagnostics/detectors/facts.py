@@ -369,6 +369,8 @@ def find_stall(ctx: DetectorContext, stops: list[Event] | None = None,
     written) the present."""
     if ctx.finished_training:
         return None
+    if not any(True for _ in ctx.files(Role.CONTROLLER, *REPLICA_ROLES)):
+        return None  # the launcher alone prints nothing while its processes train (docs/reference/cosmos-rl.md §2.7)
     m = ctx.metrics
     step_series = m.get("step")
     progress: Event | None

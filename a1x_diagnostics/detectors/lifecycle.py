@@ -305,6 +305,18 @@ def _last_marks(facts: FileFacts, since: float, until: float | None) -> tuple[fl
     return best[0], best[1], best[0] > since + 1.0
 
 
+def _throttled_at_end(ctx: DetectorContext) -> bool:
+    """The controller's soft throttle was holding rollouts back when the logs went quiet (engaged, or still
+    engaged, after its last release)."""
+    for f in ctx.files(Role.CONTROLLER):
+        on = max((m.ts for n in ("throttle:engaged", "throttle:still_engaged")
+                  if (m := f.marks.get(n)) is not None and m.ts is not None), default=None)
+        off = f.marks.get("throttle:released")
+        if on is not None and (off is None or off.ts is None or on > off.ts):
+            return True
+    return False
+
+
 def _clock(ts: float) -> str:
     return datetime.fromtimestamp(ts).strftime("%H:%M:%S")  # the logs' own clock, as their lines print it
 
@@ -317,6 +329,14 @@ def _who_went_quiet(ctx: DetectorContext, stall: Stall, until: float | None) -> 
     procs = [(f, *_last_marks(f, since, until)) for f in ctx.files(Role.CONTROLLER, *REPLICA_ROLES)]
     if not procs:
         return None, ""
+    # A policy's training shows as the controller's Step lines more than in its own log (which may print nothing
+    # per step, docs/reference/cosmos-rl.md §3): its last step is its last sign of progress too.
+    step = ctx.store.steps.last
+    step_t = ts_of(step) if step is not None else None
+    if step_t is not None:
+        procs = [(f, step_t, "the last Step line it trained", step_t > since + 1.0)
+                 if f.source.role is Role.POLICY and step_t > t else (f, t, what, after)
+                 for f, t, what, after in procs]
     quiet = sorted((p for p in procs if not p[3]), key=lambda p: p[1])
     active = [p for p in procs if p[3]]
     stat = ctx.store.stats.last
@@ -324,23 +344,38 @@ def _who_went_quiet(ctx: DetectorContext, stall: Stall, until: float | None) -> 
     batch = batch_per_step(ctx)
     blamed: list[tuple[FileFacts, float, str, bool]] = []
     because = ""
-    if stat is not None and stat_t is not None and stat_t >= since - 1.0 and batch:
-        behind = _behind_on_weights(ctx)
-        if stat.pending >= batch and behind:
+    held = _throttled_at_end(ctx)
+    if stat is not None and stat_t is not None and step_t is not None and stat_t < step_t and not held:
+        # Rollouts stopped arriving (no Stat line) while the policy still trained, and no throttle held them back:
+        # the rollouts went quiet first, whatever the policy then waited on (buffer empty, or a weight sync the
+        # frozen rollout never took: a sync blocks the policy at 0.4.7, docs/reference/cosmos-rl.md §16).
+        blamed = [p for p in quiet if p[0].source.role is Role.ROLLOUT]
+        because = ("the last rollouts reached the controller (its last Stat line) before the policy's last step, "
+                   "with no throttle holding them back: the rollouts stopped first and the policy waited on them")
+    elif stat is not None and stat_t is not None and batch:
+        # The last Stat line says what the buffer held when rollouts last arrived; each step trained after it took
+        # a batch out of it. What was left when everything went quiet decides who waited on whom.
+        at_stat = ctx.metrics.step_at(stat_t)
+        trained_after = max(0, (ctx.metrics.step or 0) - (at_stat or 0))
+        left = stat.pending - batch * trained_after
+        behind = _behind_on_weights(ctx) if left >= batch else []
+        if behind:
             names = {f.source.path for f, _ in behind}
             blamed = [p for p in quiet if p[0].source.path in names]
-            got = ", ".join(f"{f.source.replica}'s last receive: step {step}" for f, step in behind)
-            because = (f"{stat.pending} rollouts were pending, enough for a step ({batch}), but the weights of step "
+            got = ", ".join(f"{f.source.replica}'s last receive: step {n}" for f, n in behind)
+            because = (f"{fmt(left)} rollouts were pending, enough for a step ({batch}), but the weights of step "
                        f"{ctx.metrics.step} never reached the rollout ({got}): the policy waits in that weight sync "
                        "(its send blocks until the rollout receives), so the rollout stopped first")
-        elif stat.pending >= batch:
+        elif left >= batch:
             blamed = [p for p in quiet if p[0].source.role is Role.POLICY]
-            because = (f"{stat.pending} rollouts were pending at the controller, enough for a step ({batch}), but "
+            because = (f"{fmt(left)} rollouts were pending at the controller, enough for a step ({batch}), but "
                        "no step came: the policy stopped training and the rollouts waited on it")
         else:
             blamed = [p for p in quiet if p[0].source.role is Role.ROLLOUT]
-            because = (f"only {stat.pending} rollouts were pending, fewer than the {batch} a step needs: the policy "
-                       "waited for rollouts that did not come")
+            after = (f" ({stat.pending} at the last Stat line, then {trained_after} step(s) trained from them)"
+                     if trained_after else "")
+            because = (f"only {fmt(max(left, 0))} rollouts were left pending{after}, fewer than the {batch} a step "
+                       "needs: the policy waited for rollouts that did not come")
     first = (blamed or quiet)[0] if blamed or quiet else None
     parts = []
     if first is not None:
@@ -442,6 +477,7 @@ def shutdown_hang(ctx: DetectorContext) -> Verdict:
     if launcher_files:
         parts.append(f"the launcher reported only {exits} of {processes} processes finished")
     last_step = store.steps.last or store.signal(SignalKind.TRAINING_COMPLETE).last
+    hung = list(dict.fromkeys([f.source.replica for f, _ in stopped] + [f.source.replica for f in lingering]))
     finding = make_finding(
         "shutdown_hang",
         "The job does not exit although its work is done: " + "; ".join(parts) + ". This is the known shutdown race "
@@ -455,7 +491,8 @@ def shutdown_hang(ctx: DetectorContext) -> Verdict:
         ],
         action="Stop the job (a1x-tui stop, or kill the launcher's process group). With 0.4.4, unset "
         "COSMOS_SHUTDOWN_ON_NO_POLICY_REPLICAS to avoid the race.",
-        data={"since_final_step_s": since, "exits_reported": exits, "processes": processes},
+        data={"since_final_step_s": since, "exits_reported": exits, "processes": processes,
+              **({"replica": hung[0], "replicas": hung} if hung else {})},
     )
     return verdict_of(finding)
 

@@ -15,7 +15,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from a1x_diagnostics.events import Source
@@ -35,6 +35,7 @@ from a1x_diagnostics.live.messages import (
     FollowError,
     HistoryComplete,
     HistoryLoaded,
+    HistoryProgress,
     LinesAppended,
     Message,
     MetricsUpdated,
@@ -66,6 +67,10 @@ class FollowOptions:
     backfill_slice: float = 0.02  # history reading per turn, so live lines keep priority
     read_budget: int = 4 * 1024 * 1024  # bytes per file per turn
     max_line: int = MAX_LINE_BYTES
+    # The history shown: None, every line in chunks as read; else, of each file, its last
+    # ``history_tail(files followed)`` lines in one ``HistoryLoaded`` once read (a view that keeps
+    # only tails: a cluster run's history is never sent whole). The diagnostics see every line.
+    history_tail: Callable[[int], int] | None = None
 
 
 @dataclass(slots=True)
@@ -77,6 +82,10 @@ class _Followed:
     committed: int | None = None  # number of the partial line already given to the diagnostics
     folder: str = ""
     groups_closed: bool = False  # quiet for ``group_flush`` since its last data: the diagnostics closed its groups
+    history: int = 0  # bytes of history to read (before the live start)
+    history_read: int = 0
+    shown: deque[str] | None = None  # with ``history_tail``: the last history lines read
+    shown_next: int = 1  # the number of the history line after them
 
 
 # Polling: a folder whose entries changed less than this long ago (its mtime or ctime) has the paths
@@ -132,6 +141,10 @@ class RunFollower:
         self._errors_seen: set[str] = set()
         self._started_at = 0.0
         self._history_lines = 0
+        self._history_bytes = 0  # of the files opened at their end: bytes before the live start ...
+        self._history_read = 0  # ... and how many of them are read
+        self._history_files = 0
+        self._progress_sent = -1
         self._next_eval = 0.0
         self._next_rescan = 0.0
         self._next_full_rescan = 0.0
@@ -423,7 +436,7 @@ class RunFollower:
         followed = _Followed(source, tail, last_data=time.monotonic() - quiet_for, folder=os.path.dirname(path))
         self._files[path] = followed
         self.files_seen += 1
-        self._publish([FileAppeared(source=source)])
+        self._publish([FileAppeared(source=source, path=path)])
         self._poll(followed)
         if not tail.is_open and os.path.exists(path):
             self._error(f"{path}: cannot be read (permissions?); tried again every few seconds", path)
@@ -452,6 +465,7 @@ class RunFollower:
     def _forget(self, path: str) -> None:
         followed = self._files.pop(path)
         self._unsettled.discard(path)
+        self._history_counted(followed, followed.history)  # what it had left is no longer to read
         if self._diag is not None:
             self._diag.end_file(followed.source)
 
@@ -519,16 +533,10 @@ class RunFollower:
                 followed.groups_closed = diag is None or in_group is None or not in_group(source)
                 followed.partial_shown = None
             elif isinstance(out, History):
-                if out.display and (out.lines or out.done) and self._wanted(HistoryLoaded):
-                    messages.append(
-                        HistoryLoaded(
-                            source=source,
-                            first_lineno=out.first_lineno,
-                            lines=tuple(out.lines),
-                            done=out.done,
-                            abandoned=out.abandoned,
-                        )
-                    )
+                if out.display and self._wanted(HistoryLoaded):
+                    loaded = self._history_shown(followed, out)
+                    if loaded is not None:
+                        messages.append(loaded)
                 if out.lines:
                     self._history_lines += len(out.lines)
                     self._unsettled.add(followed.tail.path)
@@ -543,10 +551,38 @@ class RunFollower:
             elif isinstance(out, Opened):
                 if out.at_end:
                     self._backfill.append(followed.tail.path)
+                    followed.history = followed.tail.history_size
+                    self._history_bytes += followed.history
+                    self._history_files += 1
                 if diag is not None:
                     self._stat_to(diag, followed)
         if messages:
             self._publish(messages)
+
+    def _history_shown(self, followed: _Followed, out: History) -> HistoryLoaded | None:
+        """The ``HistoryLoaded`` to publish for ``out``, if any: as read, or the file's tail once read."""
+        tail_of = self.options.history_tail
+        if tail_of is None:
+            if not (out.lines or out.done):
+                return None
+            return HistoryLoaded(source=followed.source, first_lineno=out.first_lineno, lines=tuple(out.lines),
+                                 done=out.done, abandoned=out.abandoned)
+        shown = followed.shown
+        if shown is None:  # sized at its first chunk: every file present at start is known by then
+            shown = followed.shown = deque(maxlen=max(1, tail_of(len(self._files))))
+        shown.extend(out.lines[-(shown.maxlen or 1):])
+        followed.shown_next = out.first_lineno + len(out.lines)
+        if not out.done:
+            return None
+        followed.shown = None
+        return HistoryLoaded(source=followed.source, first_lineno=followed.shown_next - len(shown),
+                             lines=tuple(shown), done=True, abandoned=out.abandoned)
+
+    def _history_counted(self, followed: _Followed, n: int) -> None:
+        n = min(n, followed.history - followed.history_read)  # the back-fill reads on past the live start
+        if n > 0:
+            followed.history_read += n
+            self._history_read += n
 
     def _feed(self, diag: Diagnosis, source: Source, first_lineno: int, lines: list[str]) -> None:
         self._fed_since_eval = True
@@ -621,15 +657,24 @@ class RunFollower:
             followed = self._files.get(path)
             if followed is None:
                 continue
+            before = followed.tail.bytes_read
             outputs = followed.tail.backfill(self.options.backfill_chunk)
+            self._history_counted(followed, followed.tail.bytes_read - before)
             if outputs:
                 self._handle(followed, outputs)
             if followed.tail.history_pending:
                 self._backfill.append(path)
-            elif self._diag is not None:
-                self._stat_to(self._diag, followed)
+            else:
+                self._history_counted(followed, followed.history)  # read, or cut short: nothing left of it
+                if self._diag is not None:
+                    self._stat_to(self._diag, followed)
             if time.monotonic() >= deadline:
                 break
+        if (self._history_read != self._progress_sent and not self.history_complete.is_set()
+                and self._wanted(HistoryProgress)):
+            self._progress_sent = self._history_read
+            self._publish([HistoryProgress(bytes_read=self._history_read, bytes_total=self._history_bytes,
+                                           files=self._history_files)])
         self._check_history_complete()
 
     def _check_history_complete(self) -> None:

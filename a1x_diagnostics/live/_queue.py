@@ -6,7 +6,7 @@ message waits in a subscriber's queue:
 
 * ``LinesAppended`` (and ``HistoryLoaded``) for the same file merge into one message, unless a
   ``FileReset`` or ``RunSwitched`` came in between;
-* ``MetricsUpdated`` replaces the one still queued;
+* ``MetricsUpdated`` (and ``HistoryProgress``) replaces the one still queued;
 * ``FindingUpdated`` replaces the queued ``FindingRaised``/``FindingUpdated`` of the same key;
 * past ``max_lines`` queued lines, the oldest lines are dropped and counted in ``skipped`` (they
   are still in the file); past ``max_messages`` other messages, the oldest that is not about a
@@ -30,6 +30,7 @@ from a1x_diagnostics.live.messages import (
     FindingResolved,
     FindingUpdated,
     HistoryLoaded,
+    HistoryProgress,
     LinesAppended,
     Message,
     MetricsUpdated,
@@ -137,9 +138,9 @@ class Subscription:
         if isinstance(message, LinesAppended | HistoryLoaded):
             self._put_lines(message)
             return
-        if isinstance(message, MetricsUpdated):
+        if isinstance(message, MetricsUpdated | HistoryProgress):
             for i, entry in enumerate(self._entries):
-                if isinstance(entry, MetricsUpdated):
+                if type(entry) is type(message):
                     self._entries[i] = message
                     return
         elif isinstance(message, FindingUpdated):

@@ -188,6 +188,12 @@ class FileTail:
         return self._backfill is None
 
     @property
+    def history_size(self) -> int:
+        """Bytes of history before the live start, for a file opened at its end (else 0)."""
+        bf = self._backfill
+        return bf.base if bf is not None else 0
+
+    @property
     def history_pending(self) -> bool:
         return self._backfill is not None
 

@@ -43,6 +43,8 @@ class HistoryLoaded:
     They precede every ``LinesAppended`` of the same file. ``done`` marks the last chunk;
     ``abandoned`` says the history was cut short because the file was truncated, rotated or deleted
     while it was being read. ``skipped``: lines dropped before ``lines[0]`` for a slow subscriber.
+    With ``FollowOptions.history_tail`` a file's history comes as one message, its last lines
+    (``first_lineno`` says where they start), once it is read.
     """
 
     source: Source
@@ -55,9 +57,22 @@ class HistoryLoaded:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FileAppeared:
-    """A log file of the run is now followed (at start, or created later: a new replica, a stage)."""
+    """A log file of the run is now followed (at start, or created later: a new replica, a stage).
+    ``path``: where it is on disk (``source.path`` is its name in the run)."""
 
     source: Source
+    path: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HistoryProgress:
+    """How much of the history is read: ``bytes_read`` of ``bytes_total`` (the bytes before the live
+    start of the ``files`` opened at their end). Replaces the one still queued; none after
+    ``HistoryComplete``."""
+
+    bytes_read: int
+    bytes_total: int
+    files: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -161,6 +176,7 @@ Message = (
     | MetricsUpdated
     | OutcomeChanged
     | HistoryComplete
+    | HistoryProgress
     | FollowError
 )
 
@@ -176,5 +192,6 @@ MESSAGE_TYPES: tuple[type, ...] = (
     MetricsUpdated,
     OutcomeChanged,
     HistoryComplete,
+    HistoryProgress,
     FollowError,
 )

@@ -83,6 +83,14 @@ def run(args: argparse.Namespace) -> int:
         _emit(json.dumps(report_json_schema(), indent=2) + "\n")
         return 0
     path = args.path
+    if path is not None and ":" in path and args.example is None:  # perhaps HOST:PATH (nothing loaded otherwise)
+        from a1x_tui.remote.address import parse_remote
+
+        remote = parse_remote(path)
+        if remote is not None:  # the far side's --check, over the user's ssh
+            from a1x_tui.commands.remote_watch import check as remote_check
+
+            return remote_check(args, remote)
     if args.example is not None:
         names = example_names()
         if not args.example:

@@ -78,17 +78,23 @@ def render_text(report: Report) -> str:
     return "\n".join(out)
 
 
-def run(args: argparse.Namespace) -> int:
+def lint_path(path: Path, *, gpus: int | None = None, nodes: int | None = None, compute: str | None = None,
+              entry: str | None = None) -> Report:
+    """The report ``a1x-tui lint`` prints (also the MCP server's ``lint`` tool), secrets masked."""
     from a1x_diagnostics.alpagym.lint import lint_target
     from a1x_diagnostics.config import lint_report
     from a1x_diagnostics.report import redact_report
 
     # An AlpaGym run's generated configs (its TOML, its resolved_config.yaml, or the run folder): the closed-loop
     # lint (docs/config.md "Closed-loop runs"); any other TOML: the recipe's.
-    closed = lint_target(args.toml, gpus_per_node=args.gpus)
-    report = closed if closed is not None else lint_report(args.toml, gpus_per_node=args.gpus, nodes=args.nodes,
-                                                           compute=args.compute, entry=args.entry)
+    closed = lint_target(path, gpus_per_node=gpus)
+    report = closed if closed is not None else lint_report(path, gpus_per_node=gpus, nodes=nodes, compute=compute,
+                                                           entry=entry)
     # Evidence quotes TOML lines: a key or token written in the file is masked as --check masks it.
-    report = redact_report(report)
+    return redact_report(report)
+
+
+def run(args: argparse.Namespace) -> int:
+    report = lint_path(args.toml, gpus=args.gpus, nodes=args.nodes, compute=args.compute, entry=args.entry)
     print(report.model_dump_json(indent=2) if args.format == "json" else render_text(report))
     return report.exit_code

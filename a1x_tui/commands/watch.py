@@ -59,6 +59,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "other nodes' writes there)",
     )
     parser.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="--format json with what a dashboard shows too (log lines, metrics, GPU samples, the supervisor's "
+        "state): the far side of `a1x-tui attach HOST:PATH`",
+    )
+    parser.add_argument(
+        "--end-with-stdin",
+        action="store_true",
+        help="end when stdin closes: what HOST:PATH asks of the far side, so that it ends with its ssh connection",
+    )
+    parser.add_argument(
+        "--wandb",
+        metavar="PROJECT",
+        help="also raise each finding as a W&B alert of a monitor run in PROJECT (needs a1x-tui[wandb])",
+    )
+    parser.add_argument(
         "--interval",
         type=_positive_seconds,
         default=1.0,
@@ -87,6 +103,9 @@ class _Printer:
     def json(self, kind: str, **fields: Any) -> None:
         self._out(json.dumps({"type": kind, "time": _now(), **fields}, default=str) + "\n")
 
+    def event(self, obj: dict[str, Any]) -> None:
+        self._out(json.dumps(obj, default=str) + "\n")
+
     def text(self, line: str) -> None:
         from a1x_diagnostics.printable import printable  # log text: no control byte reaches the terminal
 
@@ -108,58 +127,74 @@ class _Printer:
 
     def message(self, message: Message) -> None:
         from a1x_diagnostics.live import (
-            FileAppeared,
             FindingRaised,
             FindingResolved,
-            FindingUpdated,
             FollowError,
             HistoryComplete,
             OutcomeChanged,
             RunSwitched,
         )
 
-        js = self.fmt == "json"
-        if isinstance(message, OutcomeChanged):
-            previous = message.previous.state.value if message.previous is not None else None
-            if js:
-                self.json("outcome", outcome=message.outcome.model_dump(mode="json"), previous=previous)
-            else:
-                self.text(f"OUTCOME {message.outcome.state.value}: {message.outcome.summary}")
-            return
-        if isinstance(message, FindingRaised | FindingUpdated):
-            kind = "finding_raised" if isinstance(message, FindingRaised) else "finding_updated"
-            if js:
-                self.json(kind, key=message.key, finding=message.finding.model_dump(mode="json"))
-            elif isinstance(message, FindingRaised):
-                self.finding_text("RAISED", message.key, message.finding)
-        elif isinstance(message, FindingResolved):
-            if js:
-                self.json("finding_resolved", key=message.key, finding_id=message.finding_id)
-            else:
-                title = f": {message.finding.title}" if message.finding is not None else ""
-                self.text(f"RESOLVED {message.key}{title}")
-        elif isinstance(message, RunSwitched):
-            if js:
-                self.json("run_switched", run=message.run_name, previous=message.previous)
-            else:
-                self.text(f"RUN {message.run_name} (was {message.previous or 'none'}): findings start over")
-        elif isinstance(message, HistoryComplete):
-            if js:
-                self.json("history_complete", files=message.files, lines=message.lines, seconds=message.seconds)
-            else:
-                print(
-                    f"a1x-tui watch: read the history of {message.files} file(s) ({message.lines} lines) in "
-                    f"{message.seconds:g} s; following",
-                    file=sys.stderr,
-                )
-        elif isinstance(message, FileAppeared):
-            if js:
-                self.json("file_appeared", file=message.source.path, replica=message.source.replica)
-        elif isinstance(message, FollowError):
+        if isinstance(message, FollowError):
             print(f"a1x-tui watch: {message.message}", file=sys.stderr)
+            return
+        if self.fmt == "json":
+            obj = event_object(message)
+            if obj is not None:
+                self.event(obj)
+            return
+        if isinstance(message, OutcomeChanged):
+            self.text(f"OUTCOME {message.outcome.state.value}: {message.outcome.summary}")
+        elif isinstance(message, FindingRaised):
+            self.finding_text("RAISED", message.key, message.finding)
+        elif isinstance(message, FindingResolved):
+            title = f": {message.finding.title}" if message.finding is not None else ""
+            self.text(f"RESOLVED {message.key}{title}")
+        elif isinstance(message, RunSwitched):
+            self.text(f"RUN {message.run_name} (was {message.previous or 'none'}): findings start over")
+        elif isinstance(message, HistoryComplete):
+            print(
+                f"a1x-tui watch: read the history of {message.files} file(s) ({message.lines} lines) in "
+                f"{message.seconds:g} s; following",
+                file=sys.stderr,
+            )
 
 
-def _follow(follower: RunFollower, printer: _Printer, stop: threading.Event) -> None:
+def event_object(message: Message) -> dict[str, Any] | None:
+    """The ``--format json`` line of one follower message (None: not part of the stream), not yet redacted.
+
+    Shared with the MCP server's ``findings_since`` and the far side of ``attach HOST:PATH``."""
+    from a1x_diagnostics.live import (
+        FileAppeared,
+        FindingRaised,
+        FindingResolved,
+        FindingUpdated,
+        HistoryComplete,
+        OutcomeChanged,
+        RunSwitched,
+    )
+
+    head: dict[str, Any] = {"time": _now()}
+    if isinstance(message, OutcomeChanged):
+        previous = message.previous.state.value if message.previous is not None else None
+        return {"type": "outcome", **head, "outcome": message.outcome.model_dump(mode="json"), "previous": previous}
+    if isinstance(message, FindingRaised | FindingUpdated):
+        kind = "finding_raised" if isinstance(message, FindingRaised) else "finding_updated"
+        return {"type": kind, **head, "key": message.key, "finding": message.finding.model_dump(mode="json")}
+    if isinstance(message, FindingResolved):
+        return {"type": "finding_resolved", **head, "key": message.key, "finding_id": message.finding_id}
+    if isinstance(message, RunSwitched):
+        return {"type": "run_switched", **head, "run": message.run_name, "previous": message.previous}
+    if isinstance(message, HistoryComplete):
+        return {"type": "history_complete", **head, "files": message.files, "lines": message.lines,
+                "seconds": message.seconds}
+    if isinstance(message, FileAppeared):
+        return {"type": "file_appeared", **head, "file": message.source.path, "replica": message.source.replica}
+    return None
+
+
+def stream_kinds() -> set[type]:
+    """The follower messages the stream is made of (and ``FollowError``, said on stderr)."""
     from a1x_diagnostics.live import (
         FileAppeared,
         FindingRaised,
@@ -170,21 +205,42 @@ def _follow(follower: RunFollower, printer: _Printer, stop: threading.Event) -> 
         OutcomeChanged,
         RunSwitched,
     )
+
+    return {FindingRaised, FindingUpdated, FindingResolved, RunSwitched, HistoryComplete, FollowError, FileAppeared,
+            OutcomeChanged}
+
+
+def _follow(follower: RunFollower, printer: _Printer, stop: threading.Event, alerts: Any = None) -> None:
     from a1x_tui._stdout import stdout_closed
 
-    kinds = {FindingRaised, FindingUpdated, FindingResolved, RunSwitched, HistoryComplete, FollowError, FileAppeared,
-             OutcomeChanged}
-    sub = follower.subscribe(kinds)
+    sub = follower.subscribe(stream_kinds())
     follower.start()
     try:
         while not stop.is_set() and not stdout_closed():  # like tail -f, watch ends when its reader does
             message = sub.get(timeout=0.2)
             if message is not None:
                 printer.message(message)
+                if alerts is not None:
+                    alerts.message(message)
     finally:
         follower.stop()
     for message in sub.drain():
         printer.message(message)
+        if alerts is not None:
+            alerts.message(message)
+
+
+def _alerts(args: argparse.Namespace, layout: Any) -> Any:
+    """``--wandb PROJECT``: the W&B monitor run of this run (a1x_supervisor/alerts.py), in the TOML's group,
+    else one named for the run (its logs_<ts> stamp, Cosmos-RL's W&B run id; else the folder's name)."""
+    from pathlib import Path
+
+    from a1x_supervisor.alerts import WandbAlerts, monitor_group
+
+    run_id = (layout.run or "").removeprefix("logs_") or Path(os.path.abspath(args.path)).name
+    _, group = monitor_group(Path(args.config) if args.config else None, run_id)
+    return WandbAlerts(project=args.wandb, group=group, name=f"a1x-monitor {run_id}",
+                       say=lambda text: print(f"a1x-tui watch: {text}", file=sys.stderr, flush=True)).start()
 
 
 def _may_fill(layout: Any) -> bool:
@@ -200,8 +256,26 @@ def _may_fill(layout: Any) -> bool:
         return False
 
 
-def run(args: argparse.Namespace) -> int:
+def refusal(layout: Any, path: str, run: str | None) -> str | None:
+    """Why ``path`` is not followed (what ``--check`` calls UNKNOWN), None when it is: a folder that may
+    still fill is waited on."""
     from a1x_diagnostics.engine import unknown_reason
+
+    return None if _may_fill(layout) else unknown_reason(path, run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from a1x_tui.remote.address import parse_remote
+
+    remote = parse_remote(args.path)
+    if remote is not None:  # HOST:PATH: the far side's watch, over the user's ssh
+        from a1x_tui.commands.remote_watch import run as remote_run
+
+        return remote_run(args, remote, _Printer(args.format))
+    if args.dashboard:
+        from a1x_tui.commands.dashboard_feed import run as dashboard
+
+        return dashboard(args, event_object)
     from a1x_diagnostics.findings import Status
     from a1x_diagnostics.live import FollowOptions, RunFollower, engine_diagnosis, resolve_layout
     from a1x_diagnostics.parsing import LayoutError
@@ -211,7 +285,7 @@ def run(args: argparse.Namespace) -> int:
     except LayoutError as exc:
         print(f"a1x-tui watch: {exc}", file=sys.stderr)
         return Status.UNKNOWN.exit_code
-    unknown = None if _may_fill(layout) else unknown_reason(args.path, args.run)
+    unknown = refusal(layout, args.path, args.run)
     if unknown is not None:  # what --check calls UNKNOWN is never followed (and never ends OK)
         print(f"a1x-tui watch: {unknown}", file=sys.stderr)
         return Status.UNKNOWN.exit_code
@@ -237,9 +311,14 @@ def run(args: argparse.Namespace) -> int:
         reason[0] = signal.Signals(signum).name
         stop.set()
 
+    alerts = _alerts(args, layout) if args.wandb else None
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    if args.end_with_stdin:
+        from a1x_tui.remote.far import end_with_stdin
+
+        end_with_stdin(stop, lambda: reason.__setitem__(0, "stdin closed"))
     try:
-        _follow(follower, printer, stop)
+        _follow(follower, printer, stop, alerts)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -247,6 +326,9 @@ def run(args: argparse.Namespace) -> int:
     status = follower.status()
     open_keys = sorted(follower.findings_by_key())
     outcome = follower.outcome
+    if alerts is not None:
+        alerts.finish(outcome=outcome.model_dump(mode="json") if outcome is not None else None, status=status.value,
+                      exit_code=status.exit_code, open_keys=open_keys)
     if args.format == "json":
         printer.json("ended", status=status.value, exit_code=status.exit_code, open=open_keys, reason=reason[0],
                      outcome=outcome.model_dump(mode="json") if outcome is not None else None)

@@ -10,6 +10,7 @@ never imports the app or another screen (the contracts in pyproject.toml, docs/a
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -47,9 +48,12 @@ class A1xApp(App[int]):
         live: bool = True,
         clock: Callable[[], float] = time.time,
         theme: str | None = None,
+        verdict: subprocess.Popen[bytes] | None = None,
     ) -> None:
+        """``verdict``: ``a1x-tui --check`` on ``target``, already started by ``a1x-tui attach``."""
         super().__init__()
         self.start_target = target
+        self.start_verdict = verdict
         self.roots = roots or []
         self.live = live
         self.clock = clock
@@ -69,14 +73,14 @@ class A1xApp(App[int]):
     def on_mount(self) -> None:
         self._loop = asyncio.get_running_loop()
         if self.start_target is not None:
-            self.push_screen(self.dashboard(self.start_target))
+            self.push_screen(self.dashboard(self.start_target, verdict=self.start_verdict))
         else:
             self.push_screen(StartScreen(self.roots, live=self.live))
         if self._leave_at_mount:  # its screen is in the stack: the terminal says what goes on
             self.action_leave()
 
-    def dashboard(self, target: RunTarget) -> DashboardScreen:
-        return DashboardScreen(target, live=self.live, clock=self.clock)
+    def dashboard(self, target: RunTarget, verdict: subprocess.Popen[bytes] | None = None) -> DashboardScreen:
+        return DashboardScreen(target, live=self.live, clock=self.clock, verdict=verdict)
 
     def on_run_chosen(self, message: RunChosen) -> None:
         """The run's dashboard over the runs list; what stands above the list (the wizard and its preflight,

@@ -18,17 +18,20 @@ from textual.message import Message
 
 from a1x_diagnostics.findings import Finding, Report, RunOutcome
 from a1x_diagnostics.gpu import GpuSnapshot, ProcessSample
+from a1x_tui.ui.logstore import LogLine
 from a1x_tui.ui.target import RunTarget
 
 
 @dataclass(frozen=True, slots=True)
 class LineChunk:
-    """Consecutive lines of one file from one follower message."""
+    """Consecutive lines of one file, prepared by the follow worker (``LineMaker``): only those kept.
+
+    A history chunk is the tail of the file's history (``done``: the history of that file is read)."""
 
     source: str
     label: str
     first_lineno: int | None
-    texts: tuple[str, ...]
+    lines: tuple[LogLine, ...]
     history: bool = False
     done: bool = False
 
@@ -40,10 +43,11 @@ class LinesArrived(Message):
 
 @dataclass
 class LogFileSeen(Message):
-    """A file of the run is followed now (it may still be empty)."""
+    """A file of the run is followed now (it may still be empty); ``path``: where it is on disk."""
 
     source: str
     label: str
+    path: str | None = None
 
 
 @dataclass
@@ -62,10 +66,12 @@ class FollowedRunChanged(Message):
 
 @dataclass
 class FindingsChanged(Message):
-    """The open findings (by key) and the ones that resolved while the app watched."""
+    """The open findings (by key) and the ones that resolved while the app watched. ``first``: the run's
+    first evaluation (its findings are the run's past, not news)."""
 
     open: dict[str, Finding]
     resolved: dict[str, Finding]
+    first: bool = False
 
 
 @dataclass
@@ -83,9 +89,49 @@ class SeriesChanged(Message):
 
 @dataclass
 class HistoryRead(Message):
+    """Every file open at start has been read from its beginning (the follower's ``HistoryComplete``)."""
+
     files: int
     lines: int
     seconds: float
+
+
+@dataclass
+class HistoryProgress(Message):
+    """How much of the history (the bytes before following began) is read: ``percent`` of ``total`` bytes."""
+
+    percent: int
+    files: int
+    total: int
+
+
+@dataclass
+class VerdictRead(Message):
+    """``a1x-tui --check``'s report on the run, read at the start of a read-only attach (its findings by
+    ``finding_key``, as the follower keys them); or why there is none."""
+
+    report: Report | None
+    findings: dict[str, Finding] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass
+class LinesWanted(Message):
+    """The logs tab asks for lines it no longer keeps: a window of ``source`` around ``lineno``."""
+
+    source: str
+    lineno: int
+
+
+@dataclass
+class ExcerptRead(Message):
+    """Lines of ``source`` read from its file around ``lineno`` (``error``: why not)."""
+
+    source: str
+    lineno: int
+    first_lineno: int
+    lines: tuple[LogLine, ...]
+    error: str | None = None
 
 
 @dataclass

@@ -9,8 +9,11 @@ one log file) is watched read-only.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Literal
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from a1x_tui.remote.session import RemoteRun
 
 
 class TargetError(Exception):
@@ -32,10 +35,17 @@ class RunTarget:
     note: str | None = None
     gpus: GpuSource | None = None  # None: "local" for a run of ours, "if-running" for a log folder
     gpu_note: str | None = None  # gpus == "files": what the panel says while no sample is there
+    remote: RemoteRun | None = None  # attach HOST:PATH: the paths above are the far side's
 
     @property
     def gpu_source(self) -> GpuSource:
         return self.gpus or ("local" if self.run_dir is not None else "if-running")
+
+    @property
+    def where(self) -> str:
+        """How the user names it: ``RUN`` or ``HOST:RUN``."""
+        path = str(self.run_dir or self.follow)
+        return f"{self.remote.host}:{path}" if self.remote is not None else path
 
     @property
     def controllable(self) -> bool:
@@ -95,3 +105,16 @@ def resolve_target(path: Path, config: Path | None = None) -> RunTarget:
     elif spec is not None and spec.on_slurm:
         gpus, gpu_note = "files", "the job's nodes write their GPU samples once it runs (gpu-agent on every node)"
     return RunTarget(follow, run_dir, toml, note, gpus=gpus, gpu_note=gpu_note)
+
+
+def remote_target(remote: RemoteRun) -> RunTarget:
+    """The target of ``attach HOST:PATH``, as the far side resolved it (its ``target`` line)."""
+    t = remote.target
+
+    def far(key: str) -> Path | None:
+        value = t.get(key)
+        return Path(PurePosixPath(str(value))) if value else None
+
+    follow = far("follow") or Path(remote.where.path)
+    return RunTarget(follow, far("run_dir"), far("config"), t.get("note"), remote=remote, gpus="files",
+                     gpu_note="the far side's GPU samples, where its supervisor records them")

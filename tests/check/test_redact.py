@@ -118,11 +118,11 @@ def test_watch_stream_masks_secret_shapes(capsys: pytest.CaptureFixture[str], mo
 def test_the_app_log_view_and_findings_mask_secret_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
     from a1x_diagnostics.live import FindingRaised
     from a1x_tui.ui.feeds.follow import FollowFeed
-    from a1x_tui.ui.logstore import make_lines
+    from a1x_tui.ui.logstore import LineMaker
     from a1x_tui.ui.messages import FindingsChanged
 
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
-    lines, _, _ = make_lines("logs_1/policy_0.log", "policy_0", 1, LEAKY_LINES, 0.0, 0)
+    lines = LineMaker().make("logs_1/policy_0.log", "policy_0", 1, LEAKY_LINES)  # live lines, history tails, excerpts
     shown = "\n".join(line.text for line in lines)
     assert not [s for s in SECRETS if s in shown]
     posted: list[object] = []

@@ -22,6 +22,7 @@ from a1x_diagnostics.live import (
     FollowError,
     HistoryComplete,
     HistoryLoaded,
+    HistoryProgress,
     LinesAppended,
     Message,
     RunFollower,
@@ -334,3 +335,63 @@ def test_a_quiet_unterminated_last_line_reaches_the_diagnostics_once(log_dir: Pa
         collect(sub, lambda ms: (5, "next") in lines_of(ms, "controller.log"))
         wait_until(lambda: (5, "next") in diag.fed[key])
     assert diag.fed[key][3:] == [(4, "Killed"), (5, "next")]
+
+
+def test_with_history_tail_a_files_history_comes_once_as_its_last_lines_and_the_diagnostics_see_all(
+    tmp_path: Path,
+) -> None:
+    """What a view that keeps only tails asks for (the dashboard's line budget): each file's last lines,
+    numbered, in one message once its history is read; every line still reaches the diagnostics."""
+    root = tmp_path / "cosmos_logs"
+    folder = make_run(root, RUN1, {"controller.log": "".join(f"c{i}\n" for i in range(1, 5001)),
+                                   "policy_0.log": "p1\np2\n"})
+    point_latest(root, RUN1)
+    diag = RecordingDiagnosis()
+    files_then: list[int] = []
+
+    def tail(files: int) -> int:
+        files_then.append(files)
+        return 100
+
+    options = dataclasses.replace(FAST, backfill_chunk=8192, history_tail=tail)  # the controller in ~3 chunks
+    follower = RunFollower(str(root), options=options, diagnosis=lambda: diag)
+    sub = follower.subscribe()
+    with follower:
+        got = collect(sub, has(HistoryComplete))
+        loaded = [m for m in got if isinstance(m, HistoryLoaded)]
+        (controller,) = [m for m in loaded if m.source.path.endswith("controller.log")]
+        assert controller.done and controller.first_lineno == 4901
+        assert controller.lines == tuple(f"c{i}" for i in range(4901, 5001))
+        (policy,) = [m for m in loaded if m.source.path.endswith("policy_0.log")]
+        assert (policy.first_lineno, policy.lines) == (1, ("p1", "p2"))
+        assert set(files_then) == {2}  # sized once every file present at start was known
+        assert [n for n, _ in diag.fed[f"{RUN1}/controller.log"]] == list(range(1, 5001))
+        paths = {m.source.replica: m.path for m in got if isinstance(m, FileAppeared)}
+        assert paths["controller"] == os.path.realpath(folder / "controller.log")
+
+
+def test_history_progress_is_bytes_read_of_the_bytes_before_the_live_start(tmp_path: Path) -> None:
+    root = tmp_path / "cosmos_logs"
+    texts = {"controller.log": "".join(f"controller line {i}\n" for i in range(20_000)),
+             "policy_0.log": "".join(f"policy line {i}\n" for i in range(5_000)), "rollout_0.log": ""}
+    make_run(root, RUN1, texts)
+    point_latest(root, RUN1)
+    options = dataclasses.replace(FAST, backfill_chunk=8192)
+    diag = RecordingDiagnosis(delay=0.01)  # 10 ms per 8 KB chunk: the 500 KB take many slices of 20 ms
+    follower = RunFollower(str(root), options=options, diagnosis=lambda: diag)
+    sub = follower.subscribe()
+    seen: list[HistoryProgress] = []
+    with follower:
+        got: list[Message] = []
+        while not has(HistoryComplete)(got):
+            message = sub.get(timeout=10)
+            assert message is not None
+            got.append(message)
+            if isinstance(message, HistoryProgress):
+                seen.append(message)
+    total = sum(len(t.encode()) for t in texts.values())
+    assert len(seen) > 1 and {(m.bytes_total, m.files) for m in seen} == {(total, 2)}  # the empty file has none
+    assert [m.bytes_read for m in seen] == sorted(m.bytes_read for m in seen)
+    assert seen[-1].bytes_read == total
+    assert not [m for m in got[got.index(next(m for m in got if isinstance(m, HistoryComplete))):]
+                if isinstance(m, HistoryProgress)]

@@ -12,6 +12,7 @@ from a1x_diagnostics.live import (
     FindingResolved,
     FindingUpdated,
     HistoryLoaded,
+    HistoryProgress,
     LinesAppended,
     MetricsUpdated,
     RunSwitched,
@@ -88,6 +89,14 @@ def test_metrics_replace_the_one_still_queued() -> None:
     sub.put(MetricsUpdated(summary={"step": 2}))
     got = sub.drain()
     assert got == [MetricsUpdated(summary={"step": 2}), LinesAppended(source=A, first_lineno=1, lines=("x",))]
+
+
+def test_history_progress_replaces_the_one_still_queued_and_not_the_metrics() -> None:
+    sub = Subscription()
+    sub.put(HistoryProgress(bytes_read=1, bytes_total=10, files=1))
+    sub.put(MetricsUpdated(summary={"step": 1}))
+    sub.put(HistoryProgress(bytes_read=7, bytes_total=10, files=1))
+    assert sub.drain() == [HistoryProgress(bytes_read=7, bytes_total=10, files=1), MetricsUpdated(summary={"step": 1})]
 
 
 def test_finding_updates_fold_into_the_queued_raise_but_not_across_a_resolve() -> None:

@@ -156,7 +156,7 @@ async def test_a_finding_raised_later_is_announced(run_dir: Path) -> None:
         first = messages[1]
         assert isinstance(first, FindingsChanged)
         await fed(app, pilot, [FindingsChanged({}, {})])
-        await fed(app, pilot, [first])
+        await fed(app, pilot, [FindingsChanged(first.open, first.resolved)])  # a later evaluation's
         said = [f"{n.title} {n.message}" for n in app._notifications]  # one toast for what one evaluation raised
         assert len(said) == 1 and "grpo_collapse" in said[0], said
         assert screen.query_one("#tabs").get_tab("findings").label.plain.startswith("4 Findings (")  # type: ignore[attr-defined]

@@ -61,7 +61,7 @@ def test_printable_escapes_control_bytes_and_keeps_text() -> None:
 async def test_the_log_view_shows_a_binary_file_escaped(tmp_path: Path) -> None:
     store = LogStore()
     text = BINARY.decode("utf-8", "replace")
-    store.add("blob.log", "blob", 1, text.split("\n"), history=True, done=True)
+    store.add_texts("blob.log", "blob", 1, text.split("\n"), history=True, done=True)
     app = A1xApp(target=RunTarget(follow=tmp_path, run_dir=None, config=None), live=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("2")

@@ -15,6 +15,7 @@ from textual.widget import Widget
 from ui_helpers import FIXED_NOW, dashboard_messages, run_async, sample_state
 
 from a1x_tui.ui import A1xApp, resolve_target
+from a1x_tui.ui.logstore import LineMaker
 from a1x_tui.ui.messages import LineChunk, LinesArrived, RunStateChanged
 from a1x_tui.ui.screens.confirm import ConfirmScreen
 from a1x_tui.ui.screens.dashboard import DashboardScreen
@@ -78,10 +79,11 @@ async def test_a_long_diff_scrolls_between_the_question_and_its_buttons() -> Non
 async def test_a_failed_stage_says_why_in_the_banner_and_l_opens_its_log(run_dir: Path) -> None:
     app = A1xApp(target=resolve_target(run_dir), live=False, clock=lambda: FIXED_NOW)
     log = ["2026-11-29T15:00:00.000+00:00 [a1x-tui] $ uv sync", "2026-11-29T15:00:01.000+00:00 [a1x-tui] stage failed"]
+    lines = LineMaker().make("stages/download.log", "[download]", 1, log, history=True)
     async with app.run_test(size=SMALL) as pilot:
         screen = await dashboard(pilot, run_dir, [
             RunStateChanged(failed_state(run_dir), False),
-            LinesArrived([LineChunk("stages/download.log", "[download]", 1, tuple(log), history=True, done=True)]),
+            LinesArrived([LineChunk("stages/download.log", "[download]", 1, tuple(lines), history=True, done=True)]),
         ])
         failure = screen.query_one("#failure")
         said = str(failure.render())
@@ -172,7 +174,8 @@ async def test_toasts_keep_to_the_right_two_fifths_at_80x24(run_dir: Path) -> No
                   if isinstance(m, FindingsChanged) and len(m.open) > 1)
     app = A1xApp(target=resolve_target(run_dir), live=False)
     async with app.run_test(size=SMALL, notifications=True) as pilot:
-        await dashboard(pilot, run_dir, [FindingsChanged({}, {}), raised])  # the first evaluation: no toast
+        # the first evaluation (the run's past): no toast; a later one's new findings: one toast
+        await dashboard(pilot, run_dir, [FindingsChanged({}, {}, first=True), FindingsChanged(raised.open, {})])
         await pilot.pause()
         toasts = list(app.screen.query(Toast))
         assert len(toasts) == 1, [t.render() for t in toasts]

@@ -201,9 +201,47 @@ def test_new_findings_toast_at_80x24(snap_compare: Any, monkeypatch: pytest.Monk
         found = next(m for m in messages if isinstance(m, FindingsChanged))
         for message in messages:
             if message is found:
-                pilot.app.screen.post_message(FindingsChanged({}, {}))  # the first evaluation: the run's past
+                pilot.app.screen.post_message(FindingsChanged({}, {}, first=True))  # the run's past
                 await pilot.pause()
+                message = FindingsChanged(found.open, found.resolved)  # a later evaluation's
             pilot.app.screen.post_message(message)
         await pilot.pause()
 
     assert snap_compare(dashboard_app(), terminal_size=(80, 24), run_before=raised)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_logs_at_the_end_of_a_run(snap_compare: Any, size: tuple[int, int]) -> None:
+    """The message on every row: cosmos prefixes folded to time and level, line number and replica kept."""
+    assert snap_compare(dashboard_app(), terminal_size=size, run_before=feed, press=["2"])
+
+
+def test_read_only_attach_while_the_history_is_read_then_on_its_verdict(
+    snap_compare: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from a1x_diagnostics.engine import check
+    from a1x_diagnostics.live import finding_key
+    from a1x_tui.ui.messages import HistoryProgress, VerdictRead
+    from a1x_tui.ui.screens.dashboard import DashboardScreen
+
+    monkeypatch.setattr(DashboardScreen, "start_feeds", lambda self: None)  # the messages come from here
+    monkeypatch.setattr(DashboardScreen, "_start_following", lambda self: None)
+    fixed = Path("/tmp/a1x-tui-snapshots") / OOM_RUN.name
+    shutil.rmtree(fixed, ignore_errors=True)
+    shutil.copytree(OOM_RUN, fixed, symlinks=True)
+    report = check(fixed, now=FIXED_NOW)
+
+    async def reading(pilot: Any) -> None:
+        pilot.app.screen.post_message(HistoryProgress(42, 193, 2**30))
+        await pilot.pause()
+
+    async def verdict(pilot: Any) -> None:
+        await reading(pilot)
+        pilot.app.screen.post_message(VerdictRead(report, {finding_key(f): f for f in report.findings}))
+        await pilot.pause()
+
+    def app() -> A1xApp:
+        return A1xApp(target=RunTarget(follow=fixed, run_dir=None, config=None), clock=lambda: FIXED_NOW)
+
+    assert snap_compare(app(), terminal_size=(80, 24), run_before=reading)
+    assert snap_compare(app(), terminal_size=(80, 24), run_before=verdict)

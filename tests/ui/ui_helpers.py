@@ -17,12 +17,14 @@ from a1x_diagnostics.gpu import DeviceSample, GpuSnapshot, ProcessRole, ProcessS
 from a1x_diagnostics.live import finding_key
 from a1x_diagnostics.parsing import discover
 from a1x_tui.ui.feeds.follow import SeriesDiagnosis, source_label
+from a1x_tui.ui.logstore import LineMaker
 from a1x_tui.ui.messages import (
     FindingsChanged,
     GpusSampled,
     HostGpus,
     LineChunk,
     LinesArrived,
+    LogFileSeen,
     MetricsChanged,
     RunStateChanged,
     SeriesChanged,
@@ -53,20 +55,25 @@ def fixture_messages(path: Path, config: Path | None = None) -> list[Any]:
     layout = discover(path)
     factory, _ = engine_diagnosis(config)
     diagnosis = SeriesDiagnosis(factory())
+    maker = LineMaker()
     chunks = []
+    seen = []
     for file_path, source in layout.files:
         lines = file_path.read_text(encoding="utf-8", errors="replace").splitlines()
         diagnosis.file_stat(source, file_path.stat().st_size, FIXED_NOW - 3600)
         diagnosis.feed(source, 1, lines)
         diagnosis.end_file(source)
-        chunks.append(LineChunk(source.path, source_label(source), 1, tuple(lines), history=True, done=True))
+        made = maker.make(source.path, source_label(source), 1, lines, history=True)
+        chunks.append(LineChunk(source.path, source_label(source), 1, tuple(made), history=True, done=True))
+        seen.append(LogFileSeen(source.path, source_label(source), str(file_path)))
     evaluation = diagnosis.evaluate(FIXED_NOW)
     findings = {finding_key(f): f for f in evaluation.findings}
     return [
         LinesArrived(chunks),
-        FindingsChanged(findings, {}),
+        FindingsChanged(findings, {}, first=True),
         MetricsChanged(dict(evaluation.metrics)),
         SeriesChanged(dict(diagnosis.snapshot)),
+        *seen,
     ]
 
 

@@ -3,6 +3,12 @@
 It runs ``a1x_diagnostics.live.RunFollower`` over the target with the same diagnosis as
 ``a1x-tui watch`` (``engine_diagnosis``: the parsers and detectors of ``--check``, plus the TOML's
 lint when one is known), and keeps, per evaluation, the tail of the series the plots draw.
+
+Lines are prepared here, off the UI thread, and only those the log views keep
+(``a1x_tui.ui.logstore``): of a file's history the follower sends only its tail
+(``FollowOptions.history_tail``: ``per_file_limit``), once that file's history is read; of a burst of
+numbered live lines, only the last ones are kept. While the history is read, ``HistoryProgress`` says
+how far (the follower's bytes read of bytes to read).
 """
 
 from __future__ import annotations
@@ -18,10 +24,12 @@ from textual.message import Message
 
 from a1x_diagnostics.events import Role, Source
 from a1x_diagnostics.findings import Finding
+from a1x_tui.ui.logstore import LineMaker, per_file_limit
 from a1x_tui.ui.messages import (
     FindingsChanged,
     FollowedRunChanged,
     FollowProblem,
+    HistoryProgress,
     HistoryRead,
     LineChunk,
     LinesArrived,
@@ -30,24 +38,10 @@ from a1x_tui.ui.messages import (
     MetricsChanged,
     SeriesChanged,
 )
+from a1x_tui.ui.series import POINTS, SeriesDiagnosis
 
 FLUSH_EVERY_S = 0.25  # <= 4 redraws a second from log traffic (SSH-friendly)
-POINTS = 240  # values kept per plotted series
-PLOTTED = (
-    "reward_mean",
-    "reward_std",
-    "traj_l2",
-    "pending_rollouts",
-    "weight_staleness_max",
-    "prompt_version_gap",
-    "step_time_s",
-    # closed-loop (AlpaGym) runs: a1x_diagnostics.alpagym.state.ClosedLoopState.publish
-    "cl_collision_rate",
-    "cl_offroad_rate",
-    "cl_progress",
-    "cl_episodes_completed",
-)
-
+LINES_PER_POST = 10_000
 Post = Callable[[Message], Any]
 
 
@@ -58,36 +52,6 @@ def source_label(source: Source) -> str:
     if source.role in (Role.LAUNCHER, Role.UNKNOWN, Role.SIMULATOR):
         return Path(source.path).stem
     return source.replica
-
-
-class SeriesDiagnosis:
-    """A ``Diagnosis`` that also copies the plotted series' tails at each evaluation (on the follower's
-    thread, where the series are written; the worker reads the copy)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.snapshot: dict[str, list[float]] = {}
-
-    def feed(self, source: Source, first_lineno: int, lines: Sequence[str]) -> None:
-        self.inner.feed(source, first_lineno, lines)
-
-    def end_file(self, source: Source) -> None:
-        self.inner.end_file(source)
-
-    def file_stat(self, source: Source, size: int, mtime: float) -> None:
-        self.inner.file_stat(source, size, mtime)
-
-    def evaluate(self, now: float) -> Any:
-        evaluation = self.inner.evaluate(now)
-        metrics = getattr(getattr(self.inner, "collector", None), "metrics", None)
-        if metrics is not None:
-            snapshot = {}
-            for name in PLOTTED:
-                series = metrics.get(name)
-                if series is not None and series.seen:
-                    snapshot[name] = [float(v) for v in series.tail(POINTS)]
-            self.snapshot = snapshot
-        return evaluation
 
 
 class FollowFeed:
@@ -101,6 +65,12 @@ class FollowFeed:
         self.resolved: dict[str, Finding] = {}
         self._gap: deque[tuple[int, float]] = deque(maxlen=POINTS)
         self._diagnosis: SeriesDiagnosis | None = None
+        self.maker = LineMaker()
+        self._files: set[str] = set()  # the files seen: each one's share of the line budget depends on them
+        self._reading: tuple[int, int, int] | None = None  # the history: bytes read, bytes to read, files
+        self._shown = -1  # the percent last posted
+        self._complete = False
+        self._evaluated = False  # the current run's first evaluation has been posted
 
     def run(self, stop: threading.Event) -> None:
         from a1x_diagnostics.live import FollowOptions, RunFollower, engine_diagnosis  # as `a1x-tui watch` does
@@ -115,8 +85,11 @@ class FollowFeed:
             self._diagnosis = SeriesDiagnosis(factory())
             return self._diagnosis
 
-        follower = RunFollower(str(self.path), options=FollowOptions(evaluate_interval=1.0), diagnosis=make)
-        sub = follower.subscribe()
+        # Of a file's history only the tail the views keep is sent; the diagnostics read every line.
+        options = FollowOptions(evaluate_interval=1.0, history_tail=per_file_limit)
+        follower = RunFollower(str(self.path), options=options, diagnosis=make)
+        # The queue's line bound is the memory bound of lines in flight: the views keep only tails.
+        sub = follower.subscribe(max_lines=20_000)
         follower.start()
         pending: list[Any] = []
         next_flush = time.monotonic() + FLUSH_EVERY_S
@@ -124,8 +97,7 @@ class FollowFeed:
             while not stop.is_set():
                 message = sub.get(timeout=0.1)
                 if message is not None:
-                    pending.append(message)
-                    pending.extend(sub.drain())
+                    pending.extend([message, *sub.drain()])
                 if pending and time.monotonic() >= next_flush:
                     self.flush(pending)
                     pending = []
@@ -148,30 +120,43 @@ class FollowFeed:
             MetricsUpdated,
             RunSwitched,
         )
+        from a1x_diagnostics.live import HistoryProgress as BytesRead
         from a1x_diagnostics.report import env_secrets, redact, redact_finding, redact_outcome
 
-        # What a screen shows is masked as --check masks its report (log lines: in the log store).
+        # What a screen shows is masked as --check masks its report (log lines: by the LineMaker).
         secrets = env_secrets()
         chunks: list[LineChunk] = []
         findings_changed = False
+        first_evaluation = False
         out: list[Message] = []
 
         def flush_chunks() -> None:
-            if chunks:
-                out.append(LinesArrived(list(chunks)))
-                chunks.clear()
+            # At most LINES_PER_POST lines a message: the tails of a cluster run's files, read at once, reach
+            # the screen in several short steps rather than one long one (a key may come in between).
+            group: list[LineChunk] = []
+            size = 0
+            for chunk in chunks:
+                if group and size + len(chunk.lines) > LINES_PER_POST:
+                    out.append(LinesArrived(group))
+                    group, size = [], 0
+                group.append(chunk)
+                size += len(chunk.lines)
+            if group:
+                out.append(LinesArrived(group))
+            chunks.clear()
 
         for m in messages:
             if isinstance(m, LinesAppended):
                 if m.lines:
-                    chunks.append(LineChunk(m.source.path, source_label(m.source), m.first_lineno, m.lines))
-            elif isinstance(m, HistoryLoaded):
-                chunks.append(
-                    LineChunk(m.source.path, source_label(m.source), m.first_lineno, m.lines, history=True, done=m.done)
-                )
+                    chunks.append(self._live(m.source, m.first_lineno, m.lines))
+            elif isinstance(m, HistoryLoaded):  # a file's history, read: its tail
+                chunks.append(self._history(m.source, m.first_lineno, m.lines, done=m.done))
+            elif isinstance(m, BytesRead):
+                self._reading = (m.bytes_read, m.bytes_total, m.files)
             elif isinstance(m, FileAppeared):
                 flush_chunks()
-                out.append(LogFileSeen(m.source.path, source_label(m.source)))
+                self._files.add(m.source.path)
+                out.append(LogFileSeen(m.source.path, source_label(m.source), m.path or None))
             elif isinstance(m, FileReset):
                 flush_chunks()
                 out.append(LogFileReset(m.source.path, m.reason))
@@ -180,6 +165,7 @@ class FollowFeed:
                 self.open.clear()
                 self.resolved.clear()
                 self._gap.clear()
+                self._evaluated = False
                 findings_changed = True
                 out.append(FollowedRunChanged(m.run_name, m.previous))
             elif isinstance(m, FindingRaised | FindingUpdated):
@@ -195,15 +181,40 @@ class FollowFeed:
                 outcome = redact_outcome(m.outcome, secrets) if m.outcome is not None else None
                 out.append(MetricsChanged(dict(m.summary), outcome))
                 out.append(SeriesChanged(self._series(m.summary)))
+                if not self._evaluated:  # the run's first verdict: said even when it has no finding
+                    self._evaluated = first_evaluation = findings_changed = True
             elif isinstance(m, HistoryComplete):
+                self._complete = True
+                flush_chunks()  # the last tails before the news that the history is read
                 out.append(HistoryRead(m.files, m.lines, m.seconds))
             elif isinstance(m, FollowError):
                 out.append(FollowProblem(redact(m.message, secrets)))
         flush_chunks()
+        if self._reading is not None and not self._complete:
+            read, total, files = self._reading
+            percent = min(99, 100 * read // total) if total else 99
+            if percent != self._shown:
+                self._shown = percent
+                out.append(HistoryProgress(percent, files, total))
         if findings_changed:
-            out.append(FindingsChanged(dict(self.open), dict(self.resolved)))
+            out.append(FindingsChanged(dict(self.open), dict(self.resolved), first=first_evaluation))
         for message in out:
             self.post(message)
+
+    def _keep(self) -> int:
+        return per_file_limit(len(self._files))
+
+    def _live(self, source: Source, first_lineno: int | None, lines: Sequence[str]) -> LineChunk:
+        keep = self._keep()
+        if first_lineno is not None and len(lines) > keep:  # the rest would be dropped at once
+            first_lineno += len(lines) - keep
+            lines = lines[-keep:]
+        made = self.maker.make(source.path, source_label(source), first_lineno, lines)
+        return LineChunk(source.path, source_label(source), first_lineno, tuple(made))
+
+    def _history(self, source: Source, first_lineno: int, lines: Sequence[str], *, done: bool) -> LineChunk:
+        made = self.maker.make(source.path, source_label(source), first_lineno, lines, history=True)
+        return LineChunk(source.path, source_label(source), first_lineno, tuple(made), history=True, done=done)
 
     def _series(self, summary: dict[str, Any]) -> dict[str, list[float]]:
         series = dict(self._diagnosis.snapshot) if self._diagnosis is not None else {}

@@ -9,6 +9,9 @@ first. Redraws from log traffic happen at most four times a second, and only for
 
 from __future__ import annotations
 
+import gc
+import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -26,25 +29,32 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane, Tabs
 
 from a1x_diagnostics.findings import Finding, Outcome, RunOutcome
 from a1x_diagnostics.printable import printable
-from a1x_tui.ui.feeds.follow import FollowFeed
+from a1x_tui.ui.feeds.excerpt import read_excerpt
+from a1x_tui.ui.feeds.follow_child import follow_apart
 from a1x_tui.ui.feeds.gpus import GpuFeed
+from a1x_tui.ui.feeds.remote import RemoteFeed
 from a1x_tui.ui.feeds.supervision import StateFeed, run_cli
+from a1x_tui.ui.feeds.verdict import read_verdict
 from a1x_tui.ui.logstore import LogStore
 from a1x_tui.ui.messages import (
     CommandFinished,
+    ExcerptRead,
     FindingsChanged,
     FixApplied,
     FixPlanned,
     FollowedRunChanged,
     FollowProblem,
     GpusSampled,
+    HistoryProgress,
     HistoryRead,
     LinesArrived,
+    LinesWanted,
     LogFileReset,
     LogFileSeen,
     MetricsChanged,
     RunStateChanged,
     SeriesChanged,
+    VerdictRead,
 )
 from a1x_tui.ui.screens.confirm import ConfirmScreen
 from a1x_tui.ui.target import RunTarget
@@ -58,7 +68,20 @@ from a1x_tui.ui.widgets.stages import StagesTable, stage_detail
 
 FINAL = ("succeeded", "failed", "stopped", "blocked")
 FINDING_TOAST_S = 6.0  # how long a new finding's toast stays (the Findings tab keeps it)
+LOGS_EVERY_S = 0.1
+VERDICT_WAIT_S = 10.0  # a read-only attach follows the run once --check's verdict is in, or after this long
 FOCUS_IN = {"logs": ("#log-view",), "findings": ("#finding-list",), "overview": ("#stages", "#overview-body")}
+
+
+def outcome_text(outcome: RunOutcome, *, live: bool, reading: int) -> Text:
+    """The run's outcome over the findings: the verdict a read-only attach opens on."""
+    style = "bold green" if outcome.state is Outcome.COMPLETED else "bold yellow" if outcome.state in (
+        Outcome.RUNNING, Outcome.NOT_STARTED) else "bold red"
+    text = Text(f"run {outcome.state.value}", style=style)
+    if not live:  # first, so that a long summary cannot push it out of its three lines
+        text.append(f" (as a1x-tui --check reads it; live diagnosis once the history is read: {reading} %)", "dim")
+    text.append(" — " + printable(outcome.summary or ""))
+    return text
 
 
 class DashboardScreen(Screen[None]):
@@ -81,6 +104,8 @@ class DashboardScreen(Screen[None]):
     DashboardScreen #stage-detail { margin-bottom: 1; height: auto; }
     DashboardScreen .note { color: $text-muted; padding: 0 1; }
     DashboardScreen TabPane { padding: 0; }
+    DashboardScreen .history { height: auto; max-height: 3; padding: 0 1; background: $boost; }
+    DashboardScreen .history.hidden { display: none; }
     """
 
     def __init__(
@@ -89,9 +114,11 @@ class DashboardScreen(Screen[None]):
         *,
         live: bool = True,
         clock: Callable[[], float] = time.time,
+        verdict: subprocess.Popen[bytes] | None = None,
     ) -> None:
         super().__init__()
         self.target = target
+        self._verdict_child = verdict  # --check started by attach before the app: its report is read here
         self.live = live
         self.clock = clock
         self.store = LogStore()
@@ -106,13 +133,21 @@ class DashboardScreen(Screen[None]):
         self._dirty: set[str] = set()
         self._apply_after_plan: str | None = None
         self._planning: set[str] = set()
-        self._findings_known = False  # the first evaluation's findings are the run's past: no toast
+        # While the history is read: the percent read (None once read, or nothing to read), then the
+        # first diagnosis: the verdict of --check (read-only attach) or the follower's first evaluation.
+        self.reading: int | None = 0 if live else None
+        self.history_files = 0
+        self.history_bytes = 0
+        self.diagnosed = not live  # fixed data (tests) is diagnosed as it arrives
+        self.live_diagnosed = not live  # the follower's own evaluation is in (plots, live findings)
+        self._following = False
+        self._logs_due = False  # a catch-up of the logs tab is scheduled
 
     # -- layout -------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield RunBanner(id="banner")
         yield FailureLine(id="failure")
-        with TabbedContent(initial="overview", id="tabs"):
+        with TabbedContent(initial=self._first_tab(), id="tabs"):
             with TabPane("1 Overview", id="overview"), VerticalScroll(id="overview-body"):
                 if self.target.controllable:
                     yield StagesTable(id="stages")
@@ -132,8 +167,10 @@ class DashboardScreen(Screen[None]):
             with TabPane("2 Logs", id="logs"):
                 yield LogsPanel(self.store, id="logs-panel")
             with TabPane("3 Plots", id="plots"):
+                yield Static("", id="plots-note", classes="history hidden")
                 yield PlotsPanel(id="plots-panel")
             with TabPane("4 Findings", id="findings"):
+                yield Static("", id="verdict", classes="history hidden")
                 yield FindingsPanel(id="findings-panel")
         yield Footer(compact=True)
 
@@ -141,25 +178,49 @@ class DashboardScreen(Screen[None]):
         panel = self.query_one(FindingsPanel)
         panel.can_apply = self.target.config is not None
         panel.controllable = self.target.controllable
+        self._history_notes()
         self._banner()
-        self._focus_in("overview")  # the footer names the overview's keys
+        self._focus_in(self._first_tab())  # the footer names that tab's keys
+        # The app's own objects live as long as it does: a full collection walking them all paused every key
+        # for 0.3-0.5 s on the 2-core VM under load (docs/ui.md "Attach on a large run").
+        gc.freeze()
         if self.live:
             self.start_feeds()
             self.set_interval(1.0, self._tick)
 
+    def _first_tab(self) -> str:
+        """A run of ours opens on its stages; logs attached read-only open on the verdict."""
+        return "overview" if self.target.controllable else "findings"
+
     def start_feeds(self) -> None:
         post = self.post_message
-        follow = FollowFeed(self.target.follow, self.target.config, post)
-        self._worker("follow", follow.run)
+        if self.target.remote is not None:  # attach HOST:PATH: one stream from the far side feeds every tab
+            mirror = Path(tempfile.mkdtemp(prefix="a1x-remote-"))
+            self._worker("remote", RemoteFeed(self.target.remote, post, mirror).run)
+            return
+        if self.target.controllable:
+            self._start_following()
+        else:  # the verdict first, with the machine to itself; then the live follower (or after a while)
+            verdict = partial(read_verdict, self.target.follow, self.target.config, post, child=self._verdict_child)
+            self._worker("verdict", verdict)
+            self.set_timer(VERDICT_WAIT_S, self._start_following)
         if self.target.run_dir is not None:
             self._worker("state", StateFeed(self.target.run_dir, post).run)
         self._worker("gpus", GpuFeed(self.target.run_dir, post, self._known_pids, local_gpus=self._local_gpus).run)
+
+    def _start_following(self) -> None:
+        if not self._following:
+            self._following = True
+            self._worker("follow", partial(follow_apart, self.target.follow, self.target.config, self.post_message))
 
     def _worker(self, name: str, run: Callable[[threading.Event], None]) -> None:
         self.run_worker(partial(run, self._stop), name=name, group="feeds", thread=True, exit_on_error=False)
 
     def on_unmount(self) -> None:
         self._stop.set()
+        gc.unfreeze()  # what on_mount and the history froze goes back to the collector (a test's process goes on)
+        if self.target.remote is not None:
+            self.target.remote.close()
 
     def _local_gpus(self) -> str | None:
         """None when this machine's GPUs belong on the panel, else what it says instead (a worker asks)."""
@@ -213,6 +274,7 @@ class DashboardScreen(Screen[None]):
             findings=self.findings_open,
             metrics=self.metrics,
             outcome=self.outcome,
+            reading=None if self.diagnosed else (self.reading if self.reading is not None else 100),
         )
         self.query_one(FailureLine).show(failure_text(self.state) if self.target.controllable else None)
         tabs = self.query_one("#tabs", TabbedContent)
@@ -222,11 +284,12 @@ class DashboardScreen(Screen[None]):
     # -- messages from the workers ------------------------------------------------------------------
     def on_lines_arrived(self, message: LinesArrived) -> None:
         for c in message.chunks:
-            self.store.add(c.source, c.label, c.first_lineno, c.texts, history=c.history, done=c.done)
+            self.store.add(c.source, c.label, c.first_lineno, c.lines, history=c.history, done=c.done, merge=False)
+        self.store.merged.add([line for c in message.chunks for line in c.lines])
         self._logs_changed()
 
     def on_log_file_seen(self, message: LogFileSeen) -> None:
-        self.store.file(message.source, message.label)
+        self.store.file(message.source, message.label, message.path)
         self._logs_changed()
 
     def on_log_file_reset(self, message: LogFileReset) -> None:
@@ -244,29 +307,45 @@ class DashboardScreen(Screen[None]):
         self.outcome = None
         self.query_one(LogsPanel).reset_all()
         self._dirty.add("plots")
+        self._history_notes()
         self._banner()
         self.notify(f"now following {message.run_name}: a new attempt of the training", title="logs_latest moved")
 
     def _logs_changed(self) -> None:
-        if self._active() == "logs":
+        """The store changed: the logs tab catches up at most ten times a second (a cluster run's 193 files
+        appear at once: one file list, not 193), and only while it is shown."""
+        self._dirty.add("logs")
+        if not self._logs_due:
+            self._logs_due = True
+            self.set_timer(LOGS_EVERY_S, self._catch_up_logs)
+
+    def _catch_up_logs(self) -> None:
+        self._logs_due = False
+        if self._active() == "logs" and "logs" in self._dirty:
+            self._dirty.discard("logs")
             self.query_one(LogsPanel).data_changed()
-        else:
-            self._dirty.add("logs")
 
     def on_findings_changed(self, message: FindingsChanged) -> None:
+        if not self.live_diagnosed and not message.first:
+            return  # no evaluation yet (a run switch at start): what is shown stands until the first one
         before = set(self.findings_open)
+        news = self.live_diagnosed and not message.first  # the first evaluation's findings are the run's past
         self.findings_open, self.findings_resolved = message.open, message.resolved
+        self.live_diagnosed = self.diagnosed = True
+        self._show_findings()
+        new = sorted(set(self.findings_open) - before) if news else []
+        if new:
+            self._toast_new([self.findings_open[key] for key in new])
+        self._plan_selected()
+
+    def _show_findings(self) -> None:
         panel = self.query_one(FindingsPanel)
         for key in list(panel.plans):
             if key not in self.findings_open:
                 panel.plans.pop(key)
         panel.show(self.findings_open, self.findings_resolved)
+        self._history_notes()
         self._banner()
-        new = sorted(set(self.findings_open) - before) if self._findings_known else []
-        self._findings_known = True
-        if new:
-            self._toast_new([self.findings_open[key] for key in new])
-        self._plan_selected()
 
     def _toast_new(self, new: list[Finding]) -> None:
         """One toast for what one evaluation raised: a stack of them covered the right of the screen."""
@@ -285,6 +364,10 @@ class DashboardScreen(Screen[None]):
         self.metrics = message.summary
         if message.outcome is not None:
             self.outcome = message.outcome
+        if not self.live_diagnosed:  # the follower's first evaluation: its findings follow in this batch
+            self.live_diagnosed = self.diagnosed = True
+            self._show_findings()
+        self._history_notes()
         self._banner()
         self._plots_changed()
 
@@ -300,6 +383,51 @@ class DashboardScreen(Screen[None]):
 
     def on_history_read(self, message: HistoryRead) -> None:
         self.log.info(f"history read: {message.files} files, {message.lines} lines in {message.seconds} s")
+        gc.freeze()  # the history's tails (and the app) are long-lived: full collections need not walk them
+        self.reading = None
+        if not message.files:  # nothing to read yet (a run before its first log): nothing to wait for
+            self.diagnosed = self.live_diagnosed = True
+        self._history_notes()
+        self._banner()
+
+    def on_history_progress(self, message: HistoryProgress) -> None:
+        if self.reading is None:
+            return
+        self.reading, self.history_files, self.history_bytes = message.percent, message.files, message.total
+        self._history_notes()
+        self._banner()
+
+    def on_verdict_read(self, message: VerdictRead) -> None:
+        """``--check``'s report, shown until the follower's first evaluation (unless that came first)."""
+        report = message.report
+        self.log.info(f"verdict read: {report.status if report else message.error}")
+        self._start_following()
+        if report is None or self.live_diagnosed or report.status.value == "unknown":
+            return
+        self.findings_open = dict(message.findings)
+        self.findings_resolved = {}
+        self.outcome = report.outcome
+        self.metrics = dict(report.metrics or {})
+        self.diagnosed = True
+        self._show_findings()
+
+    def _history_notes(self) -> None:
+        """'reading history, N %' on each view that depends on the history, until it is in."""
+        reading = self.reading if self.reading is not None else 100
+        what = f"reading history, {reading} %"
+        if self.history_files:
+            what += f" ({self.history_files} files, {self.history_bytes / 2**20:,.0f} MiB)"
+        self.query_one(LogsPanel).set_reading(self.reading)
+        plots = self.query_one("#plots-note", Static)
+        plots.update(Text(what + ": the plots come with the first evaluation", style="bold yellow"))
+        plots.set_class(self.live_diagnosed, "hidden")
+        verdict = self.query_one("#verdict", Static)
+        if not self.diagnosed:
+            verdict.update(Text(what + ": the findings come once it is read", style="bold yellow"))
+        elif self.outcome is not None:
+            verdict.update(outcome_text(self.outcome, live=self.live_diagnosed, reading=reading))
+        verdict.set_class(self.diagnosed and self.outcome is None, "hidden")
+        self.query_one(FindingsPanel).display = self.diagnosed  # never "no findings" before they are known
 
     def on_follow_problem(self, message: FollowProblem) -> None:
         self.notify(message.message, severity="warning", timeout=8, markup=False)
@@ -354,6 +482,9 @@ class DashboardScreen(Screen[None]):
     def _plan(self, key: str, finding: Finding, toml: Path) -> None:
         from a1x_diagnostics.config import ConfigError, FixRefused, load_config, plan_fix
 
+        if self.target.remote is not None:  # planned on the far side, by the run's supervisor
+            self.post_message(_remote_plan(self.target.remote, key, finding, toml))
+            return
         if not toml.is_file():
             self.post_message(FixPlanned(key, toml, None, f"{toml} does not exist yet (the configure stage writes it)"))
             return
@@ -377,10 +508,31 @@ class DashboardScreen(Screen[None]):
             self.notify(printable(f"{ev.file}: {ev.text}"), title="evidence (not a log line)", markup=False)
             return
         self.action_show_tab("logs")
+        self._dirty.discard("logs")
         logs = self.query_one(LogsPanel)
         logs.data_changed()
-        if not logs.open_line(ev.file, ev.line):
-            self.notify(f"{ev.file}:{ev.line} is not in the lines kept in memory", severity="warning", markup=False)
+        if logs.open_line(ev.file, ev.line) is False:
+            self.notify(f"{ev.file} is not among the files followed", severity="warning", markup=False)
+
+    def on_lines_wanted(self, message: LinesWanted) -> None:
+        """Lines the logs tab no longer keeps: read around the one wanted from the file."""
+        file = self.store.files.get(message.source)
+        if file is None or file.path is None:
+            self.notify(f"{message.source}:{message.lineno} is not kept, and the file is not known", markup=False,
+                        severity="warning")
+            return
+        self.notify(f"reading {file.label} around line {message.lineno:,}...", timeout=2)
+        self.run_worker(
+            partial(read_excerpt, file.path, file.source, file.label, message.lineno, self.post_message),
+            thread=True,
+            group="excerpt",
+            exclusive=True,
+            exit_on_error=False,
+        )
+
+    def on_excerpt_read(self, message: ExcerptRead) -> None:
+        if message.error or not self.query_one(LogsPanel).show_excerpt(message):
+            self.notify(message.error or f"{message.source} is no longer followed", severity="warning", markup=False)
 
     def action_apply_fix(self) -> None:
         if self._active() != "findings":
@@ -432,6 +584,9 @@ class DashboardScreen(Screen[None]):
         from a1x_diagnostics.config import FixRefused, apply_fix
 
         assert plan.toml is not None
+        if self.target.remote is not None:
+            self.post_message(_remote_apply(self.target.remote, shown, plan))
+            return
         try:
             result = apply_fix(plan.toml, shown.finding.id, expected_sha256=plan.sha256, finding=shown.finding)
         except (FixRefused, OSError) as exc:
@@ -496,8 +651,10 @@ class DashboardScreen(Screen[None]):
         def answered(yes: bool | None) -> None:
             if yes:
                 self.notify("stopping the run...", title="stop")
+                remote = self.target.remote
                 self.run_worker(
-                    partial(run_cli, "stop", ["stop", self._run_dir()], self.post_message),
+                    partial(_remote_command, "stop", remote.stop_run, self.post_message) if remote is not None
+                    else partial(run_cli, "stop", ["stop", self._run_dir()], self.post_message),
                     thread=True,
                     group="commands",
                     exit_on_error=False,
@@ -515,8 +672,10 @@ class DashboardScreen(Screen[None]):
             if yes:
                 self.notify(f"restarting {stage}...", title="restart")
                 args = ["restart", self._run_dir(), "--stage", stage]
+                remote = self.target.remote
                 self.run_worker(
-                    partial(run_cli, f"restart {stage}", args, self.post_message),
+                    partial(_remote_command, f"restart {stage}", partial(remote.restart, stage), self.post_message)
+                    if remote is not None else partial(run_cli, f"restart {stage}", args, self.post_message),
                     thread=True,
                     group="commands",
                     exit_on_error=False,
@@ -536,6 +695,7 @@ class DashboardScreen(Screen[None]):
             self.notify("no stage has started yet", severity="warning")
             return
         self.action_show_tab("logs")
+        self._dirty.discard("logs")
         logs = self.query_one(LogsPanel)
         logs.data_changed()
         if not logs.open_line(f"stages/{name}.log", None):
@@ -563,7 +723,7 @@ class DashboardScreen(Screen[None]):
         if not self.target.controllable:
             return None
         status = str((self.state or {}).get("status", "unknown"))
-        run = self.target.run_dir
+        run = self.target.where
         if status in FINAL:
             return f"a1x-tui: left the dashboard of {run} (the run has ended: {status})."
         pid = ((self.state or {}).get("supervisor") or {}).get("pid")
@@ -574,3 +734,37 @@ class DashboardScreen(Screen[None]):
             f"  status:    a1x-tui status {run}\n"
             f"  stop it:   a1x-tui stop {run}"
         )
+
+
+def _remote_command(action: str, call: Callable[[], str], post: Callable[[Any], Any]) -> None:
+    """Stop or restart over the far side's forwarded control socket (attach HOST:RUN)."""
+    from a1x_tui.remote.link import RemoteError
+
+    try:
+        post(CommandFinished(action, True, call()))
+    except RemoteError as exc:
+        post(CommandFinished(action, False, str(exc)))
+
+
+def _remote_plan(remote: Any, key: str, finding: Finding, toml: Path) -> FixPlanned:
+    from a1x_tui.remote.link import RemoteError
+
+    try:
+        reply = remote.plan_fix(finding.model_dump(mode="json"))
+    except RemoteError as exc:
+        return FixPlanned(key, toml, None, str(exc))
+    return FixPlanned(key, Path(str(reply.get("toml") or toml)), str(reply.get("diff") or ""), None,
+                      str(reply.get("sha256") or ""))
+
+
+def _remote_apply(remote: Any, shown: Shown, plan: FixPlanned) -> FixApplied:
+    from a1x_tui.remote.link import RemoteError
+
+    assert plan.toml is not None
+    try:
+        reply = remote.apply_fix(shown.finding.model_dump(mode="json"), plan.sha256 or "")
+    except RemoteError as exc:
+        return FixApplied(shown.key, plan.toml, None, "", str(exc))
+    backup = reply.get("backup")
+    return FixApplied(shown.key, plan.toml, Path(backup) if backup else None, str(reply.get("summary") or ""),
+                      written=bool(reply.get("written")))

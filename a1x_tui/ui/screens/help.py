@@ -57,14 +57,14 @@ KEYS: list[tuple[str, list[tuple[tuple[str, ...], str]]]] = [
     ("Logs", [
         (("↑", "↓", "pgup", "pgdn", "home"), "move (the view stops following)"),
         (("end",), "follow the end again"),
-        (("←", "→"), "scroll long lines sideways"),
+        (("←", "→"), "move the messages 8 columns sideways (line number, replica and time stay)"),
+        (("enter",), "the line under the cursor in full; on the file list: to its lines"),
         (("/",), "search"),
         (("n", "N"), "next / previous match"),
         (("f",), "filter"),
-        ((":",), "go to a line"),
+        ((":",), "go to a line (an old one is read from the file)"),
         (("m",), "merged view: every file, ordered by time"),
-        (("escape",), "clear the filter and the search"),
-        (("enter",), "on the file list: to its lines"),
+        (("escape",), "clear the filter, the search and the sideways move"),
     ]),
     ("Findings", [
         (("↑", "↓"), "choose a finding"),

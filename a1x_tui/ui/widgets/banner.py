@@ -41,8 +41,10 @@ def banner_text(
     metrics: Mapping[str, Any],
     outcome: RunOutcome | None = None,
     width: int | None = None,
+    reading: int | None = None,
 ) -> Text:
-    """The banner's line; ``width`` (the cells it has) makes it fit: the run's name without its date
+    """The banner's line; ``reading``: the percent of the history read while no diagnosis is in (never
+    "no findings" then); ``width`` (the cells it has) makes it fit: the run's name without its date
     (``20261205-213334-motion`` -> ``213334-motion``), single spaces between the parts, then no name,
     before anything it says about the run is cut (at 80 columns the status, the step, the findings and
     the supervisor all fit)."""
@@ -64,6 +66,8 @@ def banner_text(
         if critical:
             label += f" ({critical} critical)"
         parts.append((label, "bold red" if critical else "yellow"))
+    elif reading is not None:
+        parts.append((f"reading history {reading} %", "yellow"))
     elif (outcome is None or outcome.state in (Outcome.COMPLETED, Outcome.RUNNING)) and not _ended_badly(state):
         parts.append(("no findings", "green"))
     ended = state is not None and state.get("status") in ("succeeded", "failed", "stopped")

@@ -1,9 +1,13 @@
 """A log view on the line API: only the visible rows are ever rendered, whatever the file's size.
 
-It shows a ``Sequence`` of ``LogLine`` (one file's lines, or the merged view) with line numbers,
-an optional replica label, the level's colour, a cursor, a filter (only lines containing a text)
-and a search (matches highlighted, ``next_match`` jumps). ``follow`` keeps the last line in view.
-The screen calls ``lines_changed`` when the store changed (at most four times a second).
+It shows a ``Sequence`` of ``LogLine`` (one file's lines, the merged view, or an excerpt read from a
+file) as fixed columns — line number, the replica (merged view), the folded prefix (``23:47:03 I``:
+time and level of a cosmos line) — and then the message, so the message is what a narrow terminal
+shows. ``←``/``→`` move the message alone by ``STEP`` columns; the columns stay. The cursor line is
+given in full by ``LogsPanel`` on ``enter``. A filter keeps the lines containing a text, a search
+highlights it; both are plain, case-insensitive substrings of the whole line. ``follow`` keeps the
+last line in view. The screen calls ``lines_changed`` when the store changed (at most four times a
+second).
 """
 
 from __future__ import annotations
@@ -21,16 +25,18 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from a1x_diagnostics.printable import printable
-from a1x_tui.ui.logstore import LogLine
+from a1x_tui.ui.logstore import LogLine, Widths
 
-MAX_WIDTH = 2000
+MAX_WIDTH = 2000  # characters of a message shown (the whole line: enter)
 LABEL_WIDTH = 11
+STEP = 8  # columns per ←/→
 _PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_cyan", "bright_magenta", "bright_green")
 
 
 class LineSource(Protocol):
     dropped: int
     version: int
+    widths: Widths
 
     def __len__(self) -> int: ...
 
@@ -40,6 +46,7 @@ class LineSource(Protocol):
 class _Empty:
     dropped = 0
     version = 0
+    widths = Widths()
 
     def __len__(self) -> int:
         return 0
@@ -52,6 +59,11 @@ def label_color(label: str) -> str:
     return _PALETTE[sum(label.encode()) % len(_PALETTE)]
 
 
+def message_text(line: LogLine) -> str:
+    """The message as shown: after the folded prefix, control characters escaped, tabs expanded."""
+    return printable(line.message[: MAX_WIDTH * 2].replace("\t", "    ").replace("\r", ""))[:MAX_WIDTH]
+
+
 class LogView(ScrollView, can_focus=True):
     """Lines with a cursor; filter and search are plain, case-insensitive substrings."""
 
@@ -62,19 +74,21 @@ class LogView(ScrollView, can_focus=True):
         Binding("pagedown", "page(1)", "Page down", show=False),
         Binding("home", "first", "First", show=False),
         Binding("end", "last", "Last (follow)", show=False),
-        Binding("left", "scroll_left", "Left", show=False),
-        Binding("right", "scroll_right", "Right", show=False),
+        Binding("left", "step(-1)", "Left", show=False),
+        Binding("right", "step(1)", "Right", show=False),
     ]
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "logview--lineno",
+        "logview--prefix",
         "logview--cursor",
         "logview--match",
         "logview--error",
         "logview--warning",
     }
     DEFAULT_CSS = """
-    LogView { background: $surface; }
+    LogView { background: $surface; overflow-x: hidden; }
     LogView > .logview--lineno { color: $text-muted; }
+    LogView > .logview--prefix { color: $text-muted; }
     LogView > .logview--cursor { background: $accent 30%; }
     LogView:focus > .logview--cursor { background: $accent 50%; }
     LogView > .logview--match { background: $warning 60%; color: $text; }
@@ -87,26 +101,36 @@ class LogView(ScrollView, can_focus=True):
             super().__init__()
             self.view = view
 
+    class EndWanted(Message):
+        """``end`` on a source that has no live end (an excerpt read from the file)."""
+
+        def __init__(self, view: LogView) -> None:
+            super().__init__()
+            self.view = view
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.source: LineSource = _Empty()
         self.show_labels = False
+        self.has_end = True  # False: an excerpt, whose end is not the file's
         self.filter_text = ""
         self.search_text = ""
         self.follow = True
         self.cursor = 0
+        self.shift = 0  # columns of the message scrolled away to the left
         self._indices: list[int] | None = None  # source indices shown while a filter is set
         self._seen: tuple[int, int, int] = (-1, -1, -1)  # (version, dropped, length) last looked at
-        self._width = 0
+        self._center_pending = False  # the cursor is to be centred once the view has a size
 
     # -- what is shown ------------------------------------------------------------------------------
-    def set_source(self, source: LineSource, *, show_labels: bool) -> None:
+    def set_source(self, source: LineSource, *, show_labels: bool, has_end: bool = True) -> None:
         self.source = source
         self.show_labels = show_labels
+        self.has_end = has_end
         self._indices = None
         self._seen = (-1, -1, -1)
-        self._width = 0
-        self.follow = True
+        self.shift = 0
+        self.follow = has_end
         self.lines_changed()
 
     @property
@@ -132,6 +156,11 @@ class LogView(ScrollView, can_focus=True):
         self.search_text = text
         self.refresh()
 
+    def reset_shift(self) -> None:
+        if self.shift:
+            self.shift = 0
+            self.refresh()
+
     def lines_changed(self) -> None:
         """The source grew or changed: recount, keep the cursor on its line (or on the last one)."""
         source = self.source
@@ -148,13 +177,10 @@ class LogView(ScrollView, can_focus=True):
             self._indices.extend(i for i in range(start, length) if needle in source[i].text.lower())
         else:
             self._indices = None
-        for i in range(start, length):
-            self._width = max(self._width, min(MAX_WIDTH, len(source[i].text)))
         if not appended_only and old_dropped >= 0 and dropped > old_dropped and self._indices is None:
             self.cursor = max(0, self.cursor - (dropped - old_dropped))
         self._seen = (version, dropped, length)
-        gutter = 8 + (LABEL_WIDTH + 1 if self.show_labels else 0)
-        self.virtual_size = Size(gutter + self._width, self.count)
+        self.virtual_size = Size(self.scrollable_content_region.width, self.count)
         if self.follow:
             self.cursor = max(0, self.count - 1)
             self.scroll_end(animate=False, immediate=True, x_axis=False)
@@ -162,19 +188,36 @@ class LogView(ScrollView, can_focus=True):
             self.cursor = min(self.cursor, max(0, self.count - 1))
         self.refresh()
 
+    def on_resize(self, event: events.Resize) -> None:
+        # Moves made while the tab was hidden (no size yet) are made again now that it has one.
+        self.virtual_size = Size(self.scrollable_content_region.width, self.count)
+        if self.follow:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        elif self._center_pending:
+            self._scroll_to_cursor(center=True)
+
     # -- moving -------------------------------------------------------------------------------------
-    def _set_cursor(self, row: int, *, center: bool = False) -> None:
-        row = max(0, min(self.count - 1, row))
-        self.cursor = row
-        self.follow = row >= self.count - 1
-        height = max(1, self.scrollable_content_region.height)
-        top = int(self.scroll_offset.y)
+    def _scroll_to_cursor(self, *, center: bool) -> None:
+        height = self.scrollable_content_region.height
+        if height <= 0:
+            self._center_pending = self._center_pending or center
+            return
+        self._center_pending = False
+        row, top = self.cursor, int(self.scroll_offset.y)
         if center:
             self.scroll_to(y=max(0, row - height // 2), animate=False, immediate=True)
         elif row < top:
             self.scroll_to(y=row, animate=False, immediate=True)
         elif row >= top + height:
             self.scroll_to(y=row - height + 1, animate=False, immediate=True)
+
+    def _set_cursor(self, row: int, *, center: bool = False) -> None:
+        row = max(0, min(self.count - 1, row))
+        self.cursor = row
+        self.follow = self.has_end and row >= self.count - 1
+        self._scroll_to_cursor(center=center)
+        if center:  # again once laid out: a tab shown a moment ago scrolls only then (evidence, first time)
+            self.call_after_refresh(self._scroll_to_cursor, center=True)
         self.refresh()
         self.post_message(self.CursorMoved(self))
 
@@ -188,8 +231,27 @@ class LogView(ScrollView, can_focus=True):
         self._set_cursor(0)
 
     def action_last(self) -> None:
+        if not self.has_end:
+            self.post_message(self.EndWanted(self))
+            return
         self._set_cursor(self.count - 1)
         self.follow = True
+
+    def action_step(self, direction: int) -> None:
+        """Move the messages sideways by ``STEP`` columns, as far as the longest one shown needs."""
+        width = self._message_width()
+        longest = 0
+        top = int(self.scroll_offset.y)
+        for row in range(top, top + self.scrollable_content_region.height):
+            line = self.line_at(row)
+            if line is not None:
+                longest = max(longest, len(message_text(line)))
+        most = max(0, -(-(longest - width) // STEP) * STEP)
+        shift = max(0, min(most, self.shift + direction * STEP))
+        if shift != self.shift:
+            self.shift = shift
+            self.refresh()
+        self.post_message(self.CursorMoved(self))
 
     def _move_to_line(self, line: LogLine) -> bool:
         for row in range(self.count - 1, -1, -1):
@@ -232,6 +294,18 @@ class LogView(ScrollView, can_focus=True):
             self.follow = False
 
     # -- drawing ------------------------------------------------------------------------------------
+    def _columns(self) -> tuple[int, int, int]:
+        """Widths of the line number, label and folded prefix columns (0: not shown)."""
+        widths = self.source.widths
+        number = max(3, len(str(widths.number)))
+        label = min(LABEL_WIDTH, widths.label) if self.show_labels else 0
+        return number, label, widths.short
+
+    def _message_width(self) -> int:
+        number, label, short = self._columns()
+        gutter = number + 1 + (label + 1 if label else 0) + (short + 1 if short else 0)
+        return max(1, self.scrollable_content_region.width - gutter)
+
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         row = int(self.scroll_offset.y) + y
@@ -239,21 +313,25 @@ class LogView(ScrollView, can_focus=True):
         base = self.rich_style
         if line is None:
             return Strip.blank(width, base)
-        lineno_style = self.get_component_rich_style("logview--lineno")
+        number_width, label_width, short_width = self._columns()
+        muted = base + self.get_component_rich_style("logview--lineno")
         text_style = base
         if line.level == "error":
             text_style = base + self.get_component_rich_style("logview--error")
         elif line.level == "warning":
             text_style = base + self.get_component_rich_style("logview--warning")
         number = "" if line.lineno is None else str(line.lineno)
-        segments = [Segment(f"{number:>7} ", lineno_style)]
-        if self.show_labels:
-            label = line.label[:LABEL_WIDTH]
-            segments.append(Segment(f"{label:<{LABEL_WIDTH}} ", base + Style(color=label_color(line.label))))
-        text = printable(line.text.replace("\t", "    ").replace("\r", ""))[:MAX_WIDTH]  # escapes, never raw bytes
-        segments.extend(self._highlight(text, text_style))
-        strip = Strip(segments).crop(int(self.scroll_offset.x), int(self.scroll_offset.x) + width)
-        strip = strip.extend_cell_length(width, base)
+        segments = [Segment(f"{number:>{number_width}} ", muted)]
+        if label_width:
+            label = line.label[:label_width]
+            segments.append(Segment(f"{label:<{label_width}} ", base + Style(color=label_color(line.label))))
+        if short_width:
+            prefix_style = text_style if line.level else base + self.get_component_rich_style("logview--prefix")
+            segments.append(Segment(f"{line.short:<{short_width}} ", prefix_style))
+        gutter = Strip(segments)
+        room = max(0, width - gutter.cell_length)
+        message = Strip(self._highlight(message_text(line), text_style)).crop(self.shift, self.shift + room)
+        strip = Strip.join([gutter, message]).extend_cell_length(width, base).crop(0, width)
         if row == self.cursor:
             strip = strip.apply_style(self.get_component_rich_style("logview--cursor"))
         return strip
