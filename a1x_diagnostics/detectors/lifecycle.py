@@ -39,7 +39,7 @@ from a1x_diagnostics.detectors.launcher import (
     log_dir_of,
     where_to_look,
 )
-from a1x_diagnostics.events import Event, Role, Signal, SignalKind, SyncPhase, Traceback
+from a1x_diagnostics.events import Event, Role, Signal, SignalKind, Traceback
 from a1x_diagnostics.findings import Finding, Severity
 
 
@@ -358,15 +358,7 @@ def _who_went_quiet(ctx: DetectorContext, stall: Stall, until: float | None) -> 
         at_stat = ctx.metrics.step_at(stat_t)
         trained_after = max(0, (ctx.metrics.step or 0) - (at_stat or 0))
         left = stat.pending - batch * trained_after
-        behind = _behind_on_weights(ctx) if left >= batch else []
-        if behind:
-            names = {f.source.path for f, _ in behind}
-            blamed = [p for p in quiet if p[0].source.path in names]
-            got = ", ".join(f"{f.source.replica}'s last receive: step {n}" for f, n in behind)
-            because = (f"{fmt(left)} rollouts were pending, enough for a step ({batch}), but the weights of step "
-                       f"{ctx.metrics.step} never reached the rollout ({got}): the policy waits in that weight sync "
-                       "(its send blocks until the rollout receives), so the rollout stopped first")
-        elif left >= batch:
+        if left >= batch:
             blamed = [p for p in quiet if p[0].source.role is Role.POLICY]
             because = (f"{fmt(left)} rollouts were pending at the controller, enough for a step ({batch}), but "
                        "no step came: the policy stopped training and the rollouts waited on it")
@@ -397,24 +389,6 @@ def _who_went_quiet(ctx: DetectorContext, stall: Stall, until: float | None) -> 
     if because:
         story += " " + because[:1].upper() + because[1:] + "."
     return (first[0].source.replica if first is not None else None), story
-
-
-def _behind_on_weights(ctx: DetectorContext) -> list[tuple[FileFacts, int]]:
-    """The rollouts whose newest weight receive is older than the last step by a sync interval or more: the
-    policy's send of the last step's weights did not get through to them (docs/reference/cosmos-rl.md §6.2)."""
-    step = ctx.metrics.step
-    if step is None:
-        return []
-    staleness = ctx.store.staleness.last
-    k = ctx.config.integer("train.sync_weight_interval") or (staleness.sync_weight_interval if staleness else None)
-    k = max(1, k or 1)
-    out = []
-    for facts in ctx.files(Role.ROLLOUT):
-        received = [e for e in ctx.store.sync(SyncPhase.RECV_DONE.value)
-                    if e.source.path == facts.source.path and e.step is not None]
-        if received and step - max(e.step for e in received if e.step is not None) >= k:
-            out.append((facts, max(e.step for e in received if e.step is not None)))
-    return out
 
 
 SHUTDOWN_GRACE_S = 300.0  # logs going on this long after the last step
