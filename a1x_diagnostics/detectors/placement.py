@@ -108,6 +108,11 @@ def insufficient_gpus(ctx: DetectorContext) -> Verdict:
                 "A process asked for a GPU that does not exist ('invalid device ordinal'): more ranks per node "
                 "than visible GPUs, or CUDA_VISIBLE_DEVICES hides the GPU a rank was given."
             )
+        elif kind == "vllm_device":
+            what = (f"TRL was told to run vLLM on {layout[0].fields.get('device') or 'a GPU'}, which this machine does "
+                    "not show: its GRPO trainer puts vLLM on a GPU of its own, beside the GPUs of the training "
+                    "processes (docs/reference/foreign-errors.md C1). With one GPU, vllm_device must be cuda:0; "
+                    "with more, train on one process fewer than the GPUs (--num_processes).")
         elif kind == "bad_bundle":
             index, count = layout[0].fields.get("index"), layout[0].fields.get("count")
             what = (f"An actor was placed on bundle {index} of a Ray placement group that has {count} bundle(s): more "

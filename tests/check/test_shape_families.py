@@ -72,7 +72,7 @@ FAMILIES: dict[str, tuple[dict[str, dict[str, str]], tuple[str, ...], str | None
     "G other stacks' GRPO step metrics": (FOREIGN, ("trl_frac_reward_zero_std", "verl_advantages_all_zero"),
                                          "grpo_collapse", Severity.WARNING, "no learning signal"),
     "C1 TRL's vLLM device": (FOREIGN, ("trl_vllm_device_not_available",), "insufficient_gpus", Severity.CRITICAL,
-                             "does not exist"),
+                             "vllm_device must be cuda:0"),
 }
 
 
