@@ -222,6 +222,9 @@ def _crash_finding(c: Conclusion, crash: Crash) -> Finding | None:
         text += " No traceback: it was ended by a signal, from outside Python."
     elif tb is None and crash.rc is not None:
         text += " Its log shows no traceback."
+    told = _announcing(ctx, tb) if tb is not None else []
+    if told:  # the process's own word on the error it then raised (unexplained_error counts these lines as the crash's)
+        text += f" Just before it the log says: {clip_text(_group_text(told[0]), 200).rstrip('.')}."
     text += " No other check explains it."
     if tb is not None:
         action = (f"Read the end of {who}'s log (the evidence): fix the error the traceback names, then "
@@ -231,10 +234,18 @@ def _crash_finding(c: Conclusion, crash: Crash) -> Finding | None:
     else:
         action = f"Read the end of {who}'s log for the cause; then relaunch (train.resume = true)."
     return make_finding(
-        "process_crashed", text, crash.items, action=action,
+        "process_crashed", text, [*crash.items, *(g.last for g in told)], action=action,
         data={"process": crash.process, "file": crash.file or None, "cause": crash.cause,
               "frames": crash.frames, "step": step_then, "return_code": crash.rc},
     )
+
+
+def _announcing(ctx: DetectorContext, tb: Traceback) -> list[ErrorGroup]:
+    """Error lines of the traceback's file just before it (the lines ``unclaimed_errors`` takes as announcing it:
+    Hydra's 'Error executing job with overrides', a DataLoader worker's 'Unexpected bus error … shared memory')."""
+    near = {(tb.source.path, tb.line - k) for k in (1, 2)}
+    return [g for g in ctx.store.errors.values()
+            if not isinstance(g.last, Traceback) and (g.last.source.path, g.last.line) in near]
 
 
 def _pid_words(ctx: DetectorContext, crash: Crash) -> str | None:
@@ -304,6 +315,14 @@ def run_incomplete(c: Conclusion) -> Verdict:
         text = f"You stopped the run through a1x-tui {where}, before its last step ({o.data.get('reason')})."
         items = [*o.evidence]
         action = "Relaunch when ready: train.resume = true continues from the newest checkpoint."
+    elif state is Outcome.NOT_STARTED and (steps := ctx.signals(SignalKind.GROUPS_ZERO_STD)):
+        severity = Severity.WARNING  # another stack trained: how far and how it ended is unread
+        metric = steps[0].fields.get("metric") or "its GRPO metrics"
+        text = (f"These logs are another trainer's: {len(steps)} logged step(s) of it ({metric}), no Cosmos-RL "
+                "start-up or step line, so how far the run got and how it ended cannot be read here.")
+        items = [steps[-1], *o.evidence]
+        action = "Read the end of the trainer's own output for how the run ended; a1x-tui reads a run's progress " \
+                 "from Cosmos-RL's logs (logs_<ts>/ and the launcher's output)."
     elif state is Outcome.NOT_STARTED:
         severity = Severity.WARNING
         text = "No training step in these logs and nothing says why: the logs stop before training began."

@@ -138,6 +138,25 @@ def test_a_stamped_ray_vllm_capture_is_read_through_its_prefixes() -> None:
     assert not oom.fixes  # type: ignore[attr-defined]  # the error line is not there: words, not a guess
 
 
+def test_another_stacks_logged_steps_are_not_called_a_run_that_never_began() -> None:
+    # ms-swift's step metrics (a hard negative for grpo_collapse): no Cosmos-RL line, but a logged step
+    report = check(USERS / "B_ms-swift-5890_grad-norm-zero-nonzero-std.log")
+    assert report.status is Status.WARNING and "grpo_collapse" not in {f.id for f in report.findings}
+    stop = _finding(report, "run_incomplete")
+    assert stop is not None and "another trainer's: 1 logged step(s)" in stop.explanation  # type: ignore[attr-defined]
+    assert "before training began" not in stop.explanation  # type: ignore[attr-defined]
+
+
+def test_a_crash_quotes_the_error_line_its_process_printed_just_before_its_traceback() -> None:
+    # a DataLoader worker's 'Unexpected bus error … insufficient shared memory (shm)', then the main process's
+    # RuntimeError: the line that says why is the crash's, in its text and evidence (not an unexplained error)
+    report = check(USERS / "E_pipedream-28_shm-bus-error.log")
+    crash = _finding(report, "process_crashed")
+    assert crash is not None and "insufficient shared memory" in crash.explanation  # type: ignore[attr-defined]
+    assert [e.line for e in crash.evidence] == [16, 6]  # type: ignore[attr-defined]
+    assert "unexplained_error" not in {f.id for f in report.findings}
+
+
 def test_the_0_4_7_launcher_families_on_their_recordings(tmp_path: Path) -> None:
     """The launcher's end lines, read where they were recorded (their pids mean something only beside the launch
     lines of the same output): every process completed is never critical; a failed worker is the replica it was
