@@ -242,10 +242,11 @@ def _crash_finding(c: Conclusion, crash: Crash) -> Finding | None:
 
 def _announcing(ctx: DetectorContext, tb: Traceback) -> list[ErrorGroup]:
     """Error lines of the traceback's file just before it (the lines ``unclaimed_errors`` takes as announcing it:
-    Hydra's 'Error executing job with overrides', a DataLoader worker's 'Unexpected bus error … shared memory')."""
+    Hydra's 'Error executing job with overrides', a DataLoader worker's 'Unexpected bus error … shared memory'),
+    but for the benign ones (an import warning printed at start-up is no word on the error)."""
     near = {(tb.source.path, tb.line - k) for k in (1, 2)}
-    return [g for g in ctx.store.errors.values()
-            if not isinstance(g.last, Traceback) and (g.last.source.path, g.last.line) in near]
+    return [g for g in ctx.store.errors.values() if not isinstance(g.last, Traceback)
+            and (g.last.source.path, g.last.line) in near and benign_reason(_group_text(g)) is None]
 
 
 def _pid_words(ctx: DetectorContext, crash: Crash) -> str | None:
