@@ -263,11 +263,12 @@ class SignalKind(str, Enum):
     PROCESS_PLANNED = "process_planned"  # path:str ('Appending command: ... output files: PATH': its log, §3.1)
     PROCESS_LAUNCHED = "process_launched"  # role: controller|policy|rollout|reference, in launch order (§2.7)
     PROCESS_FAILED = "process_failed"  # process:str (index or pid), rc:int
-    PROCESS_COMPLETED = "process_completed"  # process:str
+    PROCESS_COMPLETED = "process_completed"  # process:str, rc:int|None (0.4.7: a pid and its rc, 143 included)
+    PROCESS_REGISTERED = "process_registered"  # pid:str, role: policy ('Registering policy process P ...', 0.4.7)
     COORDINATED_SUCCESS = "coordinated_success"  # process:str, rc:int ('treating as success')
     TERMINATED_ALL = "terminated_all"
     PROCESS_EXITED_EARLY = "process_exited_early"  # pid:str, rc:int|None ('Process P exited ... Exiting.')
-    GPU_LAYOUT_ERROR = "gpu_layout_error"  # reason: larger_than_node|not_enough|no_gpus|bad_per_node
+    GPU_LAYOUT_ERROR = "gpu_layout_error"  # reason: larger_than_node|not_enough|no_gpus|bad_per_node|bad_bundle|pending
     CONTROLLER_PORT_BUSY = "controller_port_busy"
     CONFIG_READ_ERROR = "config_read_error"  # error:str ('Error reading config file ...')
     # --- registration and lifecycle (controller/replicas, §3.6, §4.2, §4.7) ---
@@ -288,6 +289,10 @@ class SignalKind(str, Enum):
     POLICY_SIDE_FINISHED = "policy_side_finished"
     ALL_REPLICAS_FINISHED = "all_replicas_finished"  # reason:str|None
     CONTROLLER_SHUTDOWN_ABNORMAL = "controller_shutdown_abnormal"  # rollout checkout gate timed out
+    CONTROLLER_TERMINAL = "controller_terminal"  # source: monitor|publication|settlement, error:str (0.4.7, exit 86)
+    STOP_REQUESTED = "stop_requested"  # reason:str ('Application requested successful stop': a normal end, 0.4.7)
+    DATASET_EXHAUSTED = "dataset_exhausted"  # capacity:str, batch:int (the data ran out: a normal end, 0.4.7)
+    RESUME_FRESH_START = "resume_fresh_start"  # 'No committed checkpoint found; starting from HuggingFace.'
     TRAINING_STARTED = "training_started"  # total_steps:int ('[Policy] Building lr schedulers ...')
     VALIDATION = "validation"  # phase: start|finished, step:int (training dispatch pauses meanwhile, §4.6)
     TRAINING_COMPLETE = "training_complete"  # step:int ('[Policy] Training complete at global step')
@@ -299,10 +304,14 @@ class SignalKind(str, Enum):
     LAUNCH_SCRIPT = "launch_script"  # role:str; a launch script's first lines in its process's log (§2.8): begun
     # --- failures ---
     CONFIG_LOAD_FAILED = "config_load_failed"  # path:str, error:str
+    RESUME_FAILED = "resume_failed"  # reason: load_failed|no_checkpoint|metadata_missing|mismatch, path:str (0.4.7)
     ROLLOUT_GENERATION_FAILED = "rollout_generation_failed"  # error:str
     OOM = "oom"  # kind: no_cache_blocks|kv_cache|free_memory|cuda_oom|max_model_len|prompt_too_long
     NCCL_ERROR = "nccl_error"  # kind: host_call_timeout|async_error|enqueue_timeout|watchdog|aborted|
-    #                           abnormal_teardown|ha_recovering|ha_failed|comm_timeout|torch_watchdog
+    #                           abnormal_teardown|ha_recovering|ha_failed|comm_timeout|torch_watchdog|
+    #                           torch_watchdog_stuck|store_timeout|socket_timeout|socket_connect|
+    #                           ib_completion_error|collective_timeout|collective_failed|mesh_build_timeout|
+    #                           rollout_reported|r2r_cancelled|p2r_send_failed
     HTTP_FAILURE = "http_failure"  # kind: heartbeat|register|communicate|fetch_prompt|send_rollout|
     #                               train_ack|query_commands
     REDIS_FAILURE = "redis_failure"  # rc:int|None, error:str
@@ -310,7 +319,11 @@ class SignalKind(str, Enum):
     DEATH_SIGNAL = "death_signal"  # torchrun agent 'Received 15 death signal, shutting down workers': sig:int
     STOPPED_BY_USER = "stopped_by_user"  # reason:str; our supervisor's record of a1x-tui stop / the dashboard's Stop
     JOB_CANCELLED = "job_cancelled"  # slurmstepd '*** JOB N ON host CANCELLED AT t [DUE TO TIME LIMIT] ***': reason
-    FATAL_SIGNAL = "fatal_signal"  # what: segfault|abort|bus_error|killed|fatal_python (a process died hard)
+    FATAL_SIGNAL = "fatal_signal"  # what: segfault|abort|bus_error|killed|fatal_python|transport_fatal|
+    #                               worker_fatal|engine_core_failed (a process died hard)
+    WEIGHT_UPDATE = "weight_update"  # another stack's trainer -> rollout weight update under way (name:str)
+    GROUPS_ZERO_STD = "groups_zero_std"  # another stack's step metric: fraction:float of GRPO groups whose rewards
+    #                                      were all equal, metric:str, constant_reward:bool|None (one reward for all)
     ERROR_LINE = "error_line"  # an ERROR/CRITICAL line or an 'XxxError: ...' line no rule classified: message:str
     INVALID_PARALLEL_DIMS = "invalid_parallel_dims"  # text of the assertion
     BATCH_NOT_DIVISIBLE = "batch_not_divisible"  # train_batch_per_replica .. divisible by ..
@@ -327,6 +340,9 @@ class SignalKind(str, Enum):
     RECIPE_UNSUPPORTED_PARALLELISM = "recipe_unsupported_parallelism"  # what: tp|cp|pp|compile
     MINI_PARQUET_MISSING = "mini_parquet_missing"  # path:str
     VLLM_REGISTER_FAILED = "vllm_register_failed"  # error:str
+    # --- AlpaGym's host (docs/reference/alpagym.md §4.5) ---
+    HOST_CONFIG_REJECTED = "host_config_rejected"  # reason: model_path|gpu_capacity|batch_geometry|dataset|slurm|
+    #                                                transport|mounts|backend|missing_choice; message:str
     HF_EXPORT_DISABLED = "hf_export_disabled"  # benign, expected once
 
 

@@ -21,7 +21,11 @@ SCHEMA_VERSION = "1.3"  # 1.1: the run outcome (``Report.outcome``); OK only for
 # invalid_value), export_regressed (the evaluate stage), python_version_mismatch, nvcc_missing and
 # nvcc_cuda_mismatch (preflight), alpagym_env_incomplete (preflight), replica_logs_missing; the outcome
 # ``stopped`` (the user's stop through a1x-tui) and the launcher's ``process_planned`` / ``process_launched``
-# signals; config findings the logs refute move to ``notes``; nothing removed or renamed (docs/findings.md)
+# signals; config findings the logs refute move to ``notes``; resume_failed (cosmos-rl 0.4.7's resume errors) and
+# the signals of 0.4.7 and other stacks' shapes (``process_registered``, ``controller_terminal``,
+# ``stop_requested``, ``dataset_exhausted``, ``resume_failed``, ``resume_fresh_start``, ``weight_update``; new
+# ``kind``/``what``/``reason`` values of ``nccl_error``, ``oom``, ``fatal_signal``, ``gpu_layout_error``); nothing
+# removed or renamed (docs/findings.md)
 
 
 class Severity(str, Enum):

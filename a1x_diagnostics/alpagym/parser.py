@@ -25,6 +25,8 @@ from typing import Any
 from a1x_diagnostics.closed_loop_events import CL, ClosedLoop
 from a1x_diagnostics.events import Event, Role, Signal, SignalKind, Source
 from a1x_diagnostics.parsing import regex_needles
+from a1x_diagnostics.signatures.alpagym import SIGS as HOST_REFUSALS
+from a1x_diagnostics.signatures.entry import Sig
 
 _RANK = re.compile(r"\[rank(\d+)\]: ?")
 _ALPAGYM = re.compile(
@@ -68,6 +70,19 @@ def _dict(text: str) -> dict[str, float]:
         if number is not None:
             out[key] = number
     return out
+
+
+def _refusal(sig: Sig) -> Reader:
+    """The fields of a host refusal as the catalog entry ``sig`` reads them: its reason, the message, the GPU counts."""
+    reason = sig.fields["reason"]
+
+    def read(m: re.Match[str]) -> Fields:
+        found = m.groupdict()
+        out: Fields = {"reason": reason, "message": _clip(found["message"])}
+        out.update({k: _i(found[k]) for k in ("available", "required") if found.get(k) is not None})
+        return out
+
+    return read
 
 
 # (regex searched in the message, kind, reader of the fields). Each regex's needles are read from it
@@ -127,25 +142,8 @@ _RULES: tuple[tuple[str, re.Pattern[str], CL, Reader], ...] = tuple(
          CL.NUREC_ACCESS, lambda m: {"reason": "unreachable", "http": None}),
         (r"Could not validate HuggingFace access to \S+ \(HTTP (\d+)\)",
          CL.NUREC_ACCESS, lambda m: {"reason": "unreachable", "http": _i(m[1])}),
-        (r"(policy\.model\.path (?:does not exist|must be an extracted|is a directory without|"
-         r"HF bundle directory must).*)", CL.HOST_CONFIG_REJECTED,
-         lambda m: {"reason": "model_path", "message": _clip(m[1])}),
-        (r"(Cosmos Slurm GPU capacity is (\d+), but policy and rollout replicas "
-         r"require (\d+))", CL.HOST_CONFIG_REJECTED,
-         lambda m: {"reason": "gpu_capacity", "message": _clip(m[1]), "available": _i(m[2]), "required": _i(m[3])}),
-        (r"((?:policy|rollout) replica requires (\d+) GPUs but each Cosmos Slurm worker exposes (\d+))",
-         CL.HOST_CONFIG_REJECTED,
-         lambda m: {"reason": "gpu_capacity", "message": _clip(m[1]), "required": _i(m[2]), "available": _i(m[3])}),
-        (r"(train_batch_per_replica\(\d+\) must be divisible by .*)", CL.HOST_CONFIG_REJECTED,
-         lambda m: {"reason": "batch_geometry", "message": _clip(m[1])}),
-        (r"(dataset must set exactly one of .*)", CL.HOST_CONFIG_REJECTED,
-         lambda m: {"reason": "dataset", "message": _clip(m[1])}),
-        (r"(cosmos\.mode must be 'disaggregated' .*)", CL.HOST_CONFIG_REJECTED,
-         lambda m: {"reason": "slurm", "message": _clip(m[1])}),
-        (r"(transport=nccl requires .*)", CL.HOST_CONFIG_REJECTED,
-         lambda m: {"reason": "transport", "message": _clip(m[1])}),
-        (r"(\S+ is not under any execution\.slurm\."
-         r"container_mounts .*)", CL.HOST_CONFIG_REJECTED, lambda m: {"reason": "mounts", "message": _clip(m[1])}),
+        # the host's config-validation refusals: the catalog's entries (a1x_diagnostics/signatures/alpagym.py)
+        *((sig.pattern, CL.HOST_CONFIG_REJECTED, _refusal(sig)) for sig in HOST_REFUSALS),
         # --- Cosmos-RL's launcher: the controller port it chose (cosmos_rl/launcher/launch_all.py)
         (r"Controller will be launched locally on port (\d+)",
          CL.CONTROLLER_PORT, lambda m: {"port": _i(m[1])}),

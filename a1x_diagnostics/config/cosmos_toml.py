@@ -42,6 +42,7 @@ class Rejected:
     line: int | None  # 1-based, in the lines Cosmos-RL sees (universal newlines)
     byte: str | None = None  # the byte that explains it, named, when one does (a BOM, a control character)
     hint: str | None = None  # how to write it so that toml 0.10.2 reads it
+    key: str | None = None  # dotted: the value whose copy does not load again (the controller's case)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,11 +97,28 @@ def read_like_cosmos(text: str) -> CosmosReading:
             f"its copy written by toml.dump does not load again ({_message(exc)})",
             None,
             hint="a string with a control character or a backslash before x: toml.dump writes it wrongly",
+            key=_unreadable_copy(launcher),
         )
         return CosmosReading(launcher, None, rejected, bom=bom)
     round_trip: list[Misread] = []
     _diff(launcher, controller, "", "controller", round_trip)
     return CosmosReading(launcher, controller, None, bom=bom, round_trip=round_trip)
+
+
+def _unreadable_copy(data: dict[str, Any], prefix: str = "") -> str | None:
+    """The dotted key of the first value whose ``toml.dumps`` copy ``toml.loads`` refuses (None: none alone)."""
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict):
+            found = _unreadable_copy(value, dotted + ".")
+            if found is not None:
+                return found
+            continue
+        try:
+            toml.loads(toml.dumps({"k": value}))
+        except Exception:  # the same failures as the whole copy's (read_like_cosmos)
+            return dotted
+    return None
 
 
 def _message(exc: Exception) -> str:

@@ -846,6 +846,10 @@ def toml_rejected(cfg: LoadedConfig, ctx: LintContext) -> RuleResult:
     if rejected.line:
         text = cfg.text_line(rejected.line)
         b.evidence.append(Evidence(file=str(cfg.path), line=rejected.line, text=text if text is not None else ""))
+    elif rejected.key is not None and (at := cfg.locate(rejected.key)) is not None:
+        b.evidence.append(at)  # the controller's case: the line of the value its copy writes wrongly
+    else:
+        b.evidence.append(Evidence(file=str(cfg.path), text=f"toml 0.10.2: {rejected.problem}"))
     b.data = {"line": rejected.line, "problem": rejected.problem, "reader": rejected.reader, "byte": rejected.byte}
     return b.build(action=rejected.hint or "write the line the way TOML 0.5 allows (docs/config.md)")
 

@@ -102,11 +102,23 @@ class DetectorContext:
     # --- run facts ---------------------------------------------------------------------------------
     @property
     def finished_training(self) -> bool:
-        """The last step equals the total, or a policy said training is complete."""
+        """The last step equals the total, or a policy said training is complete, or the run ended before its
+        total the way 0.4.7 ends one normally: the application asked for the stop, or the data ran out
+        (docs/reference/cosmos-rl.md §16.2, "Ways a run ends normally")."""
         m = self.metrics
         if m.step is not None and m.total_steps is not None and m.step >= m.total_steps > 0:
             return True
-        return bool(self.store.signal(SignalKind.TRAINING_COMPLETE))
+        return bool(self.store.signal(SignalKind.TRAINING_COMPLETE)) or self.normal_early_end is not None
+
+    @property
+    def normal_early_end(self) -> Signal | None:
+        """0.4.7's line for a run that ends before total_steps on purpose: 'Application requested successful stop'
+        or 'Rank-affine dataset exhausted'."""
+        for kind in (SignalKind.STOP_REQUESTED, SignalKind.DATASET_EXHAUSTED):
+            sig = self.store.signal(kind).first
+            if sig is not None:
+                return sig
+        return None
 
     @property
     def final_step_ts(self) -> float | None:

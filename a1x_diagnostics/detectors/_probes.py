@@ -66,7 +66,14 @@ def signal_hits(signal: Signal) -> list[Hit]:
         hits.append(Hit("redis_missing", signal, fields))
     if signal.kind is SignalKind.ROLLOUT_GENERATION_FAILED and oom_kind(signal.text):
         hits.append(Hit("oom", signal, {"kind": oom_kind(signal.text)}))
+    if signal.kind is SignalKind.FATAL_SIGNAL and fields.get("what") == "transport_fatal" and \
+            _NCCL_CONTEXT.search(str(fields.get("detail") or "")):
+        # 0.4.7's worker could not prove an NCCL operation finished and exited 86 (docs/reference/cosmos-rl.md §16.2)
+        hits.append(Hit("nccl", signal, {"kind": "transport_fatal", "context": fields.get("detail")}))
     return hits
+
+
+_NCCL_CONTEXT = re.compile(r"NCCL|P2R|deadline", re.I)
 
 
 def oom_kind(text: str) -> str | None:

@@ -41,7 +41,7 @@ def _with_exit(ctx: DetectorContext, hits: list[ClosedLoop]) -> list[Any]:
     files = {h.source.path for h in hits}
     ends = [s for s in ctx.signals(SignalKind.FATAL_SIGNAL)
             if s.fields.get("what") == "hydra_job_failed" and s.source.path in files]
-    return [*hits, *ends[:1]]
+    return [*hits, *ends[:len(hits)]]  # one host run ends per refusal (a capture may hold several)
 
 
 def _hydra(override: str) -> str:
@@ -295,8 +295,13 @@ def port_conflict(ctx: DetectorContext) -> Verdict:
 @detector("host_config_rejected")
 def host_config_rejected(ctx: DetectorContext) -> Verdict:
     if ctx.closed_loop is None:
-        return Verdict.skipped(NOT_CLOSED_LOOP)
-    hits = _events(ctx, CL.HOST_CONFIG_REJECTED)
+        # a host's terminal checked on its own: the same refusals, read as the catalog's signals
+        refused: list[Any] = ctx.signals(SignalKind.HOST_CONFIG_REJECTED)
+        if not refused:
+            return Verdict.skipped(NOT_CLOSED_LOOP)
+        hits = refused
+    else:
+        hits = _events(ctx, CL.HOST_CONFIG_REJECTED)
     if not hits:
         return Verdict.ok()
     reasons = list(dict.fromkeys(str(h.fields.get("reason")) for h in hits))
@@ -304,6 +309,9 @@ def host_config_rejected(ctx: DetectorContext) -> Verdict:
     text = f"The AlpaGym host refused its config before starting anything: {messages}"
     if "gpu_capacity" in reasons:
         text += " (a GPU shortfall: the Cosmos-RL replicas need more GPUs than the topology leaves them)"
+    if "missing_choice" in reasons:
+        text += (" ('You must specify' a config group: Hydra found no value for it, as when the experiment named on "
+                 "the command line does not exist and its defaults never loaded, docs/reference/alpagym.md §2.5)")
     return verdict_of(make_finding(
         "host_config_rejected", text + ".", _with_exit(ctx, hits),
         action="Fix the named key with a Hydra override and relaunch; `a1x-tui lint <run>/cosmos_config.toml` checks "

@@ -22,7 +22,7 @@ from a1x_diagnostics.detectors._base import (
     make_finding,
     verdict_of,
 )
-from a1x_diagnostics.events import Event, Role, SignalKind, SyncPhase
+from a1x_diagnostics.events import Event, Role, Signal, SignalKind, SyncPhase
 from a1x_diagnostics.findings import Evidence, Fix
 from a1x_diagnostics.metrics import REWARD_STD_ZERO, Streak, finite
 
@@ -116,6 +116,8 @@ def grpo_collapse(ctx: DetectorContext) -> Verdict:
     dapo = m.dapo_counts
     sampled = dapo.get("sampled", 0)
     filtered = dapo.get("filtered_positive", 0) + dapo.get("filtered_negative", 0)
+    if m.step_lines == 0 and m.train_reports == 0 and ctx.signals(SignalKind.GROUPS_ZERO_STD):
+        return _other_stack_collapse(ctx)
     if m.step_lines == 0 and m.train_reports == 0 and not (sampled + filtered):
         logger = _logger_value(ctx)
         if logger is not None and "console" not in logger:
@@ -278,3 +280,49 @@ def logging_blind(ctx: DetectorContext) -> Verdict:
         data={"logger": logger},
     )
     return verdict_of(finding)
+
+
+ALL_GROUPS = 0.999  # a share of groups this close to 1: every group of the step
+
+
+def _other_stack_collapse(ctx: DetectorContext) -> Verdict:
+    """Another stack's own step metric says how many GRPO groups had one reward for all their completions (TRL's
+    frac_reward_zero_std, Video-R1's zero_var_ratio, verl's advantages all 0: docs/reference/foreign-errors.md G).
+    Every group, at a logged step: that step gave no gradient. Words only: no TOML of this tool runs that stack."""
+    sigs = ctx.signals(SignalKind.GROUPS_ZERO_STD)
+    zero = [s for s in sigs if (_share(s) or 0.0) >= ALL_GROUPS]
+    if not zero:
+        shares = ", ".join(fmt(_share(s), 3) for s in sigs[-3:])
+        return Verdict.ok(f"groups with one reward for all completions: {shares} of the groups, not all")
+    metric = str(zero[-1].fields.get("metric"))
+    constant = any(s.fields.get("constant_reward") for s in zero)
+    text = (f"GRPO has no learning signal at {len(zero)} of the {len(sigs)} logged step(s): {metric} says every "
+            "group's completions got one reward, so every advantage is exactly 0 and the step does not change the "
+            "policy.")
+    if constant:
+        text += (" The reward was also one value for the whole batch (score max = min): the reward function cannot "
+                 "tell any completion apart (every completion fails, or passes, its check alike, or it returns a "
+                 "constant). No sampling change can help.")
+        action = ("Check the reward function on a few completions: a constant return, a parse that always fails, or "
+                  "prompts every completion gets wrong with a binary reward (too hard for the model: easier data, "
+                  "or a reward with partial credit).")
+    else:
+        text += (" Rewards differ between groups but not within one: the completions of a prompt are too alike, or "
+                 "the reward too coarse for them (pass/fail on prompts that are all too hard or all too easy).")
+        action = ("Make the completions of a prompt differ (a higher sampling temperature in the stack's generation "
+                  "settings), or give the reward partial credit; the group size and the loss stay as they are.")
+    if len(sigs) == 1:
+        text += " One logged step shows it: if the next ones do too, the run learns nothing."
+    return verdict_of(make_finding(
+        "grpo_collapse", text, [*zero[:2], *zero[-1:]], action=action,
+        data={"metric": metric, "collapsed": len(zero), "logged": len(sigs), "constant_reward": constant,
+              "source": "other_stack"}))
+
+
+def _share(sig: Event) -> float | None:
+    value = sig.fields.get("fraction") if isinstance(sig, Signal) else None
+    try:
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+

@@ -93,6 +93,7 @@ class Crash:
     items: list[Event | Hit] = field(default_factory=list)
     ts: float | None = None
     rc: int | None = None  # the return code the launcher reported, when that is all there is
+    killed_all: bool = False  # the launcher then stopped every process (its line, or 0.4.7's silent kill-all)
 
     @property
     def traceback(self) -> Traceback | None:
@@ -196,17 +197,48 @@ def collect_crashes(ctx: DetectorContext) -> list[Crash]:
             if facts.source.role is Role.LAUNCHER and (ctx.files(*PROCESS_ROLES) or facts.source.path.endswith(".out")):
                 crash.process = f"the launcher ({facts.source.path})"  # its captured output
             crashes[facts.source.path] = crash
+    kill_all = _launcher_kill_all(ctx)
+    victims: list[Signal] = []
     for sig in ctx.signals(SignalKind.FATAL_SIGNAL) + ctx.signals(SignalKind.CHILD_FAILED):
         path = sig.source.path
         if after_end(ctx, _stamped(ctx, sig)):
             continue
+        if sig.fields.get("bare") and kill_all is not None:
+            victims.append(sig)  # bash's 'Killed' in a process the launcher killed after the failure that stopped
+            continue  # the job (§16.2): a consequence, told with that failure
         crash = crashes.get(path)
         if crash is None:
-            text = clip_text(sig.text.strip(), 240)
-            crash = crashes[path] = Crash(sig.source.replica, path, text, ts=_stamped(ctx, sig))
+            crash = crashes[path] = Crash(sig.source.replica, path, _fatal_cause(sig), ts=_stamped(ctx, sig))
         crash.items.append(sig)
+    for sig in ctx.signals(SignalKind.CONTROLLER_TERMINAL):  # 0.4.7: the controller ends the job (exit 86)
+        if after_end(ctx, ts_of(sig)):
+            continue
+        path = sig.source.path
+        error = str(sig.fields.get("error") or "").strip()
+        step = sig.fields.get("source") or "terminal"
+        cause = (f"it ended the job on purpose (exit 86): {clip_text(error, 200)}" if error
+                 else f"its {step} step failed and it ended the job (exit 86)")
+        crash = crashes.get(path)
+        if crash is None:
+            crashes[path] = Crash("controller", path, cause, items=[sig], ts=ts_of(sig))
+        else:
+            crash.items.append(sig)
+            crash.cause = cause
     _launcher_crashes(ctx, crashes)
+    if victims:
+        target = next((c for c in crashes.values() if c.killed_all), None)
+        if target is not None:
+            target.items.extend(victims[:3])
     return sorted(crashes.values(), key=lambda c: c.ts if c.ts is not None else float("inf"))
+
+
+def _fatal_cause(sig: Signal) -> str:
+    """What a hard death's line says: bash's 'Killed' is a SIGKILL; other lines in their own words."""
+    if sig.kind is SignalKind.FATAL_SIGNAL and sig.fields.get("what") == "killed":
+        return "killed by SIGKILL (bash's job report: 'Killed')"
+    if sig.kind is SignalKind.FATAL_SIGNAL and sig.fields.get("what") == "transport_fatal":
+        return f"[Transport FATAL] {clip_text(str(sig.fields.get('detail') or ''), 200)}: it exited 86 at once (§16.2)"
+    return clip_text(sig.text.strip(), 240)
 
 
 def _log_of(ctx: DetectorContext, name: str) -> str | None:
@@ -231,6 +263,8 @@ def _launcher_crashes(ctx: DetectorContext, crashes: dict[str, Crash]) -> None:
                 crash.items.append(line)
                 if not crash.cause:
                     crash.cause = exit_words(rc)
+                if crash.traceback is None and isinstance(rc, int) and crash.rc is None:
+                    crash.rc = rc  # no traceback: the return code says how it ended (a signal: who sends it)
                 continue
             cause = exit_words(rc) + (" (the launcher's report; its log ends without an error)" if file else
                                       " (the launcher's report)")
@@ -242,6 +276,11 @@ def _launcher_crashes(ctx: DetectorContext, crashes: dict[str, Crash]) -> None:
                 target = min(crashes.values(), key=lambda c: c.ts if c.ts is not None else float("inf"))
             if target is not None:
                 target.items.append(view.killed_all)
+                target.killed_all = True
+        if view.silent_kill is not None and not after_end(ctx, ts_of(view.silent_kill)):
+            target = next((c for c in crashes.values() if view.silent_kill in c.items), None)
+            if target is not None:
+                target.killed_all = True
     for sig in ctx.signals(SignalKind.PROCESS_EXITED_EARLY):  # the controller, while the launcher waited (§2.6)
         if after_end(ctx, ts_of(sig)):
             continue
@@ -257,6 +296,16 @@ def _launcher_crashes(ctx: DetectorContext, crashes: dict[str, Crash]) -> None:
         crashes[file or sig.source.path] = Crash("controller", file or sig.source.path,
                                                  f"{words}, before it was ready (the launcher's report)",
                                                  items=[sig], ts=ts_of(sig), rc=rc if isinstance(rc, int) else None)
+
+
+def _launcher_kill_all(ctx: DetectorContext) -> Signal | None:
+    """The line after which the launcher stopped every process of the job: 'Terminated all processes due to
+    failure', or 0.4.7's failure of the controller or exit 86, after which it kills them without a line."""
+    for view in launcher_views(ctx):
+        found = view.killed_all or view.silent_kill
+        if found is not None:
+            return found
+    return None
 
 
 def terminations(ctx: DetectorContext) -> list[Event]:

@@ -14,7 +14,7 @@ from a1x_diagnostics.detectors._base import DetectorContext, Verdict, detector, 
 from a1x_diagnostics.detectors._config import clip_text
 from a1x_diagnostics.detectors._probes import Hit, oom_kind
 from a1x_diagnostics.events import CheckpointPhase, Role, SignalKind, Stat, Traceback
-from a1x_diagnostics.findings import Fix
+from a1x_diagnostics.findings import Fix, Severity
 
 TEARDOWN_KINDS = {"aborted", "abnormal_teardown"}
 MIN_HA_RECOVERIES = 3
@@ -36,6 +36,53 @@ def _in_teardown(ctx: DetectorContext, hit: Hit, start: float | None) -> bool:
     return start is not None and t is not None and t >= start
 
 
+# Kinds that do not stop the run by themselves: 0.4.7's mesh rebuild timeout is reported and the rollout waits for
+# the next rebuild (docs/reference/cosmos-rl.md §16.2), and a connect attempt torch retries (foreign-errors.md B2).
+SOFT_KINDS = frozenset({"mesh_build_timeout", "rollout_reported", "socket_connect"})
+# Frames of a trainer -> rollout weight update in other stacks (TRL's vllm_client, ms-swift, OpenRLHF, verl; the
+# users' logs of docs/reference/foreign-errors.md F2, F4)
+WEIGHT_FRAMES = ("update_named_param", "_move_model_to_vllm", "update_weight", "broadcast_weights",
+                 "_broadcast_to_vllm", "sync_weights", "sync_model_weights", "_sync_weight")
+WEIGHT_UPDATE_LINES = 50  # an 'update weight:' line this close before the error: the update was under way
+
+
+def weight_update_context(ctx: DetectorContext, hit: Hit) -> str | None:
+    """What shows that a distributed failure happened inside a trainer -> rollout weight update."""
+    text = hit.event.text
+    if "/broadcast_from/" in text:
+        return ("the store key /broadcast_from/… is vLLM's StatelessProcessGroup broadcast, the group the trainer "
+                "sends its weights to vLLM through")
+    path, line = hit.event.source.path, hit.event.line
+    for tb in ctx.store.tracebacks:
+        if isinstance(tb, Traceback) and tb.source.path == path and tb.line <= line <= tb.last_line + 1:
+            frames = [f for f in WEIGHT_FRAMES if any(f"in {f}" in ln for ln in tb.lines)]
+            if frames:
+                return f"its traceback runs through the weight update ({', '.join(frames[:3])})"
+    update = next((s for s in reversed(ctx.signals(SignalKind.WEIGHT_UPDATE))
+                   if s.source.path == path and 0 < line - s.line <= WEIGHT_UPDATE_LINES), None)
+    if update is not None:
+        return (f"the trainer was sending its weights to the rollout engine ('update weight: "
+                f"{update.fields.get('name')}' {line - update.line} line(s) before)")
+    if hit.fields.get("kind") == "r2r_cancelled":
+        return "the rollouts' own weight broadcast (R2R) was cancelled"
+    return None
+
+
+def _fabric(hits: list[Hit]) -> str | None:
+    """The InfiniBand failure an NCCL net-plugin or libmlx5 line names (docs/reference/foreign-errors.md F4)."""
+    ib = [h for h in hits if h.fields.get("kind") == "ib_completion_error"]
+    if not ib:
+        return None
+    status = next((h.fields.get("status") for h in ib if h.fields.get("status") is not None), None)
+    peer = next((h.fields.get("peer") for h in ib if h.fields.get("peer")), None)
+    what = "a work request on the InfiniBand fabric completed with an error"
+    if status == 12:
+        what += " (status 12, retry exceeded: the peer or the link stopped answering)"
+    elif status is not None:
+        what += f" (status {status})"
+    return what + (f", peer {peer}" if peer else "") + " (docs/reference/foreign-errors.md F4)"
+
+
 @detector("nccl_timeout")
 def nccl_timeout(ctx: DetectorContext) -> Verdict:
     start = shutdown_started(ctx)
@@ -47,6 +94,8 @@ def nccl_timeout(ctx: DetectorContext) -> Verdict:
             continue
         if kind == "abnormal_teardown" and "policy_P2R" in hit.event.text:
             continue  # the P2R drain abort: nccl_p2p_hang explains it
+        if kind == "p2r_send_failed":
+            continue  # the policy's P2R send failed: nccl_p2p_hang
         if kind == "ha_recovering":
             recovering.append(hit)
             continue
@@ -58,9 +107,11 @@ def nccl_timeout(ctx: DetectorContext) -> Verdict:
         return Verdict.ok()
     kinds = Counter(str(h.fields.get("kind") or "nccl") for h in relevant)
     replicas = sorted({h.event.source.replica for h in relevant})
+    names = sorted({h.event.source.replica if h.event.source.role is not Role.LAUNCHER else "the captured output"
+                    for h in relevant})
     explanation = (
         f"NCCL collectives failed before the end of training ({', '.join(f'{k} ×{n}' for k, n in kinds.items())}) "
-        f"in {', '.join(replicas) or 'the controller'}."
+        f"in {', '.join(names) or 'the controller'}."
     )
     if cleaned:
         explanation += " The controller removed replicas it considered hung."
@@ -69,14 +120,40 @@ def nccl_timeout(ctx: DetectorContext) -> Verdict:
         "COSMOS_NCCL_TIMEOUT_MS (600 s)."
     )
     relevant.sort(key=lambda h: ts_of(h.event) or 0)
+    data: dict[str, object] = {"kinds": dict(kinds), "replicas": replicas}
+    stuck = [h for h in relevant if h.fields.get("kind") == "torch_watchdog_stuck"]
+    if stuck:
+        seconds = next((h.fields.get("seconds") for h in stuck if isinstance(h.fields.get("seconds"), int)), None)
+        explanation += (" ProcessGroupNCCL's watchdog itself made no progress"
+                        + (f" for {seconds} s" if seconds else "")
+                        + ": this rank stalled inside a CUDA/NCCL call (a hang, docs/reference/foreign-errors.md F3), "
+                        "and torch then ended the process.")
+        data["stalled_s"] = seconds
+    fabric = _fabric(relevant)
+    if fabric:
+        explanation += f" The fabric failed: {fabric}."
+        data["fabric"] = "infiniband"
+    context = next((c for h in relevant if (c := weight_update_context(ctx, h))), None)
+    if context:
+        explanation += f" It happened during the weight sync: {context}."
+        data["weight_sync"] = True
+    soft = all(k in SOFT_KINDS for k in kinds) and not cleaned
+    if soft:
+        explanation += (" These kinds do not stop a run by themselves (0.4.7 rebuilds the rollout mesh; torch retries "
+                        "a connect): a warning unless the run then fails.")
+    action = ("Look for the replica that failed first (replica_died, OOM); for network trouble rerun with "
+              "NCCL_DEBUG=INFO. Raise COSMOS_NCCL_TIMEOUT_MS only if large transfers are legitimately slow.")
+    if fabric:
+        action = ("Check the InfiniBand link and the peer it names (ibstat, the switch and the host's kernel log); "
+                  "rerun with NCCL_DEBUG=INFO to see which HCA and port. No setting of the run fixes a failing "
+                  "fabric.")
     finding = make_finding(
         "nccl_timeout",
         explanation,
         [*relevant[:3], *cleaned[:1], *relevant[-1:]],
-        action="Look for the replica that failed first (replica_died, OOM); for network trouble rerun with "
-        "NCCL_DEBUG=INFO. "
-        "Raise COSMOS_NCCL_TIMEOUT_MS only if large transfers are legitimately slow.",
-        data={"kinds": dict(kinds), "replicas": replicas},
+        action=action,
+        severity=Severity.WARNING if soft else None,
+        data=data,
     )
     return verdict_of(finding)
 
@@ -253,3 +330,59 @@ def rollout_generation_failed(ctx: DetectorContext) -> Verdict:
         data={"failures": total, "rollout_failed_counted": counted},
     )
     return verdict_of(finding)
+
+
+_RESUME_WORDS = {
+    "load_failed": "the checkpoint chosen for the resume could not be loaded",
+    "metadata_missing": "its metadata file is missing (extra_info_rank_<r>.pth: the save of that step was cut short)",
+    "no_checkpoint": "train.resume names a path that holds no complete checkpoint",
+    "mismatch": "the controller's resume state and the policy's checkpoint disagree, so the controller refused the "
+                "resume (HTTP 409)",
+}
+
+
+@detector("resume_failed")
+def resume_failed(ctx: DetectorContext) -> Verdict:
+    """cosmos-rl 0.4.7 stops when a resume cannot restore exactly (docs/reference/cosmos-rl.md §16.2 "Resume"):
+    0.4.4 fell back to another checkpoint or to step 0 without a word (§13.6)."""
+    sigs = ctx.signals(SignalKind.RESUME_FAILED)
+    if not sigs:
+        return Verdict.ok()
+    reasons = list(dict.fromkeys(str(s.fields.get("reason") or "load_failed") for s in sigs))
+    path = next((str(p) for s in sigs if (p := s.fields.get("path"))), None)
+    error = next((str(e) for s in sigs if (e := s.fields.get("error"))), None)
+    parts = [_RESUME_WORDS.get(r, r) for r in reasons]
+    text = "The run could not resume: " + "; ".join(parts)
+    text += f" ({clip_text(path, 200)})" if path else ""
+    text += f": {clip_text(error, 240).rstrip('.')}." if error and "mismatch" in reasons else "."
+    text += (" cosmos-rl 0.4.7 stops rather than train on from another step (0.4.4 fell back to the next checkpoint "
+             "or to the Hugging Face weights without a word).")
+    resume = ctx.config.get("train.resume")
+    fixes: list[Fix] = []
+    if "no_checkpoint" in reasons and isinstance(resume, str) and not _is_bool_text(resume):
+        fixes.append(fix(ctx.config, "train.resume", True,
+                         "take the newest complete checkpoint of this run's output folder (or the Hugging Face "
+                         "weights at step 0 when there is none); trade-off: it may resume from another step than the "
+                         "one named"))
+    if "mismatch" in reasons:
+        action = ("Resume with the configuration the checkpoint was saved with (the keys its message names changed), "
+                  "or start over with train.resume = false (the progress is lost).")
+    elif "no_checkpoint" in reasons and not fixes:
+        action = ("Point train.resume at a step_N/policy folder that holds a complete checkpoint (its cosmos_config "
+                  "and every .rank_<r>_complete), or set it to true to take the newest complete one.")
+    elif "no_checkpoint" in reasons:
+        action = None
+    else:
+        folder = path.rsplit("/policy", 1)[0] if path and "/policy" in path else "that step folder"
+        action = (f"Move {folder} aside (its save was cut short) so the newest complete step is chosen, or point "
+                  "train.resume at an earlier complete step_N/policy; train.resume = false starts over from step 0 "
+                  "(the progress is lost).")
+    finding = make_finding(
+        "resume_failed", text, [*sigs[:3], *sigs[-1:]], fixes=fixes, action=action,
+        data={"reasons": reasons, "path": path},
+    )
+    return verdict_of(finding)
+
+
+def _is_bool_text(value: str) -> bool:
+    return value.strip().lower() in ("true", "false")

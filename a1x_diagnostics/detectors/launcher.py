@@ -10,6 +10,15 @@ the launch lines and the end lines, replayed in order, name every process. It ki
 (``Terminated all processes due to failure``) only when the failed position is the controller's
 (position 0) or the node hosts no controller. A return code of ``-N`` or ``128 + N`` is death by signal
 ``N`` (``Popen`` reports a signalled child as ``-N``; a shell wrapper exits ``128 + N``).
+
+0.4.7 (§16.1, §16.2) names each process by the pid of its ``launch_*.sh`` wrapper instead: ``Process P
+completed (rc=N)`` (rc 0, or the controller's coordinated exit 143 / -15: a success) and ``Process P failed
+with return code N``. Only the policies' pids are printed (``Registering policy process P``, in launch
+order); the others are told by launch order, since a process started later has a larger pid (Linux hands
+pids out in increasing order): the controller is started before every replica, the replicas in the order
+of their ``Launching process`` lines. A failure of the controller, or any exit 86 (Cosmos-RL's fatal exit),
+makes the launcher kill every process without a line and exit 1; a replica's other failures are logged and
+the launcher waits on.
 """
 
 from __future__ import annotations
@@ -22,8 +31,9 @@ from a1x_diagnostics.events import Role, Signal, SignalKind
 
 _ENDS = (SignalKind.PROCESS_COMPLETED, SignalKind.COORDINATED_SUCCESS, SignalKind.PROCESS_FAILED)
 _KINDS = (SignalKind.PROCESS_LAUNCHED, *_ENDS, SignalKind.TERMINATED_ALL, SignalKind.PROCESS_EXITED_EARLY,
-          SignalKind.CONTROLLER_READY, SignalKind.PROCESS_PLANNED)
+          SignalKind.CONTROLLER_READY, SignalKind.PROCESS_PLANNED, SignalKind.PROCESS_REGISTERED)
 OUTSIDE_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
+FATAL_EXIT = 86  # Cosmos-RL 0.4.7's FATAL_TRANSPORT_EXIT_CODE (utils/transport_failure.py:16, §16.2)
 
 
 def signal_of(rc: object) -> signal.Signals | None:
@@ -42,6 +52,9 @@ def signal_of(rc: object) -> signal.Signals | None:
 def exit_words(rc: object) -> str:
     """``rc`` as a person reads it: ``killed by SIGKILL (return code 137)``, ``exit code 1``."""
     sig = signal_of(rc)
+    if rc == FATAL_EXIT:
+        return ("exit code 86 (Cosmos-RL's fatal exit: the controller's terminal error, or a worker's "
+                "[Transport FATAL]; the launcher then stops every process)")
     if sig is None:
         return f"exit code {rc}"
     return f"killed by {sig.name} (return code {rc})"
@@ -69,14 +82,16 @@ class LaunchedProcess:
     role: Role
     launched: Signal
     end: Signal | None = None  # the launcher's line for its end
+    pid: int | None = None  # 0.4.7: its wrapper's pid, as the end lines name it
+    pid_by: str | None = None  # how the pid was tied to it: "registered" (printed) or "launch_order" (inferred)
 
     @property
     def rc(self) -> int | None:
         if self.end is None:
             return None
-        if self.end.kind is SignalKind.PROCESS_COMPLETED:
-            return 0
         rc = self.end.fields.get("rc")
+        if self.end.kind is SignalKind.PROCESS_COMPLETED:
+            return rc if isinstance(rc, int) else 0
         return rc if isinstance(rc, int) else None
 
     @property
@@ -87,7 +102,7 @@ class LaunchedProcess:
         if self.end is None:
             return "no end reported"
         if self.end.kind is SignalKind.PROCESS_COMPLETED:
-            return "completed"
+            return "completed" if not self.rc else f"completed (rc={self.rc}: the controller's coordinated exit)"
         if self.end.kind is SignalKind.COORDINATED_SUCCESS:
             return f"coordinated shutdown (rc={self.rc}), treated as success"
         return exit_words(self.rc)
@@ -104,6 +119,8 @@ class LauncherView:
     killed_all: Signal | None = None  # 'Terminated all processes due to failure'
     planned: list[Signal] = field(default_factory=list)  # 'output files: …' per process
     hosts_controller: bool = False
+    by_pid: bool = False  # 0.4.7: the end lines name pids, not list positions
+    silent_kill: Signal | None = None  # 0.4.7: the failure after which the launcher killed every process silently
 
     @property
     def known(self) -> bool:
@@ -128,6 +145,16 @@ class LauncherView:
     def summary(self) -> str:
         """``controller: completed; policy_0: completed; rollout_0: no end reported``."""
         return "; ".join(f"{p.name}: {p.how()}" for p in self.processes)
+
+    def pid_words(self, name: str) -> str | None:
+        """How a 0.4.7 pid was tied to ``name``: ``pid 1254, older than every replica's: the controller``."""
+        p = next((q for q in self.processes if q.name == name), None)
+        if p is None or p.pid is None:
+            return None
+        if p.pid_by == "registered":
+            return f"pid {p.pid}, registered by the launcher as a policy process"
+        return (f"pid {p.pid}: the launcher names its processes by pid, and by launch order (a process started "
+                f"later has a larger pid) this one is {name}")
 
     @property
     def log_dir(self) -> str | None:
@@ -182,7 +209,7 @@ def _sessions(lines: list[Signal]) -> list[list[Signal]]:
 
 
 def _replay(path: str, lines: list[Signal]) -> LauncherView:
-    view = LauncherView(path)
+    view = LauncherView(path, by_pid=_pids_named(lines))
     alive: list[LaunchedProcess] = []
     per_role: dict[Role, int] = {}
     failed: list[tuple[LaunchedProcess | None, Signal, bool]] = []
@@ -207,6 +234,10 @@ def _replay(path: str, lines: list[Signal]) -> LauncherView:
             alive.append(p)
         elif kind is SignalKind.TERMINATED_ALL:
             view.killed_all = s
+        elif kind is SignalKind.PROCESS_REGISTERED:
+            pass  # 0.4.7's pids of the policies (``_match_pids``); 0.4.4 prints them too, for its signal handler
+        elif view.by_pid:
+            pass  # 0.4.7's ends name pids: matched below, once every pid of the output is known
         elif kind in _ENDS:
             position = s.fields.get("process")
             named = _role_of(position)
@@ -224,9 +255,70 @@ def _replay(path: str, lines: list[Signal]) -> LauncherView:
             if kind is SignalKind.PROCESS_FAILED:
                 failed.append((taken, s, not ended_before))
             ended_before = True
+    if view.by_pid:
+        _match_pids(view, lines)
+        return view
     for taken, s, first in failed:
         view.failures.append((taken.name if taken else _unknown_name(view, s, first), s))
     return view
+
+
+def _pids_named(lines: list[Signal]) -> bool:
+    """The output is 0.4.7's: an end line carries its rc after 'completed', or names a process number no list
+    position can be."""
+    launched = sum(1 for s in lines if s.kind is SignalKind.PROCESS_LAUNCHED)
+    for s in lines:
+        if s.kind in (SignalKind.PROCESS_COMPLETED, SignalKind.PROCESS_FAILED):
+            number = s.fields.get("process")
+            if s.kind is SignalKind.PROCESS_COMPLETED and "rc" in s.fields:
+                return True
+            if isinstance(number, int) and number >= max(launched, 1) and number > 16:
+                return True  # no list position (a node runs at most 8 GPUs' worth of processes): a pid
+    return False
+
+
+def _match_pids(view: LauncherView, lines: list[Signal]) -> None:
+    """0.4.7: tie each end line's pid to a launched process: the registered policy pids first, then the others
+    by launch order (pids grow with it: between two known pids lie the processes launched between them)."""
+    policies = [p for p in view.processes if p.role is Role.POLICY]
+    registered = [s for s in lines if s.kind is SignalKind.PROCESS_REGISTERED]
+    for p, s in zip(policies, registered, strict=False):
+        pid = s.fields.get("pid")
+        if isinstance(pid, int):
+            p.pid, p.pid_by = pid, "registered"
+    ends = [s for s in lines if s.kind in (SignalKind.PROCESS_COMPLETED, SignalKind.PROCESS_FAILED)]
+    known = {p.pid: p for p in view.processes if p.pid is not None}
+    unknown = sorted({n for s in ends if isinstance(n := s.fields.get("process"), int) and n not in known})
+    # the launch-order slots between known pids, each with the unknown pids that fall there
+    slots: list[tuple[list[LaunchedProcess], list[int]]] = [([], [])]
+    for p in view.processes:
+        if p.pid is not None:
+            slots.append(([], []))
+        else:
+            slots[-1][0].append(p)
+    bounds = [p.pid for p in view.processes if p.pid is not None]
+    for pid in unknown:
+        slots[sum(1 for b in bounds if b < pid)][1].append(pid)
+    for free, pids in slots:
+        # the earliest launched first; when fewer pids than processes, the ones that ended are unknown: tie them
+        # only when the slot holds one process (else the launch order cannot tell which ended)
+        if pids and (len(pids) == len(free) or (len(free) == 1 and len(pids) == 1)):
+            for p, pid in zip(free, pids, strict=False):
+                p.pid, p.pid_by = pid, "launch_order"
+    by_pid = {p.pid: p for p in view.processes if p.pid is not None}
+    for s in ends:
+        number = s.fields.get("process")
+        taken = by_pid.get(number) if isinstance(number, int) else None
+        if taken is not None and taken.end is None:
+            taken.end = s
+        else:
+            view.unmatched.append(s)
+        if s.kind is SignalKind.PROCESS_FAILED:
+            name = taken.name if taken is not None else f"the launcher's process {number}"
+            view.failures.append((name, s))
+            rc = s.fields.get("rc")
+            if view.silent_kill is None and (rc == FATAL_EXIT or (taken is not None and taken.role is Role.CONTROLLER)):
+                view.silent_kill = s
 
 
 def _unknown_name(view: LauncherView, line: Signal, first: bool) -> str:

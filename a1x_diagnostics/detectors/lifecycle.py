@@ -31,7 +31,7 @@ from a1x_diagnostics.detectors._base import (
 )
 from a1x_diagnostics.detectors._probes import Hit
 from a1x_diagnostics.detectors._store import FileFacts
-from a1x_diagnostics.detectors.facts import REPLICA_ROLES, TERM_CODES, Death, Stall, after_end, collect_deaths
+from a1x_diagnostics.detectors.facts import REPLICA_ROLES, TERM_CODES, Crash, Death, Stall, after_end, collect_deaths
 from a1x_diagnostics.detectors.launcher import (
     controller_failure,
     exit_words,
@@ -40,7 +40,7 @@ from a1x_diagnostics.detectors.launcher import (
     where_to_look,
 )
 from a1x_diagnostics.events import Event, Role, Signal, SignalKind, Traceback
-from a1x_diagnostics.findings import Finding
+from a1x_diagnostics.findings import Finding, Severity
 
 
 def _launcher_failures(ctx: DetectorContext) -> list[tuple[str, Signal]]:
@@ -49,6 +49,8 @@ def _launcher_failures(ctx: DetectorContext) -> list[tuple[str, Signal]]:
     out = []
     for view in launcher_views(ctx):
         for name, line in view.failures:
+            if view.by_pid and name.startswith("the launcher's process"):
+                continue  # 0.4.7: a pid no line ties to a role may be the controller's (process_crashed names it)
             if name != "controller" and line.fields.get("rc") not in TERM_CODES:
                 out.append((name, line))
     return out
@@ -216,6 +218,8 @@ def stalled(c: Conclusion) -> Verdict:
     until = stall.until_ts if stall.until_ts is not None else ctx.newest_ts
     crash = next((k for k in c.facts.crashes if k.ts is None or until is None or k.ts <= until), None)
     if crash is not None:  # a process died: that explains the silence (replica_died, process_crashed)
+        if _left_idle(c, crash, stall):
+            return verdict_of(_idle_after_death(c, crash, stall))
         return Verdict.ok(f"{crash.process} died before the silence ended: the death explains it")
     newest = max((f for f in ctx.files() if f.last_ts is not None), key=lambda f: f.last_ts or 0, default=None)
     if stall.ended_by is not None:
@@ -245,6 +249,36 @@ def stalled(c: Conclusion) -> Verdict:
               "live": ctx.live, "stopped_from_outside": stall.ended_by is not None, "quiet_first": who},
     )
     return verdict_of(finding)
+
+
+def _left_idle(c: Conclusion, crash: Crash, stall: Stall) -> bool:
+    """A replica died, the launcher did not stop the job (§2.7: it drops a dead replica and waits on), and the
+    rest of the job then sat without progress past the run's own limit until someone stopped it."""
+    replica = crash.process.split("_")[0] in ("policy", "rollout", "reference") or crash.process.startswith(
+        ("policy ", "rollout ", "reference "))
+    stopped_by_launcher = any(k.killed_all for k in c.facts.crashes)
+    return replica and not stopped_by_launcher and stall.ended_by is not None and (
+        crash.ts is None or crash.ts >= stall.since_ts - 1.0)
+
+
+def _idle_after_death(c: Conclusion, crash: Crash, stall: Stall) -> Finding | None:
+    """The time a job whose replica died went on holding its GPUs: a consequence of the death, said apart."""
+    stopper = stall.ended_by.source.replica if stall.ended_by is not None else "outside"
+    return make_finding(
+        "stalled",
+        f"After {crash.process} died (replica_died), the rest of the job made no progress for "
+        f"{duration(stall.silent_s)} after {stall.what}, until it was stopped from outside ({stopper}); the limit "
+        f"for this run is {duration(stall.limit_s)} ({stall.rule}). The launcher drops a dead replica and keeps the "
+        "others running, so the job held its GPUs doing nothing: the death is the cause, this idle time its "
+        "consequence.",
+        [stall.progress, *(i for i in crash.items[:1] if not isinstance(i, Hit)), stall.ended_by],
+        severity=Severity.WARNING,
+        action=f"Fix what killed {crash.process} (replica_died); a job whose replica died has to be stopped by hand "
+        "(a1x-tui stop), or watched (a1x-tui watch) so it is stopped as soon as a replica dies.",
+        data={"stalled_s": round(stall.silent_s, 1), "limit_s": round(stall.limit_s, 1),
+              "after_death_of": crash.process, "stopped_from_outside": True, "live": c.ctx.live,
+              "usual_step_s": stall.usual_s, "quiet_first": crash.process},
+    )
 
 
 _STOP_MARKS = frozenset({SignalKind.DEATH_SIGNAL.value, SignalKind.JOB_CANCELLED.value, "traceback",
@@ -452,6 +486,9 @@ def premature_end(ctx: DetectorContext) -> Verdict:
     total = m.max_total_steps or m.first_total_steps
     if not total:
         return Verdict.ok("no step total known")
+    early = ctx.normal_early_end
+    if early is not None:
+        return _data_ran_out(ctx, early, total)
     ends: list[Signal] = [s for kind in END_KINDS for s in ctx.signals(kind)]
     ends.sort(key=lambda s: ts_of(s) or 0)
     first_end = ends[0] if ends else None
@@ -496,6 +533,29 @@ def premature_end(ctx: DetectorContext) -> Verdict:
         action="Check the rollout logs around the end signal for errors; compare dataset size × n_generation × epoch "
         "with train_batch_per_replica × policy replicas × total steps.",
         data={"step_at_end_signal": step_then, "total_steps": total, "last_step": last},
+    )
+    return verdict_of(finding)
+
+
+def _data_ran_out(ctx: DetectorContext, early: Signal, total: int) -> Verdict:
+    """0.4.7 ends a run before total_steps on purpose (§16.2): asked to (never premature), or because the prompts
+    left cannot fill another batch; that is normal a step or two short, and worth a word far short of it."""
+    if early.kind is SignalKind.STOP_REQUESTED:
+        return Verdict.ok("the application asked for the stop")
+    t = ts_of(early)
+    step_then = (ctx.metrics.step_at(t) if t is not None else None) or ctx.metrics.step or 0
+    if total - step_then < max(2, total // 10):
+        return Verdict.ok(f"the data ran out at step {step_then} of {total}: a normal end")
+    finding = make_finding(
+        "premature_end",
+        f"The data ran out at step {step_then} of {total} (rank-affine dataset exhausted: the prompts left cannot fill "
+        "another batch on every policy). The run ended normally, but far short of the total Cosmos-RL computed from "
+        "the dataset: filtered or failed generations shrank the data, or the dataset is smaller than planned.",
+        [early, ctx.store.steps.last],
+        severity=Severity.WARNING,
+        action="Compare dataset size × n_generation × epoch with train_batch_per_replica × policy replicas × total "
+        "steps; check the rollout logs for discarded or failed generations.",
+        data={"step_at_end": step_then, "total_steps": total},
     )
     return verdict_of(finding)
 

@@ -33,9 +33,13 @@ from a1x_diagnostics.detectors._probes import Hit
 from a1x_diagnostics.events import Role, SignalKind, Traceback
 from a1x_diagnostics.findings import Finding, Fix
 
-VLLM_KINDS = {"no_cache_blocks", "kv_cache", "free_memory", "cumem", "kv_pool"}  # the generation engine's own
+# the generation engine's own: its start-up checks that the KV cache holds one sequence of max_model_len (V1's
+# 'KV cache is needed', V0's 'max seq len ... larger than the maximum number of tokens that can be stored in KV
+# cache'), no cache block at all, free memory, the cumem allocator, SGLang's pool, and V0's initialize_cache
+# failing (the step that runs those checks and allocates the cache; docs/reference/foreign-errors.md F1)
+VLLM_KINDS = {"no_cache_blocks", "kv_cache", "max_model_len", "cache_init", "free_memory", "cumem", "kv_pool"}
 _FREE = re.compile(r"Free memory on device[^(]*\((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\)")
-_MAX_LEN = re.compile(r"estimated maximum model length is (?P<n>\d+)")
+_MAX_LEN = re.compile(r"estimated maximum model length is (?P<n>\d+)|that can be stored in KV cache \((?P<v0>\d+)\)")
 
 
 def _text(hit: Hit) -> str:
@@ -131,13 +135,20 @@ def _vllm_fixes(ctx: DetectorContext, hits: list[Hit], at_start: bool) -> tuple[
         return [fix(cfg, "rollout.gpu_memory_utilization", min(proposed, round(util - 0.1, 2)),
                     "vLLM asked for more memory than was free on the GPU at start; trade-off: a smaller KV cache, "
                     "fewer sequences generated at once")], words
-    if kinds & {"kv_cache", "no_cache_blocks"}:
+    if kinds == {"cache_init"}:
+        words.append("the error itself is not in these lines: vLLM's ValueError after 'Error executing method "
+                     "initialize_cache' says which; a KV cache too small for max_model_len is cured by a shorter "
+                     "policy.model_max_length (or a larger gpu_memory_utilization on a GPU of its own), a CUDA out of "
+                     "memory while allocating it by a smaller gpu_memory_utilization")
+        return [], words
+    if kinds & {"kv_cache", "no_cache_blocks", "max_model_len"}:
         m = _MAX_LEN.search(text)
         if not colocated and util < 0.9:
             words.append(f"raise rollout.gpu_memory_utilization to {round(min(0.9, util + 0.1), 2)} (the rollout "
-                         "has its GPU to itself in disaggregated mode)")
+                         "has its GPU to itself in disaggregated mode" + (", Cosmos-RL's default: no TOML says "
+                         "otherwise)" if cfg.get("mode") is None else ")"))
         if m:
-            return [fix(cfg, "policy.model_max_length", int(m.group("n")),
+            return [fix(cfg, "policy.model_max_length", int(m.group("n") or m.group("v0")),
                         "vLLM says this is the longest sequence its KV cache can hold (it is also max_model_len); "
                         "trade-off: prompt + response longer than that fail")], words
         if not colocated and util < 0.9:
@@ -196,10 +207,18 @@ def vllm_oom(ctx: DetectorContext) -> Verdict:
                 consequence += " Then the replica process died (see replica_died)."
         kinds = sorted({str(h.fields.get("kind")) for h in chosen})
         fixes, alternatives = _vllm_fixes(ctx, chosen, at_start)
+        own = group[0].event.source.role in (Role.ROLLOUT, Role.POLICY, Role.REFERENCE)
+        who = replica if own else "The rollout engine"  # another stack's capture: no replica names
+        what = f"ran out of GPU memory in {_engine_name(ctx)} {when}: {', '.join(kinds)}"
+        if kinds == ["cache_init"]:
+            what = (f"failed in {_engine_name(ctx)}'s initialize_cache {when}: the step that checks the KV cache holds "
+                    "one sequence of max_model_len and allocates it (docs/reference/foreign-errors.md F1)")
+        elif "max_model_len" in kinds or "kv_cache" in kinds:
+            what += " (the KV cache left by gpu_memory_utilization cannot hold one sequence of max_model_len)"
         findings.append(
             make_finding(
                 "vllm_oom",
-                f"{replica} ran out of GPU memory in {_engine_name(ctx)} {when}: {', '.join(kinds)}. {consequence}",
+                f"{who} {what}. {consequence}",
                 [*chosen[:2], *chosen[-1:]],
                 fixes=fixes,
                 action=" ".join(
@@ -207,8 +226,10 @@ def vllm_oom(ctx: DetectorContext) -> Verdict:
                         "Free memory on the GPU was short at start: another process holds it (a1x-tui preflight "
                         "lists orphans); free it, or lower the utilization."
                     ] if any(h.fields.get("kind") == "free_memory" for h in chosen) else [])
+                    + ([alternatives[0][:1].upper() + alternatives[0][1:] + "."] if alternatives and not fixes
+                       and not alternatives[0].startswith("No engine") else [])
                     + ([alternatives[0]] if alternatives and alternatives[0].startswith("No engine")
-                       else [f"Alternatives: {'; '.join(alternatives)}."] if alternatives else [])
+                       else [f"Alternatives: {'; '.join(alternatives)}."] if alternatives and fixes else [])
                 ) or None,
                 data={
                     "replica": replica,

@@ -19,6 +19,8 @@ logs' own clock (``DetectorContext``: the wall clock only for a run being writte
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from a1x_diagnostics.detectors._base import (
     Conclusion,
     DetectorContext,
@@ -35,7 +37,7 @@ from a1x_diagnostics.detectors._config import clip_text
 from a1x_diagnostics.detectors._errors import BENIGN, ErrorGroup, benign_reason, exception_text, signature
 from a1x_diagnostics.detectors._probes import Hit
 from a1x_diagnostics.detectors.facts import PROCESS_ROLES, PROGRESS_MARKS, Crash, RunFacts, last_progress
-from a1x_diagnostics.detectors.launcher import launcher_views, where_to_look
+from a1x_diagnostics.detectors.launcher import launcher_views, signal_of, where_to_look
 from a1x_diagnostics.events import Event, Role, Signal, SignalKind, Traceback
 from a1x_diagnostics.findings import Evidence, Finding, Outcome, RunOutcome, Severity
 
@@ -64,6 +66,15 @@ def decide_outcome(ctx: DetectorContext, facts: RunFacts | None = None) -> RunOu
     if ctx.finished_training:
         done = ctx.store.signal(SignalKind.TRAINING_COMPLETE).last
         summary = f"training completed (step {step}/{total})" if step is not None else "training completed"
+        early = ctx.normal_early_end
+        if early is not None and not (step is not None and total and step >= total):
+            at = f" at step {step}/{total}" if step is not None else ""
+            if early.kind is SignalKind.STOP_REQUESTED:
+                summary = (f"training ended{at} because the application asked it to stop "
+                           f"({clip_text(str(early.fields.get('reason') or ''), 120)}): a normal end")
+            else:
+                summary = f"training ended{at} because the data ran out (rank-affine dataset exhausted): a normal end"
+            return out(Outcome.COMPLETED, summary, [early, last_step, *ends[:1]])
         return out(Outcome.COMPLETED, summary, [last_step or done, *ends[:2]])
     crashes = facts.crashes
     if crashes:
@@ -146,11 +157,19 @@ def _cited(findings: list[Finding]) -> set[tuple[str, int | None]]:
 
 
 def _explained(crash: Crash, findings: list[Finding]) -> bool:
-    """A critical finding already quotes this process's log, or one of the crash's lines."""
+    """A critical finding already quotes this process's log, or one of the crash's lines. The controller's own
+    decision to end the job (0.4.7's terminal CRITICAL line, exit 86) is told apart from the replica death a
+    finding quotes from the same log: only a finding that quotes that line explains it."""
     cited = _cited([f for f in findings if f.severity is Severity.CRITICAL])
     files = {file for file, _ in cited}
     lines = [i.event if isinstance(i, Hit) else i for i in crash.items]
-    return (crash.file in files and crash.file != "") or any(
+    own_end = any(isinstance(e, Signal) and e.kind is SignalKind.CONTROLLER_TERMINAL for e in lines)
+    # the launcher's report of the controller's death, in the file that also reports a replica's: only a finding that
+    # quotes that report explains it
+    reported_only = crash.process == "controller" and bool(lines) and all(
+        isinstance(e, Signal) and e.kind is SignalKind.PROCESS_FAILED for e in lines)
+    by_file = crash.file in files and crash.file != "" and not own_end and not reported_only
+    return by_file or any(
         (e.source.path, e.line) in cited or (e.source.path, getattr(e, "last_line", e.line)) in cited for e in lines
     )
 
@@ -178,19 +197,34 @@ def _crash_finding(c: Conclusion, crash: Crash) -> Finding | None:
     tb = crash.traceback
     verb = "ended on an error" if tb is not None or crash.rc is None else "died"
     who = "the controller" if crash.process == "controller" else crash.process
+    terminal = next((i for i in crash.items if isinstance(i, Signal) and i.kind is SignalKind.CONTROLLER_TERMINAL),
+                    None)
+    if terminal is not None:
+        return _terminal_finding(c, crash, terminal, when, step_then)
     text = f"{who[:1].upper()}{who[1:]} {verb} {when}" + (f": {crash.cause}." if crash.cause else ".")
+    pid = _pid_words(ctx, crash)
+    if pid:
+        text += f" ({pid}.)"
     if crash.frames:
         text += " Last frames of its own code: " + "; ".join(crash.frames) + "."
-    killed_all = any(isinstance(i, Signal) and i.kind is SignalKind.TERMINATED_ALL for i in crash.items)
+    said = any(isinstance(i, Signal) and i.kind is SignalKind.TERMINATED_ALL for i in crash.items)
+    killed_all = said or crash.killed_all
     if crash.process == "controller":
         text += " The controller coordinates every replica: the run cannot go on without it."
-        if killed_all:
+        if said:
             text += " The launcher then terminated every process ('Terminated all processes due to failure')."
+        elif killed_all:
+            text += " The launcher then killed every process, without a line (cosmos-rl 0.4.7)."
     elif killed_all:
         text += " The launcher then terminated every process."
     looking = where_to_look(crash.rc) if tb is None else None
-    if tb is None and crash.rc is not None:
-        text += " No traceback: it was ended from outside Python."
+    if tb is None and signal_of(crash.rc) is not None:
+        text += " No traceback: it was ended by a signal, from outside Python."
+    elif tb is None and crash.rc is not None:
+        text += " Its log shows no traceback."
+    told = _announcing(ctx, tb) if tb is not None else []
+    if told:  # the process's own word on the error it then raised (unexplained_error counts these lines as the crash's)
+        text += f" Just before it the log says: {clip_text(_group_text(told[0]), 200).rstrip('.')}."
     text += " No other check explains it."
     if tb is not None:
         action = (f"Read the end of {who}'s log (the evidence): fix the error the traceback names, then "
@@ -200,9 +234,55 @@ def _crash_finding(c: Conclusion, crash: Crash) -> Finding | None:
     else:
         action = f"Read the end of {who}'s log for the cause; then relaunch (train.resume = true)."
     return make_finding(
-        "process_crashed", text, crash.items, action=action,
+        "process_crashed", text, [*crash.items, *(g.last for g in told)], action=action,
         data={"process": crash.process, "file": crash.file or None, "cause": crash.cause,
               "frames": crash.frames, "step": step_then, "return_code": crash.rc},
+    )
+
+
+def _announcing(ctx: DetectorContext, tb: Traceback) -> list[ErrorGroup]:
+    """Error lines of the traceback's file just before it (the lines ``unclaimed_errors`` takes as announcing it:
+    Hydra's 'Error executing job with overrides', a DataLoader worker's 'Unexpected bus error … shared memory'),
+    but for the benign ones (an import warning printed at start-up is no word on the error)."""
+    near = {(tb.source.path, tb.line - k) for k in (1, 2)}
+    return [g for g in ctx.store.errors.values() if not isinstance(g.last, Traceback)
+            and (g.last.source.path, g.last.line) in near and benign_reason(_group_text(g)) is None]
+
+
+def _pid_words(ctx: DetectorContext, crash: Crash) -> str | None:
+    """How a 0.4.7 launcher's pid was tied to the crashed process, when that is how it was named."""
+    for view in launcher_views(ctx):
+        if any(item is line for _, line in view.failures for item in crash.items):
+            return view.pid_words(crash.process)
+    return None
+
+
+def _terminal_finding(c: Conclusion, crash: Crash, terminal: Signal, when: str,
+                      step_then: int | None) -> Finding | None:
+    """0.4.7's controller ends the job itself (a CRITICAL line, then exit 86, docs/reference/cosmos-rl.md §16.2):
+    what it says, and the death it follows when one came first."""
+    error = str(terminal.fields.get("error") or "").strip()
+    source = terminal.fields.get("source") or "terminal"
+    text = (f"The controller ended the job {when} on purpose (exit 86, cosmos-rl 0.4.7's terminal error: its "
+            f"{source} failed)" + (f": {clip_text(error, 300).rstrip('.')}." if error else "."))
+    before = [k for k in c.facts.crashes if k is not crash and k.ts is not None and crash.ts is not None
+              and k.ts < crash.ts]
+    if before:
+        text += (f" It follows {before[0].process}'s death ({before[0].cause or 'see its finding'}): the controller's "
+                 "exit is the consequence, that death the cause.")
+    if crash.killed_all:
+        text += " The launcher then killed every process, without a line."
+    cfg = c.ctx.config
+    resume = "Relaunch with train.resume = true: the controller asks for a restart from a checkpoint"
+    if cfg.get("train.ckpt.enable_checkpoint") is False:
+        resume += (" (train.ckpt.enable_checkpoint is false in this run, so there is none: the restart begins at "
+                   "step 0)")
+    action = (f"Fix what ended {before[0].process} first (its finding). " if before else "") + resume + "."
+    return make_finding(
+        "process_crashed", text, crash.items, action=action,
+        data={"process": crash.process, "file": crash.file or None, "cause": crash.cause, "frames": [],
+              "step": step_then, "return_code": 86, "terminal": source,
+              "after": before[0].process if before else None},
     )
 
 
@@ -236,6 +316,14 @@ def run_incomplete(c: Conclusion) -> Verdict:
         text = f"You stopped the run through a1x-tui {where}, before its last step ({o.data.get('reason')})."
         items = [*o.evidence]
         action = "Relaunch when ready: train.resume = true continues from the newest checkpoint."
+    elif state is Outcome.NOT_STARTED and (steps := ctx.signals(SignalKind.GROUPS_ZERO_STD)):
+        severity = Severity.WARNING  # another stack trained: how far and how it ended is unread
+        metric = steps[0].fields.get("metric") or "its GRPO metrics"
+        text = (f"These logs are another trainer's: {len(steps)} logged step(s) of it ({metric}), no Cosmos-RL "
+                "start-up or step line, so how far the run got and how it ended cannot be read here.")
+        items = [steps[-1], *o.evidence]
+        action = "Read the end of the trainer's own output for how the run ended; a1x-tui reads a run's progress " \
+                 "from Cosmos-RL's logs (logs_<ts>/ and the launcher's output)."
     elif state is Outcome.NOT_STARTED:
         severity = Severity.WARNING
         text = "No training step in these logs and nothing says why: the logs stop before training began."
@@ -292,10 +380,15 @@ def _stop_words(event: Event) -> str:
     return f"{event.source.replica} got a termination signal"
 
 
-def unclaimed_errors(findings: list[Finding], groups: list[ErrorGroup]) -> list[ErrorGroup]:
-    """Error groups no finding quotes (by line, by signature, or as the traceback right after a quoted
-    line) and that are not on the benign list."""
+def unclaimed_errors(findings: list[Finding], groups: list[ErrorGroup],
+                     tracebacks: Iterable[Traceback] = ()) -> list[ErrorGroup]:
+    """Error groups no finding quotes (by line, by signature, as the traceback right after a quoted line, or as
+    the line that announces a quoted traceback: Hydra's 'Error executing job with overrides', then the error)
+    and that are not on the benign list."""
     cited = _cited(findings)
+    for tb in tracebacks:  # the line right before a traceback whose error a finding quotes announces that error
+        if (tb.source.path, tb.last_line) in cited or (tb.source.path, tb.line) in cited:
+            cited |= {(tb.source.path, tb.line - k) for k in (1, 2)}
     cited_signatures = {signature(_message_of_evidence(e.text)) for f in findings for e in f.evidence}
     out = []
     for g in groups:
@@ -329,7 +422,8 @@ def _message_of_evidence(text: str) -> str:
 
 @concluding("unexplained_error")
 def unexplained_error(c: Conclusion) -> Verdict:
-    groups = unclaimed_errors(c.findings, list(c.ctx.store.errors.values()))
+    groups = unclaimed_errors(c.findings, list(c.ctx.store.errors.values()),
+                              [t for t in c.ctx.store.tracebacks if isinstance(t, Traceback)])
     if not groups:
         note = f"every error line is explained or on the benign list ({len(BENIGN)} entries)"
         return Verdict.ok(note if c.ctx.store.errors else None)

@@ -26,7 +26,7 @@ from a1x_diagnostics.detectors._base import (
     verdict_of,
 )
 from a1x_diagnostics.events import Role, SignalKind
-from a1x_diagnostics.findings import Fix
+from a1x_diagnostics.findings import Finding, Fix, Severity
 
 HANG_AFTER_S = 120.0
 
@@ -108,6 +108,19 @@ def insufficient_gpus(ctx: DetectorContext) -> Verdict:
                 "A process asked for a GPU that does not exist ('invalid device ordinal'): more ranks per node "
                 "than visible GPUs, or CUDA_VISIBLE_DEVICES hides the GPU a rank was given."
             )
+        elif kind == "vllm_device":
+            what = (f"TRL was told to run vLLM on {layout[0].fields.get('device') or 'a GPU'}, which this machine does "
+                    "not show: its GRPO trainer puts vLLM on a GPU of its own, beside the GPUs of the training "
+                    "processes (docs/reference/foreign-errors.md C1). With one GPU, vllm_device must be cuda:0; "
+                    "with more, train on one process fewer than the GPUs (--num_processes).")
+        elif kind == "bad_bundle":
+            index, count = layout[0].fields.get("index"), layout[0].fields.get("count")
+            what = (f"An actor was placed on bundle {index} of a Ray placement group that has {count} bundle(s): more "
+                    "workers than the GPU bundles reserved for them (docs/reference/foreign-errors.md F5).")
+        elif kind == "pending":
+            what = (f"Ray cannot place a task or actor that asks for {layout[0].fields.get('request') or 'GPUs'}: the "
+                    "cluster does not have the GPUs it requires, so it waits (a hang, not an error, until the job is "
+                    "stopped; docs/reference/foreign-errors.md F5).")
         elif kind == "larger_than_node":
             what = (
                 "One replica needs more GPUs than this node has. The launcher words it as 'GPUs larger than 8 … "
@@ -128,7 +141,10 @@ def insufficient_gpus(ctx: DetectorContext) -> Verdict:
                 ],
                 fixes=_shard_fix(ctx, detected),
                 action="Run on a host with enough GPUs (check CUDA_VISIBLE_DEVICES), or use fewer replicas / "
-                "smaller parallelism.",
+                "smaller parallelism." + (" `ray status` shows what the cluster has."
+                                          if kind in ("pending", "bad_bundle") else ""),
+                severity=Severity.WARNING if kind == "pending" and len({h.fields.get("reason") or h.fields.get("kind")
+                                                                        for h in layout}) == 1 else None,
                 data={"needed": needed, "detected": detected, "reason": kind},
             )
         )
@@ -136,6 +152,9 @@ def insufficient_gpus(ctx: DetectorContext) -> Verdict:
 
     if ctx.store.stats or ctx.metrics.step is not None:
         return Verdict.ok()
+    no_rollout = _no_gpu_left_for_rollouts(ctx, detected)
+    if no_rollout is not None:
+        return verdict_of(no_rollout)
     workers = ctx.store.signal(SignalKind.WORKERS_REQUIRED).last
     multiple = ctx.store.signal(SignalKind.MULTIPLE_WORKERS).last
     waiting = ctx.signals(SignalKind.WAITING_FOR_REPLICAS) + ctx.signals(SignalKind.NO_VALID_ROLLOUT)
@@ -195,3 +214,33 @@ def insufficient_gpus(ctx: DetectorContext) -> Verdict:
         )
     )
     return verdict_of(*findings)
+
+
+def _no_gpu_left_for_rollouts(ctx: DetectorContext, detected: int | None) -> Finding | None:
+    """The launcher sizes the rollout replicas from the GPUs the policies leave (docs/reference/cosmos-rl.md §2.3):
+    when the policies take every GPU it plans 0 rollouts, and a GRPO launch then fails on the missing rollout section
+    (Cosmos-Reason1's launcher: KeyError 'rollout', seen in nvidia-cosmos/cosmos-reason1#11). An SFT run plans 0
+    rollouts too and goes on: only a launch that then crashed is told."""
+    planned = {str(s.fields.get("role")).lower(): s for s in ctx.signals(SignalKind.REPLICAS_PLANNED)}
+    rollout, policy = planned.get("rollout"), planned.get("policy")
+    if rollout is None or policy is None or rollout.fields.get("count") != 0 or detected is None:
+        return None
+    count, each = policy.fields.get("count"), policy.fields.get("gpus_each")
+    if not isinstance(count, int) or not isinstance(each, int) or count * each < detected:
+        return None
+    crashed = [t for t in ctx.store.tracebacks if t.source.path == rollout.source.path and t.line > rollout.line]
+    if not crashed:
+        return None
+    return make_finding(
+        "insufficient_gpus",
+        f"The policy replicas take every GPU (policy {count} × {each} = {count * each}, and this node shows "
+        f"{detected}), so the launcher planned 0 rollout replicas, and the launch then failed "
+        f"({crashed[0].exc_type or 'a traceback'}): GRPO needs at least one rollout replica on GPUs of its own "
+        "(or shared, in colocated mode).",
+        [rollout, policy, ctx.store.signal(SignalKind.GPUS_DETECTED).last, crashed[0]],
+        fixes=_shard_fix(ctx, detected - 1 if detected > 1 else None),
+        action="Leave GPUs for a rollout replica: fewer policy GPUs (smaller dp_shard_size or fewer policy "
+               "replicas), or a node with more GPUs; `mode = \"colocated\"` shares the policy's GPUs with the rollout.",
+        data={"needed": None, "detected": detected, "reason": "no_rollout_gpus"},
+    )
+

@@ -24,6 +24,7 @@ from a1x_diagnostics.detectors._base import (
     ts_of,
     verdict_of,
 )
+from a1x_diagnostics.detectors._config import clip_text
 from a1x_diagnostics.events import Event, PromptRejected, Role, Signal, SignalKind, SyncPhase, WeightSync
 from a1x_diagnostics.findings import Evidence, Fix
 from a1x_diagnostics.metrics import median
@@ -329,6 +330,27 @@ def nccl_p2p_hang(ctx: DetectorContext) -> Verdict:
         if finding is not None:
             findings.append(finding)
     for hit in ctx.hits("nccl"):
+        if hit.fields.get("kind") == "p2r_send_failed":  # 0.4.7 names the send that failed (§16.2)
+            at = ts_of(hit.event)
+            if ctx.final_step_ts is not None and at is not None and at >= ctx.final_step_ts:
+                continue
+            rollout, step = hit.fields.get("rollout"), hit.fields.get("step")
+            finding = make_finding(
+                "nccl_p2p_hang",
+                f"The policy's weight send (P2R) to rollout {rollout} at step {step} failed "
+                f"({clip_text(str(hit.fields.get('error') or ''), 160)}) and the job stops. Cosmos-RL says so itself: "
+                "when the rollout logged a failed P2R receive, that receive is the cause and this send its "
+                "consequence.",
+                [hit],
+                action="Read the rollout's log at that time for its failed receive (or its death); relaunch with "
+                       "NCCL_P2P_DISABLE=1 when the transfer itself hangs (docs/reference/alpamayo-recipe.md §14 "
+                       "row 22).",
+                data={"replica": hit.event.source.replica, "rollout": rollout, "step": step},
+            )
+            if finding is not None:
+                findings.append(finding)
+                break
+            continue
         if hit.fields.get("kind") != "abnormal_teardown" or "policy_P2R" not in hit.event.text:
             continue
         at = ts_of(hit.event)

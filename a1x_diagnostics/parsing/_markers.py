@@ -2,8 +2,9 @@
 
 Outside a multi-line group (``LineParser.in_group``), a line can give an event only if it holds:
 
-- a level gate, a group start (``Traceback (most recent call last):``, torchrun's ``Root Cause``), the
-  prefetch server's prefix, or an error word (an error line no entry names);
+- a level gate, a group start (``Traceback (most recent call last):``, torchrun's ``Root Cause``, a frame line
+  of a traceback whose header was lost), the prefetch server's prefix, or an error word (an error line no entry
+  names);
 - in a controller or replica log, a gate of some rule: for a *tag* gate (`` - INFO - [Rollout``, on
   most lines of its file) the needle of a rule logged under it instead, since a line the rule reads
   holds its needle too; any other gate (``[WeightSyncThread] ``, ``NCCL WARN``, an own needle) itself;
@@ -17,11 +18,11 @@ from __future__ import annotations
 import functools
 
 from a1x_diagnostics.events import Source
-from a1x_diagnostics.parsing._parser import ERROR_MARKERS, GATED_ROLES, GROUP_STARTS
+from a1x_diagnostics.parsing._parser import ERROR_MARKERS, FRAME_MARK, GATED_ROLES, GROUP_STARTS
 from a1x_diagnostics.parsing._rules import LEVEL_GATES, NEEDLES, RULES
 from a1x_diagnostics.parsing._scan import Scanner
 
-ALWAYS = (*LEVEL_GATES, *GROUP_STARTS, "[AlpamayoPrefetch]", *ERROR_MARKERS)
+ALWAYS = (*LEVEL_GATES, *GROUP_STARTS, FRAME_MARK, "[AlpamayoPrefetch]", *ERROR_MARKERS)
 TAG_GATE = " - INFO - "
 """Gates starting so are the cosmos INFO prefix with a tag: on most lines of their file."""
 

@@ -54,6 +54,16 @@ MAX_TB_LINE = 2048  # characters kept of each traceback line
 GATED_ROLES = frozenset({Role.CONTROLLER, Role.POLICY, Role.ROLLOUT, Role.REFERENCE})  # see _rules "gates"
 
 _EXC_LINE = re.compile(r"[A-Za-z_][\w.]*(?::(?:\s.*)?)?$")
+# A Python frame line (``  File "x.py", line 12, in f``; faulthandler's has no comma before ``in``): an excerpt
+# that starts inside a traceback, its header lost, opens one here (docs/reference/foreign-errors.md F6).
+FRAME_MARK = 'File "'
+_FRAME_LINE = re.compile(r'\s+File "[^"]+", line \d+, in \S')
+# Loggers that print a traceback with their prefix on every line (vLLM's ``logger.exception``: ``ERROR 06-28 06:11:45
+# worker_base.py:145] Traceback …``, V1's behind ``(EngineCore_DP0 pid=N)``; docs/reference/foreign-errors.md D3, F1)
+PREFIXED_TRACEBACKS = frozenset({"vllm"})
+# The last line of a header-less traceback: ``XxxError: msg`` or a module-qualified class (``pkg.mod.Name: msg``),
+# so that the next line of a log is never taken for an exception.
+_HEADERLESS_EXC = re.compile(r"(?:(?:[A-Za-z_]\w*\.)+[A-Z]\w*|[A-Z]\w*(?:Error|Exception))(?::(?:\s.*)?)?$")
 _PYDANTIC_HEAD = re.compile(r"\d+ validation errors? for \S+\s*$")
 _CF_FIELD = re.compile(r"\s+(\w+)\s*:\s?(.*)$")
 _CF_SIGNAL = re.compile(r"Signal (\d+) \((SIG\w+)\) received by PID (\d+)")
@@ -72,6 +82,31 @@ Key = tuple[int, int]  # (line number, index of the \r-segment within that line)
 def is_group_start(body: str) -> bool:
     """Whether a line (without its rank prefix) opens a multi-line group."""
     return body.startswith(GROUP_STARTS)
+
+
+# A terminal hard-wraps a long line at its width and repeats no prefix: the rest starts a line of its own
+# (docs/reference/foreign-errors.md F2, D4: ``… trying to connect to (172.17.0.2`` / ``, 44737).``). A line whose
+# message leaves a bracket open is held; the next line is its rest when it has no prefix, no indent, and closes
+# that bracket. Read as one line, numbered as the first.
+_NOT_WRAPPED = frozenset({"tqdm", "prefetch"})
+
+
+def _open_bracket(shape: Shape) -> bool:
+    msg = shape.msg
+    if shape.family in _NOT_WRAPPED or ("(" not in msg and "[" not in msg):
+        return False
+    return msg.count("(") > msg.count(")") or msg.count("[") > msg.count("]")
+
+
+def _continues(held: Shape, text: str, shape: Shape) -> bool:
+    if not text or text[0] in " \t" or shape.family != "plain" or shape.rank is not None:
+        return False
+    if text.startswith(GROUP_STARTS):
+        return False
+    msg = held.msg
+    if msg.count("(") > msg.count(")") and text.count(")") > text.count("("):
+        return True
+    return msg.count("[") > msg.count("]") and text.count("]") > text.count("[")
 
 
 # Lines that may be an error no rule knows (``_error_line``): a level word, or ``XxxError:`` / ``XxxException:``.
@@ -96,14 +131,17 @@ class _Group:
 
 
 class _TracebackGroup(_Group):
-    __slots__ = ("exc", "lines", "pending_blank", "state")
+    __slots__ = ("exc", "headerless", "lines", "pending_blank", "prefixed", "state")
 
-    def __init__(self, key: Key, raw: str, rank: int | None, body: str) -> None:
+    def __init__(self, key: Key, raw: str, rank: int | None, body: str, headerless: bool = False,
+                 prefixed: str | None = None) -> None:
         super().__init__(key, raw, rank)
         self.lines: list[str] = [cap(body, MAX_TB_LINE)]
         self.exc: list[tuple[int, str, str]] = []  # (lineno, raw, body) of exception lines
         self.state = "frames"  # frames | exc | pydantic | chain
         self.pending_blank: list[Key] = []
+        self.headerless = headerless  # opened on a frame line: its exception line must look like one
+        self.prefixed = prefixed  # a logger that prefixes every line of it (vLLM's): its lines are the messages
 
     def _take(self, key: Key, body: str) -> None:
         for b in self.pending_blank:
@@ -116,6 +154,10 @@ class _TracebackGroup(_Group):
 
     def offer(self, key: Key, raw: str, shape: Shape) -> int:
         body = shape.body
+        if self.prefixed is not None:  # every line of it carries the logger's prefix: read the messages
+            if shape.family != self.prefixed:
+                return _REJECT
+            body, shape = shape.msg, shape._replace(family="plain", body=shape.msg)
         if len(self.lines) + len(self.pending_blank) >= MAX_GROUP_LINES:
             return _REJECT
         if not body.strip():
@@ -130,6 +172,8 @@ class _TracebackGroup(_Group):
                 self._take(key, body)
                 return _ACCEPT
             if shape.family != "plain" or body.startswith(GROUP_STARTS) or not _EXC_LINE.match(body):
+                return _REJECT
+            if self.headerless and not _HEADERLESS_EXC.match(body):
                 return _REJECT
             self._take_exc(key, raw, body)
             return _ACCEPT
@@ -164,6 +208,8 @@ class _TracebackGroup(_Group):
         self.state = "pydantic" if _PYDANTIC_HEAD.search(body) else "exc"
 
     def close(self, parser: LineParser) -> list[Event]:
+        if self.headerless and not self.exc:
+            return []  # frames alone (a stack dump, a quoted traceback cut before its end): no exception to read
         exc_type = exc_message = None
         if self.exc:
             last = self.exc[-1][2]
@@ -268,6 +314,7 @@ class LineParser:
         self._keep_unknown = keep_unknown
         self._gated = source.role in GATED_ROLES
         self._groups: dict[int | None, _Group] = {}
+        self._held: tuple[int, str, Shape] | None = None  # a line that may continue on the next (a terminal wrap)
         self._lineno = -1
         self._seg = 0
 
@@ -284,6 +331,12 @@ class LineParser:
         shape = shape_of(text, self._ref, self._ref_after)
         if shape.ts is not None and shape.family in _FULL_STAMPS:
             self._ref, self._ref_after = shape.ts, True
+        if self._held is not None:
+            joined = self._wrapped(lineno, text, shape)
+            if joined is not None:
+                out.extend(joined)
+                return out
+            out.extend(self._release())
         group = self._groups.get(shape.rank)
         if group is not None:
             verdict = group.offer(key, text, shape)
@@ -301,12 +354,35 @@ class LineParser:
             else:
                 self._groups[shape.rank] = _ChildFailedGroup(key, text, shape.rank)
             return out
+        if shape.family in PREFIXED_TRACEBACKS and shape.msg.startswith(TRACEBACK_START):
+            self._groups[shape.rank] = _TracebackGroup(key, text, shape.rank, shape.msg, prefixed=shape.family)
+            return out
+        if shape.family == "plain" and FRAME_MARK in body and _FRAME_LINE.match(body):
+            self._groups[shape.rank] = _TracebackGroup(key, text, shape.rank, body, headerless=True)
+            return out
+        if _open_bracket(shape):
+            self._held = (lineno, text, shape)  # a terminal may have wrapped it: see the next line (``_wrapped``)
+            return out
         out.extend(self._line_events(lineno, text, shape))
         return out
 
+    def _release(self) -> list[Event]:
+        """The held line on its own (the next line did not continue it)."""
+        held, self._held = self._held, None
+        return self._line_events(*held) if held is not None else []
+
+    def _wrapped(self, lineno: int, text: str, shape: Shape) -> list[Event] | None:
+        """The held line's events read with ``text`` joined to it, when ``text`` is its terminal-wrapped rest."""
+        held = self._held
+        if held is None or not _continues(held[2], text, shape):
+            return None
+        self._held = None
+        joined = held[1] + text
+        return self._line_events(held[0], joined, shape_of(joined, self._ref, self._ref_after))
+
     def flush(self) -> list[Event]:
         """End of input: close every open group (a traceback cut off by EOF is still one event)."""
-        out: list[Event] = []
+        out: list[Event] = self._release()
         for rank in sorted(self._groups, key=lambda r: -1 if r is None else r):
             out.extend(self._close(self._groups[rank]))
         self._groups.clear()
@@ -314,9 +390,10 @@ class LineParser:
 
     @property
     def in_group(self) -> bool:
-        """A multi-line group (traceback, torchrun failure summary) is open: the next lines may
-        belong to it, so a caller that skips lines without a marker must feed every line now."""
-        return bool(self._groups)
+        """A multi-line group (traceback, torchrun failure summary) is open, or a line is held for its
+        wrapped rest: the next lines may belong to it, so a caller that skips lines without a marker must
+        feed every line now."""
+        return bool(self._groups) or self._held is not None
 
     # -- internals
 

@@ -17,6 +17,9 @@ Families (docs/reference/cosmos-rl.md §3.3-§3.4, §11.1; docs/reference/alpama
 - ``slurm``: ``[YYYY-mm-dd hh:MM:SS.mmm PM UTC][cosmos-rl-sbatch]: msg`` (§11.1).
 - ``tqdm``: a progress bar (``42%|████ | 5/12 [..]``), usually redrawn with ``\\r``.
 - ``plain``: anything else (shell echoes, print, tracebacks, torchrun summaries).
+
+A container runtime's stamp (``2024-06-28T06:11:52.685300953Z ``), Ray's ``(Actor pid=N, ip=A)`` and torch's
+``[rankN]:`` are peeled in front of these.
 """
 
 from __future__ import annotations
@@ -57,6 +60,10 @@ _RAY_RE = re.compile(
     rf"(?:{_COLOUR})?\((?:raylet|autoscaler[^)]*|(?:[\w.:-]+ )?pid=\d+(?:, ip=[\w.:-]+)?)\)(?:{_COLOUR})? ?"
 )
 _RAY_REPEATED_RE = re.compile(rf"(?:{_COLOUR})? ?\[repeated \d+x across cluster\](?:{_COLOUR})?(?: \(Ray dedup.*)?$")
+# A container runtime's RFC 3339 stamp in front of every line (``docker logs -t``, Kubernetes), before Ray's and
+# vLLM's prefixes (docs/reference/foreign-errors.md F6): peeled; the line's time when the rest carries none (as
+# printed, its zone dropped like every stamp here).
+_WALL_RE = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?(?:Z|[+-]\d\d:?\d\d)? ")
 
 GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
 PREFETCH_LEVELS = {
@@ -171,6 +178,14 @@ def shape_in_full(text: str, ref: datetime | None = None, after: bool = False) -
     if not body:
         return Shape("plain", body, body, rank)
     c = body[0]
+    if c.isdigit() and body[10:11] == "T":
+        m = _WALL_RE.match(body)
+        if m is not None and len(body) > m.end():
+            g = m.groups()
+            inner = shape_in_full(body[m.end() :], ref, after)
+            ts = inner.ts or _dt(int(g[0]), int(g[1]), int(g[2]), int(g[3]), int(g[4]), int(g[5]),
+                                 int((g[6] or "0")[:6].ljust(6, "0")))
+            return inner._replace(ts=ts, rank=rank if inner.rank is None else inner.rank)
     if c in "(\x1b^[":
         m = _RAY_RE.match(body)
         if m is not None:

@@ -1,4 +1,4 @@
-"""The catalog of every message shape a1x-tui recognises: one entry a message, grouped by who prints it.
+r"""The catalog of every message shape a1x-tui recognises: one entry a message, grouped by who prints it.
 
 =============== =====================================================================================
 ``controller``  the Cosmos-RL controller (``controller.log``)
@@ -6,6 +6,7 @@
 ``launcher``    the ``cosmos-rl`` launcher, torchrun's agent, the shell and Slurm around them
 ``recipe_hub``  the Alpamayo recipe, the Hugging Face Hub, W&B
 ``other_stacks`` torch, NCCL, vLLM, SGLang, Ray, Hydra
+``alpagym``     AlpaGym's host: its config-validation refusals
 =============== =====================================================================================
 
 A ``Sig`` (``entry.py``) is a line that gives an event: its regex, the event (a ``SignalKind``, or an
@@ -16,12 +17,14 @@ marks a traceback or an unclaimed error line with an error id the detectors ask 
 the needle looked up before each regex, the strings a scanner looks for, which entries a line of a
 replica log may hold. Entries are tried in catalog order (``SIGS``); the first that matches wins.
 
-**Adding a message**: one entry with a real sample line, in the file of who prints it, e.g. in
-``replicas.py``::
+**Adding a message**: one entry with a real sample line (or, where no recording shows it, a line rendered
+from the source's format string, in ``rendered``), in the file of who prints it, e.g. in ``replicas.py``::
 
-    Sig("nccl_error.readiness_failed", r"nccl readiness failed(?:: (?P<error>.*))?$", S.NCCL_ERROR,
-        fields={"kind": "readiness"}, source="cosmos-rl@0.4.7:cosmos_rl/utils/distributed.py:812",
-        samples=("[cosmos] 2026-12-01 10:00:00,000 - cosmos - ERROR - nccl readiness failed: timeout",)),
+    Sig("nccl_error.ha_readiness_failed", r"nccl readiness failed after (?P<attempts>\d+) attempts", S.NCCL_ERROR,
+        gate=OWN, fields={"kind": "ha_failed"}, read_in=Role.POLICY,
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/utils/distributed.py:817 (docs/reference/cosmos-rl.md §16.1)",
+        samples=(), rendered=("[rank0]:RuntimeError: [HA_NCCL][global_rank 0, replica_rank 0] c60c51a2-… nccl "
+                              "readiness failed after 3 attempts.",)),
 
 ``tests/signatures`` reads every sample as a line of its file (a replica log for ``replicas.py``,
 ``read_in=`` otherwise) and checks that it gives this entry's event and that no earlier entry takes it.
@@ -31,16 +34,16 @@ A detector is needed only when the event needs new logic (docs/findings.md, "Add
 from __future__ import annotations
 
 from a1x_diagnostics.events import SignalKind
-from a1x_diagnostics.signatures import controller, launcher, other_stacks, recipe_hub, replicas
+from a1x_diagnostics.signatures import alpagym, controller, launcher, other_stacks, recipe_hub, replicas
 from a1x_diagnostics.signatures.entry import OWN, Hit, Sig
 
 GROUPS = {"controller": controller, "replicas": replicas, "launcher": launcher, "recipe_hub": recipe_hub,
-          "other_stacks": other_stacks}
+          "other_stacks": other_stacks, "alpagym": alpagym}
 """Each group's module, in catalog order."""
 
 SIGS: tuple[Sig, ...] = (
     *controller.SIGS, *replicas.SIGS, *launcher.WRAPPERS, *other_stacks.SIGS, *launcher.SIGS, *controller.LATE,
-    *replicas.LATE, *recipe_hub.SIGS,
+    *replicas.LATE, *recipe_hub.SIGS, *alpagym.SIGS,
 )
 """Every line entry, in the order they are tried: a message another may quote comes after it (a wrapper
 quotes any error; an NCCL or HTTP failure of Cosmos-RL may quote torch's text)."""

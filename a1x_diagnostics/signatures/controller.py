@@ -202,6 +202,46 @@ LATE = (
     Sig("redis_failure.redis_failed_to", r"\[Redis\] Failed to (?P<error>.*)$", S.REDIS_FAILURE, fields={"rc": None},
         source="cosmos-rl@89f2e5b5:redis_stream.py:167 (docs/reference/cosmos-rl.md §13.6)",
         samples=("[cosmos] 2025-06-09 22:14:29,220 - cosmos - ERROR - [Redis] Failed to write to Redis stream abc_command: Connection refused",)),
+    # --- 0.4.7 (docs/reference/cosmos-rl.md §16.2): the controller's terminal errors (then os._exit(86)), the
+    # resume agreement, a rollout's NCCL report, and the two normal ends before total_steps
+    Sig("controller_terminal.monitor", r"Controller monitor failed; terminating execution: (?P<error>.*)$", S.CONTROLLER_TERMINAL, fields={"source": "monitor"},
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/dispatcher/run_web_panel.py:436 (errors: dispatcher/status.py:1066, "
+               ":1222; then os._exit(86), :437) (docs/reference/cosmos-rl.md §16.2)",
+        samples=("[cosmos] 2026-12-05 21:45:03,624 - cosmos - CRITICAL - Controller monitor failed; terminating execution: All policy replicas departed before training completed; resume the job from a checkpoint (scale-to-zero rebootstrap is unsupported)",),
+        rendered=("[cosmos] 2026-12-05 21:45:03,624 - cosmos - CRITICAL - Controller monitor failed; terminating execution: Policy membership changed during an unsettled update; completion is uncertain and the original ACK set remains incomplete. Restart from a checkpoint; elastic step recovery is unsupported.",)),
+    Sig("controller_terminal.publication", r"Controller publication failed; terminating execution: (?P<error>.*)$", S.CONTROLLER_TERMINAL, fields={"source": "publication"},
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/dispatcher/controller.py:56 (then os._exit(86), :57) "
+               "(docs/reference/cosmos-rl.md §16.2)",
+        samples=(),
+        rendered=("[cosmos] 2026-12-05 21:45:03,624 - cosmos - CRITICAL - Controller publication failed; terminating execution: Redis publication deadline expired; outcome is unknown",)),
+    Sig("controller_terminal.settlement", r"Completion settlement failed; terminating controller", S.CONTROLLER_TERMINAL, fields={"source": "settlement", "error": None},
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/dispatcher/controller.py:1060 (with its traceback; then "
+               "os._exit(86), :1063) (docs/reference/cosmos-rl.md §16.2)",
+        samples=(),
+        rendered=("[cosmos] 2026-12-05 21:45:03,624 - cosmos - CRITICAL - Completion settlement failed; terminating controller",)),
+    Sig("resume_failed.agreement", r"Checkpoint resume agreement failed; continuation is unsafe: (?P<error>missing=.*)$", S.RESUME_FAILED, fields={"reason": "mismatch", "path": None},
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/dispatcher/run_web_panel.py:713 (text utils/resume.py:53-56; "
+               "then os._exit(1), :702-705) (docs/reference/cosmos-rl.md §16.2)",
+        samples=(),
+        rendered=("[cosmos] 2026-12-05 21:45:03,624 - cosmos - ERROR - [Dispatcher] Checkpoint resume agreement failed; continuation is unsafe: missing=[], unexpected=[], changed=['remain_samples_num']",)),
+    Sig("nccl_error.rollout_reported", r"\[Controller\] Rollout replica (?P<replica>\S+) reported NCCL failure: (?P<error>.*)$", S.NCCL_ERROR, fields={"kind": "rollout_reported"},
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/dispatcher/controller.py:1208 (an acknowledgement: no replica "
+               "is reaped) (docs/reference/cosmos-rl.md §16.2)",
+        samples=(),
+        rendered=("[cosmos] 2026-12-05 21:45:03,624 - cosmos - WARNING - [Controller] Rollout replica 1ca11ca3-70cf-43f9-a44e-f3765ee9d6f3 reported NCCL failure: [Rollout] Timed out building the global mesh communicator for 1ca11ca3-70cf-43f9-a44e-f3765ee9d6f3 (key=d097406a-002b-4ee5-9cb4-475f6f70d910_1ca11ca3-70cf-43f9-a44e-f3765ee9d6f3_0, rank=1, world_size=2) after 60000 ms.",)),
+    Sig("stop_requested.application_requested_successful_stop", r"\[Controller\] Application requested successful stop: (?P<reason>.*)$", S.STOP_REQUESTED, gate=CONTROLLER,
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/dispatcher/status.py:556 (POST /api/request_stop, "
+               "run_web_panel.py:496-499; the colocated controller's own, status.py:3176-3178) "
+               "(docs/reference/cosmos-rl.md §16.2)",
+        samples=(),
+        rendered=(
+            "[cosmos] 2026-12-05 21:45:03,624 - cosmos - INFO - [Controller] Application requested successful stop: reward plateau reached at step 120",
+            "[cosmos] 2026-12-05 21:45:03,624 - cosmos - INFO - [Controller] Application requested successful stop: colocated dataset exhausted before a complete training batch",
+        )),
+    Sig("dataset_exhausted.rank_affine", r"\[Controller\] Rank-affine dataset exhausted: remaining completion capacity (?P<capacity>\[[^\]]*\]) cannot fill batch (?P<batch>\d+)", S.DATASET_EXHAUSTED, gate=CONTROLLER,
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/dispatcher/controller.py:426 (docs/reference/cosmos-rl.md §16.2)",
+        samples=(),
+        rendered=("[cosmos] 2026-12-05 21:45:03,624 - cosmos - INFO - [Controller] Rank-affine dataset exhausted: remaining completion capacity [6, 2] cannot fill batch 8 on every policy; closing prompt input and draining issued work without another partial update.",)),
     Sig("validation.activating_validation_dataloader_for_step", r"Activating validation dataloader for step (?P<step>\d+)", S.VALIDATION, gate=DATA_FETCHER, fields={"phase": 'start'},
         source="cosmos-rl@89f2e5b5:data_fetcher.py:639 (docs/reference/cosmos-rl.md §4.6)",
         samples=("[cosmos] 2026-11-29 14:58:02,117 - cosmos - INFO - [DataFetcher] Activating validation dataloader for step 10, with length 32",)),

@@ -65,7 +65,9 @@ class Sig:
     ``event``: a ``SignalKind`` (a ``Signal`` whose ``fields`` are the regex's named groups, numbers
     as ints, plus ``fields``) or an event class (its fields from the named groups of the same names,
     converted to the field's type, plus ``fields``, plus what ``read`` returns; ``read`` returning
-    None refuses the line). ``wrapper``: the ``error`` group quotes another message, read too.
+    None refuses the line). ``samples``: lines seen in real logs (a recording, a user's log);
+    ``rendered``: lines rendered from the source's own format string where no recording shows the
+    message (both are tests alike). ``wrapper``: the ``error`` group quotes another message, read too.
     ``read_in``: the kind of file the samples were read from (``a1x_diagnostics.events.Role``), when
     it is not the group's own. The regex is searched in a line's message (the text after its prefix).
     """
@@ -77,6 +79,7 @@ class Sig:
     samples: tuple[str, ...]
     fields: Mapping[str, Any] = field(default_factory=dict)
     gate: tuple[str, ...] | _Own = ()
+    rendered: tuple[str, ...] = ()
     read: Reader | None = None
     wrapper: bool = False
     read_in: Role | None = None
@@ -97,3 +100,4 @@ class Hit:
     pattern: str | None = None
     kind: str | None = None
     flags: int = 0
+    rendered: tuple[str, ...] = ()

@@ -235,3 +235,14 @@ def _walk(node: ast.AST, src: str) -> Any:
         return ast.get_source_segment(src, node)
     raise _Unreadable(type(node).__name__)
 
+
+
+def verl_zero_advantages(m: re.Match[str]) -> dict[str, Any] | None:
+    """verl's step metrics: every advantage 0 (max = min = 0) means every GRPO group had one reward for all its
+    completions; a score max = min says that reward was one value for the whole batch. Anything else: no event."""
+    adv_max, adv_min = to_float(m["adv_max"]), to_float(m["adv_min"])
+    score_max, score_min = to_float(m["score_max"]), to_float(m["score_min"])
+    if adv_max != 0.0 or adv_min != 0.0:
+        return None
+    return {"fraction": 1.0, "metric": "critic/advantages",
+            "constant_reward": score_max is not None and score_max == score_min}

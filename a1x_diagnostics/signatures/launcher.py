@@ -61,10 +61,16 @@ SIGS = (
         source="cosmos-rl@89f2e5b5:cosmos_rl/launcher/utility.py:406 (docs/reference/cosmos-rl.md §2.3, §3.1)",
         samples=("[cosmos] 2026-11-29 15:02:24,361 - cosmos - INFO - Appending command: /tmp/crl_run.HtJQ/site/cosmos_rl/launcher/launch_replica.sh --type policy --ngpus 1 --backend example_hf --config /tmp/tmplcacvuch.toml --script /work/main/tools/fixture_recorder/entry_tiny_grpo.py  with gpu devices: 0, control URL: localhost:8600, output files: /tmp/fx747/buffer_growth/logs_20261129-150224/policy_0.log, env: None",)),
     Sig("process_failed.failed_with_return_code", r"Process (?P<process>\S+) failed with return code (?P<rc>-?\d+)", S.PROCESS_FAILED,
-        source="cosmos-rl@89f2e5b5:launch_all.py:983 (docs/reference/cosmos-rl.md §2.7)",
+        source="cosmos-rl@89f2e5b5:launch_all.py:983 (a list position); nvidia-cosmos/cosmos-rl@0.4.7:"
+               "cosmos_rl/launcher/launch_all.py:446 (a pid: a worker's failure is logged and the launcher waits on; "
+               "the controller's, or any rc 86, kills every process without a line) (docs/reference/cosmos-rl.md "
+               "§2.7, §16.2)",
         samples=(
             "[cosmos] 2026-11-29 15:03:40,811 - cosmos - ERROR - Process 1 failed with return code 1",
             "[cosmos] 2026-12-01 20:08:44,479 - cosmos - ERROR - Process 2 failed with return code 1",
+            "[cosmos] 2026-12-05 21:44:19,831 - cosmos - ERROR - Process 1574 failed with return code 1",
+            "[cosmos] 2026-12-05 21:44:20,699 - cosmos - ERROR - Process 1254 failed with return code 137",
+            "[cosmos] 2026-12-05 21:45:03,710 - cosmos - ERROR - Process 1209 failed with return code 86",
         )),
     Sig("process_failed.terminating_other_processes", r"(?P<process>Policy|Rollout|Controller|Reference) failed with exit code (?P<rc>-?\d+)\. Terminating other processes", S.PROCESS_FAILED,
         source="cosmos-rl@89f2e5b5:tools/slurm/cosmos_rl_slurm_launch.py (docs/reference/cosmos-rl.md §11.1)",
@@ -75,6 +81,15 @@ SIGS = (
             "[cosmos] 2026-11-29 15:04:32,772 - cosmos - INFO - Process 1 completed successfully",
             "[cosmos] 2026-11-29 15:04:30,240 - cosmos - INFO - Process 1 completed successfully",
         )),
+    Sig("process_completed.completed_rc", r"Process (?P<process>\d+) completed \(rc=(?P<rc>-?\d+)\)", S.PROCESS_COMPLETED,
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/launcher/launch_all.py:473 (a pid; rc 0, or the controller's "
+               "coordinated exit, rc 143 or -15: a success) (docs/reference/cosmos-rl.md §16.1)",
+        samples=("[cosmos] 2026-12-05 21:44:42,976 - cosmos - INFO - Process 1148 completed (rc=0)",),
+        rendered=("[cosmos] 2026-12-05 21:46:12,305 - cosmos - INFO - Process 1209 completed (rc=143)",)),
+    Sig("process_registered.registering_policy_process", r"Registering (?P<role>policy) process (?P<pid>\d+) for signal handling", S.PROCESS_REGISTERED,
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/launcher/launch_all.py:1008 (the pids of the policy "
+               "processes, in launch order) (docs/reference/cosmos-rl.md §16.1)",
+        samples=("[cosmos] 2026-12-05 21:43:35,174 - cosmos - INFO - Registering policy process 1760 for signal handling /tmp/crl_run.shiI/site/cosmos_rl/launcher/launch_replica.sh --type policy --ngpus 1 --backend example_hf --config /tmp/tmpefymel2s.toml --script /work/main/.device/recorder/entry_tiny_grpo.py ",)),
     Sig("coordinated_success.exited_via_the_coordinated_shutdown", r"Process (?P<process>\S+) \((?P<role>\w+)\) exited via the coordinated shutdown path \(rc=(?P<rc>-?\d+)\); treating as success", S.COORDINATED_SUCCESS,
         source="cosmos-rl@89f2e5b5:launch_all.py:62 (docs/reference/cosmos-rl.md §2.4)",
         samples=(
@@ -123,6 +138,11 @@ SIGS = (
     Sig("fatal_signal.killed", r"line \d+: +(?P<pid>\d+) Killed\b", S.FATAL_SIGNAL, gate=OWN, fields={"what": 'killed', "detail": None},
         source="GNU bash job report (docs/reference/foreign-errors.md E5)",
         samples=("run_grpo.sh: line 37: 2291744 Killed                  python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo",)),
+    Sig("fatal_signal.killed_bare", r"^Killed$", S.FATAL_SIGNAL, gate=OWN, fields={"what": 'killed', "detail": None, "bare": True},
+        source="GNU bash job report of a killed foreground child, without 'line N: pid' (docs/reference/foreign-errors.md "
+               "E5); seen in tests/fixtures/cosmos/v0.4.7/controller_killed (the launcher's silent kill-all, "
+               "docs/reference/cosmos-rl.md §16.2)",
+        samples=("Killed",), read_in=Role.POLICY),
     Sig("gpu_layout_error.replica_with_gpus_larger_than", r"Replica with GPUs larger than \d+ occurs but not on Lepton job", S.GPU_LAYOUT_ERROR, fields={"reason": 'larger_than_node'},
         source="cosmos-rl@89f2e5b5:utility.py:270 (docs/reference/cosmos-rl.md §2.4)",
         samples=(

@@ -7,7 +7,8 @@ to add one."""
 from __future__ import annotations
 
 from a1x_diagnostics.events import SignalKind as S
-from a1x_diagnostics.signatures.entry import FOREIGN, Hit, Sig
+from a1x_diagnostics.signatures.entry import FOREIGN, OWN, Hit, Sig
+from a1x_diagnostics.signatures.fields import verl_zero_advantages
 
 SIGS = (
     Sig("oom.no_available_memory_for_the", r"No available memory for the cache blocks", S.OOM, fields={"kind": 'no_cache_blocks'},
@@ -21,13 +22,19 @@ SIGS = (
         samples=(
             "ValueError: To serve at least one request with the models's max seq len (32768), (4.00 GB KV cache is needed, which is larger than the available KV cache memory (2.31 GB). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
             "ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV cache memory (0.71 GiB). Based on the available memory, the estimated maximum model length is 5632. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+        ),
+        rendered=(
+            "ValueError: To serve at least one request with the models's max seq len (32768), (4.0 GB KV cache is needed, which is larger than the available KV cache memory (2.3125 GB). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+            "ERROR 05-07 02:14:18 [core.py:396] ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV cache memory (9.45 GiB).  Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+            "(EngineCore_DP0 pid=563) ERROR 12-23 23:34:23 [core.py:708] ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV cache memory (9.45 GiB). Based on the available memory, the estimated maximum model length is 77360. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
         )),
     Sig("oom.is_larger_than_the_maximum", r"max seq len \((?P<max_model_len>\d+)\) is larger than the maximum number of tokens that can be stored in KV cache(?: \((?P<kv_tokens>\d+)\))?", S.OOM, fields={"kind": 'max_model_len'},
         source="vllm-project/vllm@v0.6.3:vllm/worker/worker.py (docs/reference/foreign-errors.md A6)",
         samples=(
             "The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in KV cache (23648). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
             "(LLMRayActor pid=3321, ip=10.0.3.14) ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV cache (21456). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
-        )),
+        ),
+        rendered=("(LLMRayActor pid=20770) ValueError: The model's max seq len (8192) is larger than the maximum number of tokens that can be stored in KV cache (6048). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",)),
     Sig("oom.on_startup_is_less_than", r"Free memory on device.*? on startup is less than desired GPU memory utilization", S.OOM, fields={"kind": 'free_memory'},
         source="vllm-project/vllm@v0.11.0:vllm/utils (docs/reference/foreign-errors.md A6)",
         samples=(
@@ -129,10 +136,13 @@ SIGS = (
         samples=(
             "TimeoutError: The client socket has timed out after 1800s while trying to connect to (127.0.0.1, 48391).",
             "[E socket.cpp:793] [c10d] The client socket has timed out after 1800s while trying to connect to (127.0.0.1, 48391).",
-        )),
+            "(RayWorkerVllm pid=207931, ip=10.0.1.75) [E socket.cpp:922] [c10d] The client socket has timed out after 1800s while trying to connect to (172.17.0.2\n, 44737).",
+        ),
+        rendered=("[rank1]: torch.distributed.DistNetworkError: The client socket has timed out after 600000ms while trying to connect to (10.0.0.5, 29500).",)),
     Sig("nccl_error.the_client_socket_has_failed", r"The client socket has failed to connect to (?P<addr>.*?)\.?$", S.NCCL_ERROR, gate=FOREIGN, fields={"kind": 'socket_connect'},
         source="pytorch/pytorch@v2.5.1:torch/csrc/distributed/c10d/socket.cpp (docs/reference/foreign-errors.md B2); seen in gensyn-ai/rl-swarm#197",
-        samples=("[W427 01:04:16.149509694 socket.cpp:752] [c10d] The client socket has failed to connect to [::ffff:198.18.0.1]:3254 (errno: 110 - Connection timed out).",)),
+        samples=("[W427 01:04:16.149509694 socket.cpp:752] [c10d] The client socket has failed to connect to [::ffff:198.18.0.1]:3254 (errno: 110 - Connection timed out).",),
+        rendered=("[W427 01:04:16.149509694 socket.cpp:752] [c10d] The client socket has failed to connect to [::ffff:10.0.0.5]:29500 (errno: 110 - Connection timed out).",)),
     Sig("nccl_error.failed_to_recv_got_0", r"[Ff]ailed to recv, got 0 bytes", S.NCCL_ERROR, gate=FOREIGN, fields={"kind": 'peer_closed'},
         source="pytorch/pytorch@v2.8.0:torch/csrc/distributed/c10d/TCPStore.cpp + Utils.hpp (docs/reference/foreign-errors.md B2)",
         samples=(
@@ -168,10 +178,27 @@ SIGS = (
         samples=("torch.distributed.DistBackendError: NCCL Error 6: remote process exited or there was a network error",)),
     Sig("nccl_error.watchdog_thread_terminated_with_exception", r"watchdog thread terminated with exception", S.NCCL_ERROR, gate=FOREIGN, fields={"kind": 'torch_watchdog'},
         source="pytorch/pytorch@v2.5.1:torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (docs/reference/foreign-errors.md B3)",
-        samples=("[rank0]:[E321 02:07:08.467312009 ProcessGroupNCCL.cpp:1595] [PG ID 1 PG GUID 1 Rank 0] Process group watchdog thread terminated with exception: [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, NumelOut=466119168, Timeout(ms)=600000) ran for 600060 milliseconds before timing out.",)),
-    Sig("nccl_error.watchdog_got_stuck_for", r"watchdog got stuck for (?P<seconds>\d+) seconds", S.NCCL_ERROR, gate=FOREIGN, fields={"kind": 'torch_watchdog'},
-        source="pytorch/pytorch@v2.5.1:torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (docs/reference/foreign-errors.md B3)",
+        samples=("[rank0]:[E321 02:07:08.467312009 ProcessGroupNCCL.cpp:1595] [PG ID 1 PG GUID 1 Rank 0] Process group watchdog thread terminated with exception: [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, NumelOut=466119168, Timeout(ms)=600000) ran for 600060 milliseconds before timing out.",),
+        rendered=("[rank0]:[E321 02:07:08.467312009 ProcessGroupNCCL.cpp:1595] [PG ID 1 PG GUID 1 Rank 0] Process group watchdog thread terminated with exception: [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, NumelOut=466119168, Timeout(ms)=600000) ran for 600083 milliseconds before timing out.",)),
+    Sig("nccl_error.watchdog_caught_collective_operation_timeout", r"Watchdog caught collective operation timeout:? ?(?P<detail>.*)$", S.NCCL_ERROR, gate=FOREIGN, fields={"kind": 'torch_watchdog'},
+        source="pytorch/pytorch@v2.5.1:torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:616 (text in wheels 2.1.2-2.6.0; "
+               "≤2.2 logs print ProcessGroupNCCL.cpp:475) (docs/reference/foreign-errors.md B3, F3); seen in "
+               "OpenRLHF/OpenRLHF#265",
+        samples=(
+            "(ActorModelRayActor pid=207260, ip=10.0.1.75) [E ProcessGroupNCCL.cpp:475] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=385\n6, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800268 milliseconds before timing out.",
+            "[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802212 milliseconds before timing out.",
+        ),
+        rendered=("[rank1]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, NumelOut=9801523, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.",)),
+    Sig("nccl_error.watchdog_got_stuck_for", r"watchdog got stuck for (?P<seconds>\d+) seconds", S.NCCL_ERROR, gate=FOREIGN, fields={"kind": 'torch_watchdog_stuck'},
+        source="pytorch/pytorch@v2.5.1:torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (heartbeatMonitor; text in "
+               "wheels 2.3.1-2.6.0; a stall of this rank: docs/reference/foreign-errors.md B3, F3)",
+        rendered=("[PG ID 0 PG GUID 0(default_pg) Rank 0] Terminating the process after attempting to dump debug info, due to ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in monitoring enqueued collectives. This typically indicates a NCCL/CUDA API (e.g., CudaEventDestroy) hang blocking the watchdog, and could be triggered by another thread holding the GIL inside a CUDA api (for example, CudaEventDestroy), or other deadlock-prone behaviors.If you suspect the watchdog is not actually stuck and a longer timeout would help, you can either increase the timeout (TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC) to a larger value or disable the heartbeat monitor (TORCH_NCCL_ENABLE_MONITORING=0).If either of aforementioned helps, feel free to file an issue to PyTorch about the short timeout or false positive abort; otherwise, please attempt to debug the hang.",),
         samples=("[rank2]:[E1104 09:13:55.002131450 ProcessGroupNCCL.cpp:1423] [PG ID 0 PG GUID 0(default_pg) Rank 2] ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in monitoring enqueued collectives. This typically indicates a NCCL/CUDA API (e.g., CudaEventDestroy) hang blocking the watchdog, and could be triggered by another thread holding the GIL inside a CUDA api (for example, CudaEventDestroy), or other deadlock-prone behaviors.If you suspect the watchdog is not actually stuck and a longer timeout would help, you can either increase the timeout (TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC) to a larger value or disable the heartbeat monitor (TORCH_NCCL_ENABLE_MONITORING=0).If either of aforementioned helps, feel free to file an issue to PyTorch about the short timeout or false positive abort; otherwise, please attempt to debug the hang.",)),
+    Sig("nccl_error.heartbeat_monitor_timed_out", r"Heartbeat monitor timed out! Process will be terminated", S.NCCL_ERROR, gate=OWN, fields={"kind": 'torch_watchdog_stuck'},
+        source="pytorch/pytorch@v2.3.1:torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (heartbeatMonitor; text in wheels "
+               "2.3.1, 2.4.1 only; a stall of this rank: docs/reference/foreign-errors.md F3)",
+        samples=(),
+        rendered=("Heartbeat monitor timed out! Process will be terminated after dumping debug info.",)),
     Sig("nccl_error.exception_either_an_error_or", r"Exception \(either an error or timeout\) detected by watchdog", S.NCCL_ERROR, gate=FOREIGN, fields={"kind": 'torch_watchdog'},
         source="pytorch/pytorch@v2.5.1:torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (docs/reference/foreign-errors.md B3); seen in XPixelGroup/BasicSR#737",
         samples=(
@@ -196,6 +223,45 @@ SIGS = (
     Sig("nccl_error.ncclinternalerror", r"ncclInternalError", S.NCCL_ERROR, gate=FOREIGN, fields={"kind": 'nccl_error'},
         source="NVIDIA/nccl (error strings, docs/reference/foreign-errors.md B3)",
         samples=("ncclInternalError: Internal check failed.",)),
+    Sig("nccl_error.wait_for_input", r"waitForInput: (?:poll for socket .*? returned 0, likely a timeout|socket .*? timed out after (?P<ms>\d+) ?ms)", S.NCCL_ERROR, gate=FOREIGN, fields={"kind": 'store_timeout'},
+        source="pytorch/pytorch@v2.5.1:torch/csrc/distributed/c10d/socket.cpp:464 and :489 (text in wheels 2.5.1, 2.6.0) "
+               "(docs/reference/foreign-errors.md F2); seen in huggingface/trl#3157",
+        samples=(
+            "[rank0]:[W326 22:36:28.884042812 socket.cpp:464] [c10d] waitForInput: poll for socket SocketImpl(fd=60, addr=[::ffff:127.0.0.1]:52894, remote=[9082:494f:5b7f:0:a8ec:6602:5456:0]:2490) returned 0, likely a timeout",
+            "[rank0]:[W326 22:36:28.884350096 socket.cpp:489] [c10d] waitForInput: socket SocketImpl(fd=60, addr=[::ffff:127.0.0.1]:52894, remote=[9082:494f:5b7f:0:a8ec:6602:5456:0]:2490) timed out after 300000ms",
+        )),
+    Sig("nccl_error.ib_completion_error", r"NET/IB ?: Got completion from peer (?P<peer>\S+) with (?:error |status=(?:\w+\()?)(?P<status>\d+)", S.NCCL_ERROR, gate=FOREIGN, fields={"kind": 'ib_completion_error'},
+        source="NVIDIA/nccl@v2.21.5-1:src/transport/net_ib.cc:1909 (v2.18.5-1 :1295, v2.27.3-1 :2449, v2.29.2-1 "
+               "src/transport/net_ib/p2p.cc:550) (docs/reference/foreign-errors.md F4)",
+        samples=(),
+        rendered=(
+            "node-1:1234:5678 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.6<40123> with error 12, opcode 0, len 0, vendor err 129 (Send)",
+            "node-1:1234:5678 [0] transport/net_ib.cc:1909 NCCL WARN NET/IB : Got completion from peer 10.0.0.6<40123> with status=12 opcode=0 len=0 vendor err 129 (Send) localGid ::ffff:10.0.0.5 remoteGid ::ffff:10.0.0.6",
+            "node-1:1234:5678 [0] transport/net_ib.cc:2449 NCCL WARN NET/IB: Got completion from peer 10.0.0.6<40123> with status=12 opcode=0 len=0 vendor err 129 (Send) hca mlx5_0",
+            "node-1:1234:5678 [0] transport/net_ib/p2p.cc:550 NCCL WARN NET/IB: Got completion from peer 10.0.0.6<40123> with status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_SEND(0) vendor_err=129  hca mlx5_0",
+        )),
+    Sig("nccl_error.ibv_poll_cq_failed", r"Call to ibv_poll_cq\(\) returned (?P<rc>-?\d+)", S.NCCL_ERROR, gate=FOREIGN, fields={"kind": 'ib_completion_error'},
+        source="NVIDIA/nccl@v2.21.5-1:src/include/ibvwrap.h:60 (v2.27.3-1 :62) (docs/reference/foreign-errors.md F4)",
+        samples=(),
+        rendered=("node-1:1234:5678 [0] include/ibvwrap.h:60 NCCL WARN Call to ibv_poll_cq() returned -1",)),
+    Sig("nccl_error.mlx5_completion_error", r"mlx5: (?P<host>\S+): got completion with error", S.NCCL_ERROR, gate=OWN, fields={"kind": 'ib_completion_error'},
+        source="linux-rdma/rdma-core@v50.0:providers/mlx5/cq.c:896 (v28.0 :828; prefix providers/mlx5/mlx5.h:57) "
+               "(docs/reference/foreign-errors.md F4); seen in OpenRLHF/OpenRLHF#621",
+        samples=("(LLMRayActor pid=90738, ip=172.19.24.110) mlx5: host_unknown: got completion with error:",)),
+    Sig("weight_update.openrlhf_update_weight", r"^update weight: (?P<name>\S+), dtype: (?P<dtype>\S+), shape:", S.WEIGHT_UPDATE, gate=OWN,
+        source="OpenRLHF/OpenRLHF@v0.5.7:openrlhf/trainer/ray/vllm_worker_wrap.py:43 (WorkerWrap.update_weight: the "
+               "actor's broadcast of each parameter to vLLM) (docs/reference/foreign-errors.md F4); seen in "
+               "OpenRLHF/OpenRLHF#621",
+        samples=("(LLMRayActor pid=90621, ip=172.19.24.110) update weight: model.embed_tokens.weight, dtype: torch.bfloat16, shape: torch.Size([152064, 5120])",)),
+    Sig("oom.initialize_cache_failed", r"Error executing method '?initialize_cache'?\.", S.OOM, gate=FOREIGN, fields={"kind": 'cache_init'},
+        source="vllm-project/vllm@v0.6.3:vllm/worker/worker_base.py:462 (the KV-cache sizing and allocation step, "
+               "vllm/worker/worker.py:487-493) (docs/reference/foreign-errors.md F1); seen in OpenRLHF/OpenRLHF#336",
+        samples=("2024-06-28T06:11:52.685302801Z (LLMRayActor pid=20770) ERROR 06-28 06:11:45 worker_base.py:145] Error executing method initialize_cache. This might cause deadlock in distributed execution.",)),
+    Sig("fatal_signal.engine_core_init_failed", r"Engine core initialization failed\. See root cause above", S.FATAL_SIGNAL, gate=FOREIGN, fields={"what": 'engine_core_failed', "detail": None},
+        source="vllm-project/vllm@v0.11.0:vllm/v1/engine/utils.py:785 (the front end's summary after EngineCore died "
+               "at start-up) (docs/reference/foreign-errors.md F1)",
+        samples=(),
+        rendered=("RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",)),
     Sig("gpu_layout_error.no_cuda_gpus_are_available", r"No CUDA GPUs are available", S.GPU_LAYOUT_ERROR, gate=FOREIGN, fields={"reason": 'no_gpus'},
         source="pytorch/pytorch@v2.5.1:c10/cuda/CUDAFunctions.cpp (docs/reference/foreign-errors.md C2); seen in Grace9994/CoMoSVC#6",
         samples=("RuntimeError: No CUDA GPUs are available",)),
@@ -243,7 +309,51 @@ SIGS = (
         samples=("node-03:88120:88120 [1] init.cc:943 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1b000",)),
     Sig("gpu_layout_error.no_available_node_types_can", r"No available node types can fulfill (?:resource|placement group) requests?.*'GPU'", S.GPU_LAYOUT_ERROR, gate=FOREIGN, fields={"reason": 'not_enough'},
         source="ray-project/ray@2.40.0:python/ray/autoscaler/_private/autoscaler.py (docs/reference/foreign-errors.md C3)",
-        samples=("(autoscaler +2m4s) Error: No available node types can fulfill resource request {'GPU': 8.0}. Add suitable node types to this cluster to resolve this issue.",)),
+        samples=("(autoscaler +2m4s) Error: No available node types can fulfill resource request {'GPU': 8.0}. Add suitable node types to this cluster to resolve this issue.",),
+        rendered=(
+            "(autoscaler +2m3s) Error: No available node types can fulfill resource request {'GPU': 8.0, 'CPU': 1.0}. Add suitable node types to this cluster to resolve this issue.",
+            "(autoscaler +1m10s) No available node types can fulfill placement group requests (detail=): {'GPU': 1.0, 'CPU': 1.0}*16 (STRICT_PACK)",
+        )),
+    # --- other stacks' GRPO step metrics that say how many groups had one reward for all their completions
+    Sig("groups_zero_std.trl_frac_reward_zero_std", r"""['"]frac_reward_zero_std['"]: (?P<fraction>[\d.eE+-]+)""", S.GROUPS_ZERO_STD, gate=OWN, fields={"metric": "frac_reward_zero_std", "constant_reward": None},
+        source="huggingface/trl@v0.18.0:trl/trainer/grpo_trainer.py:1248 (the share of groups whose rewards have std 0; "
+               "ms-swift logs the same key) (docs/reference/foreign-errors.md G); seen in huggingface/trl#3857",
+        samples=(
+            "{'loss': 0.0, 'grad_norm': 0.0, 'learning_rate': 1.7050844078611056e-06, 'num_tokens': 1751675.0, 'completions/mean_length': 701.8125, 'completions/min_length': 307.0, 'completions/max_length': 1013.0, 'completions/clipped_ratio': 0.0, 'completions/mean_terminated_length': 701.8125, 'completions/min_terminated_length': 307.0, 'completions/max_terminated_length': 1013.0, 'rewards/if_rewrite_reward/mean': -3.0, 'rewards/if_rewrite_reward/std': 5.080004692077637, 'rewards/json_format_reward/mean': 2.0, 'rewards/json_format_reward/std': 0.0, 'rewards/think_response_format_reward/mean': 2.0, 'rewards/think_response_format_reward/std': 0.0, 'rewards/language_ratio_reward/mean': 2.0, 'rewards/language_ratio_reward/std': 0.0, 'rewards/length_penalty_reward/mean': 0.0, 'rewards/length_penalty_reward/std': 0.0, 'reward': 3.0, 'reward_std': 0.0, 'frac_reward_zero_std': 1.0, 'clip_ratio/low_mean': 0.0, 'clip_ratio/low_min': 0.0, 'clip_ratio/high_mean': 0.0, 'clip_ratio/high_max': 0.0, 'clip_ratio/region_mean': 0.0, 'epoch': 0.33}",
+            "{\"loss\": -0.0, \"grad_norm\": 0.0, \"learning_rate\": 3.2e-07, \"reward\": 0.64306641, \"reward_std\": 0.15570375, \"frac_reward_zero_std\": 0.390625, \"rewards/PointwiseRMAccuracyORM/mean\": 0.64306641, \"rewards/PointwiseRMAccuracyORM/std\": 0.40931937, \"completions/mean_length\": 2393.10351562, \"completions/min_length\": 852.0, \"completions/max_length\": 7009.0, \"completions/clipped_ratio\": 0.4375, \"kl\": 0.0, \"clip_ratio/low_mean\": 0.0, \"clip_ratio/low_min\": 0.0, \"clip_ratio/high_mean\": 0.0, \"clip_ratio/high_max\": 0.0, \"clip_ratio/region_mean\": 0.0, \"epoch\": 0.01645338, \"global_step/max_steps\": \"9/547\", \"percentage\": \"1.65%\", \"elapsed_time\": \"45m 20s\", \"remaining_time\": \"1d 21h 10m 47s\", \"train_speed(iter/s)\": 0.003308}",
+        )),
+    Sig("groups_zero_std.video_r1_zero_var_ratio", r"'zero_var_ratio': (?P<fraction>[\d.eE+-]+)", S.GROUPS_ZERO_STD, gate=OWN, fields={"metric": "zero_var_ratio", "constant_reward": None},
+        source="Video-R1's GRPO trainer (a TRL-derived trainer: the share of groups with zero reward variance) "
+               "(docs/reference/foreign-errors.md G); seen in tulerfeng/Video-R1#86",
+        samples=(" 'zero_var_ratio': 1.0,",)),
+    Sig("groups_zero_std.verl_zero_advantages", r"critic/score/max:(?P<score_max>-?[\d.eE+-]+) - critic/score/min:(?P<score_min>-?[\d.eE+-]+) .*?critic/advantages/max:(?P<adv_max>-?[\d.eE+-]+) - critic/advantages/min:(?P<adv_min>-?[\d.eE+-]+)", S.GROUPS_ZERO_STD, gate=OWN, read=verl_zero_advantages,
+        source="volcengine/verl@v0.4.1:verl/trainer/ppo/metric_utils.py:140 (critic/score and critic/advantages "
+               "max/min of the step) (docs/reference/foreign-errors.md G); seen in rllm-org/rllm#54",
+        samples=("(main_task pid=129170) step:7 - batch/solve_none:128.000 - batch/solve_all:0.000 - global_seqlen/min:29080.000 - global_seqlen/max:53875.000 - global_seqlen/minmax_diff:24795.000 - global_seqlen/balanced_min:36488.000 - global_seqlen/balanced_max:37319.000 - global_seqlen/mean:36589.625 - actor/kl_loss:0.041 - actor/kl_coef:0.001 - actor/entropy_loss:0.330 - actor/pg_loss:0.000 - actor/pg_clipfrac:0.000 - actor/ppo_kl:0.000 - actor/grad_norm:0.004 - mfu/actor:0.401 - actor/lr:0.000 - critic/score/mean:0.000 - critic/score/max:0.000 - critic/score/min:0.000 - critic/rewards/mean:0.000 - critic/rewards/max:0.000 - critic/rewards/min:0.000 - critic/advantages/mean:0.000 - critic/advantages/max:0.000 - critic/advantages/min:0.000 - critic/returns/mean:0.000 - critic/returns/max:0.000 - critic/returns/min:0.000 - response_length/mean:469.236 - response_length/max:4096.000 - response_length/min:6.000 - response_length/clip_ratio:0.031 - prompt_length/mean:102.477 - prompt_length/max",)),
+    Sig("gpu_layout_error.trl_vllm_device_not_available", r"The requested device for vllm \((?P<device>[^)]+)\) is not available", S.GPU_LAYOUT_ERROR, gate=FOREIGN, fields={"reason": "vllm_device"},
+        source="huggingface/trl@v0.14.0:trl/trainer/grpo_trainer.py:294 (the vllm_device index is not below the visible "
+               "GPU count) (docs/reference/foreign-errors.md C1); seen in huggingface/trl#2826",
+        samples=("ValueError: The requested device for vllm (cuda:1) is not available. You are likely using vLLM without restricting the number of GPUs for training. Set the `--num_processes` argument to a value lower than the number of GPUs available on your machine—typically, reducing it by one is sufficient. In your case: `--num_processes 0`.",)),
+    Sig("gpu_layout_error.bundle_index_invalid", r"placement group bundle index (?P<index>\d+) is invalid\. Valid placement group indexes: 0-(?P<count>\d+)", S.GPU_LAYOUT_ERROR, gate=FOREIGN, fields={"reason": 'bad_bundle'},
+        source="ray-project/ray@ray-2.49.2:python/ray/util/placement_group.py:346 (ray-2.9.3 :370) "
+               "(docs/reference/foreign-errors.md F5)",
+        samples=(),
+        rendered=("ValueError: placement group bundle index 8 is invalid. Valid placement group indexes: 0-8",)),
+    Sig("gpu_layout_error.cannot_fit_into_any_bundles", r"Cannot schedule (?P<what>\S+) with the placement group because the resource request (?P<request>\{[^}]*'GPU'[^}]*\}) cannot fit into any bundles", S.GPU_LAYOUT_ERROR, gate=FOREIGN, fields={"reason": 'not_enough'},
+        source="ray-project/ray@ray-2.49.2:python/ray/util/placement_group.py:524 (ray-2.9.3 :406) "
+               "(docs/reference/foreign-errors.md F5)",
+        samples=(),
+        rendered=("ValueError: Cannot schedule LLMRayActor with the placement group because the resource request {'GPU': 2, 'CPU': 1} cannot fit into any bundles for the placement group, [{'GPU': 1.0, 'CPU': 1.0}, {'GPU': 1.0, 'CPU': 1.0}].",)),
+    Sig("gpu_layout_error.cannot_be_scheduled_right_now", r"The actor or task with ID \S+ cannot be scheduled right now\. It requires (?P<request>.*?GPU.*?) for placement, however the cluster currently cannot provide", S.GPU_LAYOUT_ERROR, gate=OWN, fields={"reason": 'pending'},
+        source="ray-project/ray@ray-2.9.3:src/ray/raylet/scheduling/cluster_task_manager.cc (text in the raylet strings "
+               "of wheels 2.9.3-2.49.2; a wait, not an error) (docs/reference/foreign-errors.md C3, F5)",
+        samples=(),
+        rendered=("WARNING worker.py:1034 -- The actor or task with ID cb230a572350ff44ffffffff01000000 cannot be scheduled right now. It requires {CPU: 1.000000}, {GPU: 1.000000} for placement, however the cluster currently cannot provide the requested resources. The required resources may be added as autoscaling takes place or placement groups are scheduled. Otherwise, consider reducing the resource requirements of the task.",)),
+    Sig("gpu_layout_error.placement_group_creation_timed_out", r"Placement group creation timed out", S.GPU_LAYOUT_ERROR, gate=FOREIGN, fields={"reason": 'not_enough'},
+        source="ray-project/ray@ray-2.49.2:python/ray/train/_internal/backend_executor.py:269 (ray-2.9.3 :245) "
+               "(docs/reference/foreign-errors.md F5)",
+        samples=(),
+        rendered=("TimeoutError: Placement group creation timed out. Make sure your cluster either has enough resources or use an autoscaling cluster. If you are running on a cluster, make sure you specify an address in `ray.init()`, for example, `ray.init(\"auto\")`. You can also increase the timeout by setting the TRAIN_PLACEMENT_GROUP_TIMEOUT_S environment variable. Current resources available: {'CPU': 64.0, 'GPU': 4.0}, resources requested by the placement group: [{'GPU': 1.0}, {'GPU': 1.0}, {'GPU': 1.0}, {'GPU': 1.0}, {'GPU': 1.0}, {'GPU': 1.0}, {'GPU': 1.0}, {'GPU': 1.0}]",)),
     Sig("child_failed.failed_exitcode", r"failed \(exitcode: (?P<exitcode>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)", S.CHILD_FAILED, gate=FOREIGN,
         source="pytorch/pytorch@v2.5.1:torch/distributed/elastic/multiprocessing/api.py (docs/reference/foreign-errors.md E3); seen in lmzpai/roboMamba#10",
         samples=(

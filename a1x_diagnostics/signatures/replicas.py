@@ -110,6 +110,100 @@ SIGS = (
             "[rank0]:[cosmos] 2025-06-09 22:14:29,220 - cosmos - ERROR - [Rollout] Failed in rollout generation: boom",
             "[rank0]:[cosmos] 2025-06-09 22:14:29,220 - cosmos - ERROR - [Rollout] Failed in rollout generation: CUDA out of memory. Tried to allocate 1.00 GiB",
         )),
+
+    # --- 0.4.7 (docs/reference/cosmos-rl.md §16.2): tried before other stacks' entries, whose texts these quote
+    Sig("fatal_signal.transport_fatal", r"\[Transport FATAL\] (?P<detail>.*?); exiting without native cleanup", S.FATAL_SIGNAL, gate=OWN, fields={"what": "transport_fatal"},
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/utils/transport_failure.py:87 (written to stderr, then "
+               "os._exit(86); contexts utils/pynccl.py:945, collective/collective.py:118-120, transport_failure.py:45-46) "
+               "(docs/reference/cosmos-rl.md §16.2)",
+        samples=(),
+        rendered=(
+            "[rank0]:[Transport FATAL] NCCL group 2: accepted operation deadline expired; exiting without native cleanup",
+            "[rank0]:[Transport FATAL] P2R native communicator initialization: accepted operation deadline expired; exiting without native cleanup",
+        )),
+    Sig("fatal_signal.worker_fatal", r"\[Worker FATAL\] background task (?P<task>\S+) failed: (?P<detail>.*)$", S.FATAL_SIGNAL, gate=OWN, fields={"what": "worker_fatal"}, read_in=Role.POLICY,
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/utils/worker_threads.py:21 (text :43; a faulthandler dump and "
+               "exit 1 follow) (docs/reference/cosmos-rl.md §16.2)",
+        samples=(),
+        rendered=("[rank0]:[Worker FATAL] background task fetch_rollouts_thread failed: ConnectionError: HTTPConnectionPool(host='10.0.0.5', port=8000): Max retries exceeded with url: /api/next_prompt",)),
+    Sig("resume_failed.error_loading_selected", r"Error loading selected checkpoint from (?P<path>\S+?): (?P<error>.*?);? continuation is unsafe", S.RESUME_FAILED, fields={"reason": "load_failed"}, read_in=Role.POLICY,
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/utils/checkpoint.py:936 (extra info; :901 model and optimizer, "
+               "with the traceback; then re-raised) (docs/reference/cosmos-rl.md §16.2)",
+        samples=(),
+        rendered=("[rank0]:[cosmos] 2026-12-05 21:45:03,624 - cosmos - ERROR - Error loading selected checkpoint from /out/alpamayo_rl/20261205214315/checkpoints/step_40/policy: Checkpoint metadata is missing: /out/alpamayo_rl/20261205214315/checkpoints/step_40/policy/extra_info_rank_0.pth; continuation is unsafe.",)),
+    Sig("resume_failed.no_checkpoint_found", r"NoCheckpointFound: No complete checkpoint found at (?P<path>.*?)\s*$", S.RESUME_FAILED, gate=OWN, fields={"reason": "no_checkpoint"}, read_in=Role.POLICY,
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/utils/checkpoint.py:940 (class utils/resume.py:10; an explicit "
+               "train.resume path re-raises it, policy/trainer/llm_trainer/grpo_trainer.py:2305-2309) "
+               "(docs/reference/cosmos-rl.md §16.2)",
+        samples=(),
+        rendered=(
+            "[rank0]:cosmos_rl.utils.resume.NoCheckpointFound: No complete checkpoint found at ['/out/alpamayo_rl/20261205214315/checkpoints/step_40/policy']",
+            "[rank0]:[rank0]: cosmos_rl.utils.resume.NoCheckpointFound: No complete checkpoint found at ['/out/ckpt/step_40/policy']",
+        )),
+    Sig("resume_failed.metadata_missing", r"Checkpoint metadata is missing: (?P<path>\S+)", S.RESUME_FAILED, gate=OWN, fields={"reason": "metadata_missing"}, read_in=Role.POLICY,
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/utils/checkpoint.py:461 (docs/reference/cosmos-rl.md §16.2)",
+        samples=(),
+        rendered=("[rank0]:FileNotFoundError: Checkpoint metadata is missing: /out/alpamayo_rl/20261205214315/checkpoints/step_40/policy/extra_info_rank_0.pth",)),
+    Sig("resume_failed.metadata_mismatch", r"ResumeMetadataMismatch: (?P<error>Controller rejected checkpoint resume agreement.*)$", S.RESUME_FAILED, gate=OWN, fields={"reason": "mismatch", "path": None}, read_in=Role.POLICY,
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/dispatcher/api/client.py:722 (the policy's side of the "
+               "controller's 'resume agreement failed', HTTP 409) (docs/reference/cosmos-rl.md §16.2)",
+        samples=(),
+        rendered=("[rank0]:cosmos_rl.utils.resume.ResumeMetadataMismatch: Controller rejected checkpoint resume agreement; training must not continue.",)),
+    Sig("resume_fresh_start.no_committed_checkpoint", r"No committed checkpoint found; starting from HuggingFace", S.RESUME_FRESH_START, gate=OWN, read_in=Role.POLICY,
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/policy/trainer/llm_trainer/grpo_trainer.py:2310 (train.resume = "
+               "true and nothing to resume: step 0) (docs/reference/cosmos-rl.md §16.2)",
+        samples=(),
+        rendered=("[rank0]:[cosmos] 2026-12-05 21:45:03,624 - cosmos - INFO - No committed checkpoint found; starting from HuggingFace.",)),
+    Sig("nccl_error.r2r_barrier_cancelled", r"\[R2R Barrier\] Cancelled step (?P<step>\d+) for all participants: (?P<error>.*)$", S.NCCL_ERROR, fields={"kind": "r2r_cancelled"},
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/rollout/worker/weight_sync.py:1080 (reasons :1213-1217, "
+               ":818-828; the rollout side then stops, :1042-1053) (docs/reference/cosmos-rl.md §16.1, §16.2)",
+        samples=(),
+        rendered=(
+            "[rank0]:[cosmos] 2026-12-05 21:45:03,624 - cosmos - ERROR - [R2R Barrier] Cancelled step 12 for all participants: R2R barrier for step 12 timed out after 300s with 1/2 workers arrived",
+            "[rank0]:[cosmos] 2026-12-05 21:45:03,624 - cosmos - ERROR - [R2R Barrier] Cancelled step 3 for all participants: rollout 1ca11ca3-70cf-43f9-a44e-f3765ee9d6f3 was selected as the R2R source for step 3 but its own weights are not valid (no weight sync has ever completed); cancelling the round rather than broadcasting stale or uninitialised weights to every rollout replica",
+        )),
+    Sig("nccl_error.r2r_round_cancelled", r"\[WeightSyncThread\] R2R round cancelled, failing the job: (?P<error>.*)$", S.NCCL_ERROR, fields={"kind": "r2r_cancelled"},
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/rollout/worker/weight_sync.py:728 (docs/reference/cosmos-rl.md §16.2)",
+        samples=(),
+        rendered=("[rank0]:[cosmos] 2026-12-05 21:45:03,624 - cosmos - ERROR - [WeightSyncThread] R2R round cancelled, failing the job: R2R barrier for step 12 timed out after 300s with 1/2 workers arrived",)),
+    Sig("nccl_error.p2r_send_failed", r"\[Policy\] Weight sync to rollout (?P<rollout>\S+) at step (?P<step>\d+) failed during the P2R send: (?P<error>.*?)\. The job will stop", S.NCCL_ERROR, fields={"kind": "p2r_send_failed"}, read_in=Role.POLICY,
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/policy/worker/rl_worker.py:645 (docs/reference/cosmos-rl.md §16.2)",
+        samples=(),
+        rendered=("[rank0]:[cosmos] 2026-12-05 21:45:03,624 - cosmos - ERROR - [Policy] Weight sync to rollout 1ca11ca3-70cf-43f9-a44e-f3765ee9d6f3 at step 7 failed during the P2R send: NCCL: asynchronous error 6 reported while completing task send. The job will stop. If the destination logged a failed P2R receive, that is the cause and this is its consequence.",)),
+    Sig("http_failure.training_fetch_bounded", r"Training (?:prompt )?fetch failed(?: after bounded HTTP attempts|; source cannot continue)", S.HTTP_FAILURE, gate=OWN, fields={"kind": "fetch_prompt"},
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/dispatcher/api/client.py:844 (raised; then "
+               "rollout/worker/rollout_control.py:2698) (docs/reference/cosmos-rl.md §16.1)",
+        samples=(),
+        rendered=(
+            "[rank0]:RuntimeError: Training fetch failed after bounded HTTP attempts",
+            "[rank0]:RuntimeError: Training prompt fetch failed; source cannot continue",
+        )),
+    Sig("http_failure.rollout_report_bounded", r"Rollout report failed after bounded HTTP attempts", S.HTTP_FAILURE, gate=OWN, fields={"kind": "send_rollout"},
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/dispatcher/api/client.py:904 (raised from the HTTP error) "
+               "(docs/reference/cosmos-rl.md §16.1)",
+        samples=(),
+        rendered=("[rank0]:RuntimeError: Rollout report failed after bounded HTTP attempts",)),
+    Sig("nccl_error.ha_readiness_failed", r"nccl readiness failed after (?P<attempts>\d+) attempts", S.NCCL_ERROR, gate=OWN, fields={"kind": "ha_failed"}, read_in=Role.POLICY,
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/utils/distributed.py:817 (raised) (docs/reference/cosmos-rl.md §16.1)",
+        samples=(),
+        rendered=("[rank0]:RuntimeError: [HA_NCCL][global_rank 0, replica_rank 0] c60c51a2-4ad8-45a7-b03b-88d2632f4a25 nccl readiness failed after 3 attempts.",)),
+    Sig("nccl_error.collective_deadline", r"Collective (?:operation deadline elapsed before issue|operation completed after its deadline|stream completed after its deadline)", S.NCCL_ERROR, gate=OWN, fields={"kind": "collective_timeout"}, read_in=Role.POLICY,
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/utils/distributed.py:788 (:801, :805) (docs/reference/cosmos-rl.md §16.2)",
+        samples=(),
+        rendered=("[rank0]:TimeoutError: Collective operation deadline elapsed before issue",)),
+    Sig("nccl_error.collective_uncertain", r"native collective completion is uncertain", S.NCCL_ERROR, gate=OWN, fields={"kind": "collective_failed"}, read_in=Role.POLICY,
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/utils/distributed.py:830 (CollectiveOperationError; not "
+               "retried) (docs/reference/cosmos-rl.md §16.1)",
+        samples=(),
+        rendered=("[rank0]:cosmos_rl.utils.distributed.CollectiveOperationError: [HA_NCCL][global_rank 0, replica_rank 0] c60c51a2-4ad8-45a7-b03b-88d2632f4a25 native collective completion is uncertain; the operation was not replayed and this communicator is unusable.",)),
+    Sig("nccl_error.mesh_build_timeout", r"^\[Rollout\] Timed out building the global mesh communicator for (?P<replica>\S+) \(key=\S+, rank=(?P<mesh_rank>\d+), world_size=(?P<world_size>\d+)\) after (?P<ms>\d+) ms", S.NCCL_ERROR, fields={"kind": "mesh_build_timeout"},
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/rollout/worker/rollout_control.py:810 (logged :821; not fatal: "
+               "the rollout waits for the next rebuild) (docs/reference/cosmos-rl.md §16.2)",
+        samples=(),
+        rendered=("[rank0]:[cosmos] 2026-12-05 21:45:03,624 - cosmos - ERROR - [Rollout] Timed out building the global mesh communicator for 1ca11ca3-70cf-43f9-a44e-f3765ee9d6f3 (key=d097406a-002b-4ee5-9cb4-475f6f70d910_1ca11ca3-70cf-43f9-a44e-f3765ee9d6f3_0, rank=1, world_size=2) after 60000 ms. The mesh membership this rebuild was committed to is ['1ca11ca3-70cf-43f9-a44e-f3765ee9d6f3', 'd097406a-002b-4ee5-9cb4-475f6f70d910']; a member that departed before reaching its own ncclCommInitRank leaves every survivor waiting here.",)),
+    Sig("rollout_destroy_worker.teardown", r"\[Teardown\] destroy_worker: shutting down rollout_worker", S.ROLLOUT_DESTROY_WORKER, gate=OWN,
+        source="nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/rollout/worker/llm_worker.py:131 (docs/reference/cosmos-rl.md §16.1)",
+        samples=("[rank0]:[cosmos] 2026-12-05 21:44:41,444 - cosmos - INFO - [Teardown] destroy_worker: shutting down rollout_worker",)),
 )
 
 # Tried after other stacks' entries (``a1x_diagnostics.signatures.SIGS``), whose messages a failure here may
@@ -120,7 +214,10 @@ LATE = (
         samples=("[Cosmos-RL] ROLLOUT Pre-setting environment variable NCCL_CUMEM_ENABLE=0",)),
     Sig("launch_script.launching_command", r"^Launching command: (?P<command>.*)$", S.LAUNCH_SCRIPT, gate=OWN,
         source="cosmos-rl@89f2e5b5:cosmos_rl/launcher/launch_replica.sh:241 (docs/reference/cosmos-rl.md §2.8)",
-        samples=("Launching command: torchrun --nproc-per-node=1 --nnodes=1 --role rank --tee 3 --rdzv_backend c10d --rdzv_endpoint=localhost:0 /work/main/tools/fixture_recorder/entry_tiny_grpo.py --config /tmp/tmpqkfgygz6.toml",)),
+        samples=(
+            "Launching command: torchrun --nproc-per-node=1 --nnodes=1 --role rank --tee 3 --rdzv_backend c10d --rdzv_endpoint=localhost:0 /work/main/tools/fixture_recorder/entry_tiny_grpo.py --config /tmp/tmpqkfgygz6.toml",
+            "Launching command: python -m cosmos_rl.launcher.torchrun --nproc-per-node=1 --nnodes=1 --role rank --tee 3 --rdzv_backend c10d --rdzv_endpoint=localhost:0 /work/main/.device/recorder/entry_tiny_grpo.py --config /tmp/tmp049ru_68.toml",
+        )),
     Sig("replica_started.replica_started_at_global_rank", r"(?P<role>POLICY|ROLLOUT|REFERENCE) Replica started at global rank (?P<global_rank>\d+), with replica name: (?P<uuid>\S+)", S.REPLICA_STARTED, gate=OWN,
         source="cosmos-rl@89f2e5b5:comm/base.py:98 (docs/reference/cosmos-rl.md §14)",
         samples=(
@@ -208,18 +305,14 @@ LATE = (
     Sig("nccl_error.wait_for_nccl_comm_ready", r"wait for nccl comm ready timeout", S.NCCL_ERROR, gate=NCCL, fields={"kind": 'comm_timeout'}, read_in=Role.POLICY,
         source="cosmos-rl@89f2e5b5:utils/distributed.py:781 (docs/reference/cosmos-rl.md §5.5)",
         samples=("[rank0]:Traceback (most recent call last):\n[rank0]:  File \"/opt/cosmos_rl/entry.py\", line 12, in main\n[rank0]:TimeoutError: [HA_NCCL][global_rank 0, replica_rank 1] 3f2a8c1e-5b7d-4e9a-9c1f-0a1b2c3d4e5f wait for nccl comm ready timeout, current time: 100, start time: 0, timeout: 60",)),
-    Sig("nccl_error.watchdog_caught_collective_operation_timeout", r"Watchdog caught collective operation timeout:? ?(?P<detail>.*)$", S.NCCL_ERROR, gate=NCCL, fields={"kind": 'torch_watchdog'}, read_in=Role.LAUNCHER,
-        source="cosmos-rl@89f2e5b5:pynccl.py:258 (docs/reference/cosmos-rl.md §13.6)",
-        samples=(
-            "(ActorModelRayActor pid=207260, ip=10.0.1.75) [E ProcessGroupNCCL.cpp:475] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=385",
-            "[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802212 milliseconds before timing out.",
-        )),
     Sig("http_failure.failed_to_send_heartbeat_to", r"Failed to send heartbeat to controller(?: (?P<url>\S+?))?: (?P<error>.*)$", S.HTTP_FAILURE, fields={"kind": 'heartbeat'},
-        source="cosmos-rl@89f2e5b5:api/client.py:222 (docs/reference/cosmos-rl.md §14)",
+        source="cosmos-rl@89f2e5b5:api/client.py:222 (ERROR); nvidia-cosmos/cosmos-rl@0.4.7:cosmos_rl/dispatcher/api/"
+               "client.py:356 (WARNING, with the URL) (docs/reference/cosmos-rl.md §14, §16.1)",
         samples=(
             "[rank0]:[cosmos] 2025-06-09 22:14:29,220 - cosmos - ERROR - Failed to send heartbeat to controller: ConnectionError",
             "[rank0]:[cosmos] 2025-06-09 22:14:29,220 - cosmos - WARNING - Failed to send heartbeat to controller http://10.0.0.1:8000: ConnectionError",
-        )),
+        ),
+        rendered=("[rank0]:[cosmos] 2026-12-05 21:45:03,624 - cosmos - WARNING - Failed to send heartbeat to controller http://10.0.0.5:8000/api/heartbeat: HTTPConnectionPool(host='10.0.0.5', port=8000): Read timed out. (read timeout=30)",)),
     Sig("http_failure.failed_to_register_to_controller", r"Failed to register to controller:? ?(?P<error>.*)$", S.HTTP_FAILURE, fields={"kind": 'register'},
         source="cosmos-rl@89f2e5b5:dispatcher/api/client.py (docs/reference/cosmos-rl.md §13.6)",
         samples=("[rank0]:[cosmos] 2025-06-09 22:14:29,220 - cosmos - ERROR - Failed to register to controller: 503",)),

@@ -6,6 +6,7 @@ The runs are the run directories under ``<workspace>/runs`` (the default workspa
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,4 +35,7 @@ def run_until_quit(app: A1xApp, interrupts: Interrupts) -> int:
     interrupts.on_interrupt = app.leave_soon
     if interrupts.pending:
         app.leave_soon()
-    return int(app.run() or 0)
+    code = int(app.run() or 0)
+    if app.leave_text:  # whole lines, as written: a command in them stays one line to copy
+        print(app.leave_text, file=sys.stderr, flush=True)
+    return code

@@ -61,6 +61,7 @@ class A1xApp(App[int]):
             self.theme = theme
         self._loop: asyncio.AbstractEventLoop | None = None
         self._leave_at_mount = False
+        self.leave_text: str | None = None  # printed by the command after the app closes (run_until_quit)
 
     def leave_soon(self) -> None:
         """Quit as ``q`` does, from a SIGINT handler (``a1x_tui._interrupt``): through the event loop once
@@ -101,7 +102,9 @@ class A1xApp(App[int]):
 
     def action_leave(self) -> None:
         messages = [m for s in self.screen_stack if isinstance(s, DashboardScreen) if (m := s.leave_message())]
-        self.exit(0, message="\n".join(dict.fromkeys(messages)) or None)
+        # not Textual's exit message: Rich would wrap it at the terminal's width, cutting the commands in it
+        self.leave_text = "\n".join(dict.fromkeys(messages)) or None
+        self.exit(0)
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

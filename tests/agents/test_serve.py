@@ -136,8 +136,8 @@ def test_the_page_loads_and_a_tab_gets_the_dashboard_over_its_websocket() -> Non
         listening = {c.laddr.ip for c in psutil.net_connections("inet") if c.status == psutil.CONN_LISTEN and
                      c.laddr.port == port}
         assert listening == {"127.0.0.1"}
-        seen = asyncio.run(_tab(port, b"Findings (2)", seconds=120))
-        assert b"Findings (2)" in seen and b"run crashed" in seen
+        seen = asyncio.run(_tab(port, b"Findings (3)", seconds=120))  # replica_died, vllm_oom, stalled after it
+        assert b"Findings (3)" in seen and b"run crashed" in seen
         deadline = time.monotonic() + 60  # the tab closed: its app ends, the server stays
         while _attach_children(server) and time.monotonic() < deadline:
             time.sleep(0.2)

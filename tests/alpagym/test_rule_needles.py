@@ -38,12 +38,14 @@ def test_rules_are_declared_without_a_needle() -> None:
                  and isinstance(node.target, ast.Name) and node.target.id == "_RULES")
     declarations = [node for node in ast.walk(rules) if isinstance(node, ast.Tuple)
                     and any(isinstance(e, ast.Attribute) and getattr(e.value, "id", None) == "CL" for e in node.elts)]
-    assert len(declarations) == len({id(r[1]) for r in parser._RULES}) > 50
+    # the host's refusals are one declaration over the catalog's entries (a1x_diagnostics/signatures/alpagym.py)
+    assert len(declarations) - 1 + len(parser.HOST_REFUSALS) == len({id(r[1]) for r in parser._RULES}) > 50
     for node in declarations:
         text = ast.unparse(node)[:100]
         assert len(node.elts) == 3, text
         first, kind, _reader = node.elts
-        assert isinstance(first, ast.Constant) and isinstance(first.value, str), text
+        catalog = isinstance(first, ast.Attribute) and ast.unparse(first) == "sig.pattern"
+        assert catalog or (isinstance(first, ast.Constant) and isinstance(first.value, str)), text
         assert isinstance(kind, ast.Attribute), text
 
 

@@ -76,6 +76,16 @@ def test_a_string_the_launchers_copy_garbles_is_a_misread_by_the_controller() ->
     assert 'reads "qx01"' in finding.explanation
 
 
+def test_a_string_whose_copy_the_controller_refuses_is_rejected_citing_its_line() -> None:
+    # \u001f: toml.dump writes it as an escape that toml.load refuses (found by the hostile-config fuzz)
+    text = _with('split = "train"', 'split = "train"\nreasoning_tag = "\\u001f"')
+    toml.loads(text)  # the launcher reads the file itself
+    finding = findings(text)["toml_rejected"]
+    assert "the copy it writes for the controller" in finding.explanation
+    assert [e.text for e in finding.evidence] == ['reasoning_tag = "\\u001f"']
+    assert finding.evidence[0].line is not None
+
+
 def test_an_edit_cosmos_would_misread_is_refused_and_the_file_is_untouched(tmp_path: Path) -> None:
     path = tmp_path / "recipe.toml"
     path.write_text(text_of(MOTION))

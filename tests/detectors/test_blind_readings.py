@@ -50,14 +50,10 @@ DIFFERENCES: dict[tuple[str, str], str] = {
     ("cosmos/747d1bd/buffer_growth", "folder"): DEFAULT_CEILING,
     ("cosmos/747d1bd/healthy_debug", "folder"): GRACE,
     ("real-runs/cosmos-rl-747d1bd/rollout_buffer_growth", "folder"): GRACE,
-    ("cosmos/v0.4.7/rollout_killed", "folder"): "the silence after a replica's death is the death's: replica_died "
-    "explains it, and a second critical for the same cause would send the user after a hang",
     ("real-runs/cosmos-rl-0.4.4/insufficient_gpus_hang", "folder"): "the rollout never started for want of GPUs: "
     "insufficient_gpus is the cause and the wait its consequence, then the harness's SIGTERM ended it (terminated)",
     ("cosmos/v0.4.4/ipc_port_collision", "folder"): "replica_died names the death and quotes its cause (ZMQError: "
     "Address already in use); port_conflict is raised for closed-loop runs only so far",
-    ("cosmos/v0.4.7/healthy", "runout"): "0.4.7's end lines (Process <pid> completed (rc=0)) are not read yet "
-    "(issue 34 point 8)",
 }
 
 

@@ -19,7 +19,7 @@ from a1x_diagnostics.parsing import LineParser, _rules
 from a1x_diagnostics.signatures import GROUPS, HIT_OF_KIND, HITS, SIGS, Hit, Sig
 
 GROUP_ROLE = {"controller": Role.CONTROLLER, "replicas": Role.ROLLOUT, "launcher": Role.LAUNCHER,
-              "recipe_hub": Role.STAGE, "other_stacks": Role.LAUNCHER}
+              "recipe_hub": Role.STAGE, "other_stacks": Role.LAUNCHER, "alpagym": Role.LAUNCHER}
 # Where an entry comes from: 'repo@rev:path[:line]', or the reference section that names it.
 SOURCE = re.compile(r"^[\w./-]+@[\w.-]+:\S+|^[\w./ -]+ \(|docs/reference/[\w.-]+\.(?:md|txt)|seen in \S+#\d+")
 
@@ -60,8 +60,8 @@ def _gives(sig: Sig, event: Event) -> bool:
 @pytest.mark.parametrize("sig", SIGS, ids=lambda s: s.id)
 def test_each_sample_gives_its_entry_s_event_and_no_other_entry_takes_it(sig: Sig,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    assert sig.samples, f"{sig.id}: no sample line"
-    for sample in sig.samples:
+    assert sig.samples or sig.rendered, f"{sig.id}: no sample line"
+    for sample in (*sig.samples, *sig.rendered):
         events, claimed = _read(sig, sample, monkeypatch)
         assert claimed, f"{sig.id}: no entry read {sample!r}"
         assert claimed[0] is sig, f"{sig.id}: its sample {sample!r} is taken by {claimed[0].id}"
@@ -70,11 +70,11 @@ def test_each_sample_gives_its_entry_s_event_and_no_other_entry_takes_it(sig: Si
 
 @pytest.mark.parametrize("hit", HITS, ids=lambda h: h.id)
 def test_each_hit_sample_is_marked_with_its_hit_by_this_entry(hit: Hit) -> None:
-    assert hit.samples, f"{hit.id}: no sample"
+    assert hit.samples or hit.rendered, f"{hit.id}: no sample"
     first = {}
     for h in HITS:
         first.setdefault(h.hit, []).append(h)
-    for sample in hit.samples:
+    for sample in (*hit.samples, *hit.rendered):
         event = Signal(source=Source("x.log", Role.LAUNCHER), line=1, text=sample, kind=SignalKind.ERROR_LINE)
         got = [h for h in probe_text(sample, event) if h.id == hit.hit]
         assert got, f"{hit.id}: {sample!r} is not marked {hit.hit}"

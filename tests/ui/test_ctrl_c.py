@@ -185,11 +185,14 @@ def stop(run: Path, token: str, tmp: Path) -> None:
 def judge(out: str, tmp: Path, token: str) -> str:
     """Either nothing of the run is left, or the output named the run that goes on (and it does, until
     the stop it names ends it)."""
-    run = stop_command(out)
-    if run is None or "goes on" not in out:
+    if "goes on" not in out:
         left = wait_until_gone(token, 30)
         assert not left, f"processes of the run left running: {left}; the command printed:\n{out}"
         return "stopped"
+    run = stop_command(out)
+    assert run is not None and (run / "state.json").is_file(), (
+        f"the line that says how to stop the run names no run folder (a command cut in two?):\n{out}"
+    )
     assert marked(token), f"the output says the run goes on, but nothing of it runs:\n{out}"
     stop(run, token, tmp)
     left = wait_until_gone(token, 30)
@@ -200,7 +203,8 @@ def judge(out: str, tmp: Path, token: str) -> str:
 @pytest.mark.parametrize("delay", [0.0, 0.1, 0.3, 0.6, 1.0, 1.6, 2.5, 5.0])
 def test_ctrl_c_in_the_demo(tmp_path: Path, delay: float) -> None:
     token = f"demo-{delay}-{os.getpid()}"
-    out = interrupted(tmp_path, ["demo", "--dir", str(tmp_path / "demo")], delay, token)
+    # a folder longer than the terminal is wide: the line that says how to stop the run must stay one line
+    out = interrupted(tmp_path, ["demo", "--dir", str(tmp_path / ("runs-" + "x" * 70) / "demo")], delay, token)
     what = judge(out, tmp_path, token)
     if what == "stopped" and "interrupted" in out and "nothing was started" not in out:
         assert "stopped; no process of the run is left" in out, out
