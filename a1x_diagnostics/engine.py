@@ -9,13 +9,13 @@ on what was collected. ``check(path)`` streams a run's files through one Collect
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from a1x_diagnostics.deadline import CheckTimeout as CheckTimeout  # raised by the readers, caught here
+from a1x_diagnostics.deadline import CheckTimeout as CheckTimeout  # raised in the work past its deadline, caught here
+from a1x_diagnostics.deadline import bounded, limit_of
 from a1x_diagnostics.detectors import (
     ConfigLike,
     DetectorContext,
@@ -43,8 +43,6 @@ class Assessment:
     metrics: dict[str, float | int | str | None]
     outcome: RunOutcome
 
-
-DEADLINE_EVERY = 2048  # events between two looks at the clock
 
 
 class Collector:
@@ -117,10 +115,9 @@ class Collector:
         return self.assess(now, config, activity).findings
 
 
-def _read_into(collector: Collector, layout: RunLayout, deadline: float | None) -> None:
+def _read_into(collector: Collector, layout: RunLayout) -> None:
     """Every event of ``layout`` into ``collector`` through the one reader (``read_run``; an AlpaGym
-    run's role logs only: the closed-loop reader takes the rest). Raises ``CheckTimeout`` past
-    ``deadline`` (``time.monotonic()``)."""
+    run's role logs only: the closed-loop reader takes the rest)."""
     from a1x_diagnostics.parsing import read_run
 
     if layout.closed_loop is not None:
@@ -129,11 +126,7 @@ def _read_into(collector: Collector, layout: RunLayout, deadline: float | None) 
         from a1x_diagnostics.alpagym.reader import generic_files
 
         layout = replace(layout, files=generic_files(layout.files))
-    add = collector.add
-    for i, event in enumerate(read_run(layout)):
-        add(event)
-        if i % DEADLINE_EVERY == 0 and deadline is not None and time.monotonic() > deadline:
-            raise CheckTimeout
+    collector.extend(read_run(layout))
 
 
 def _load_toml(config_path: Path, notes: list[str]) -> Any:
@@ -218,7 +211,7 @@ def _closed_loop_lint(cl: Any, loaded: Any, config_path: Any, notes: list[str]) 
         return []
 
 
-def _read_named_folder(collector: Collector, layout: RunLayout, notes: list[str], deadline: float | None) -> str | None:
+def _read_named_folder(collector: Collector, layout: RunLayout, notes: list[str]) -> str | None:
     """A launcher capture checked on its own: read the log folder it names too, where it can be reached
     (``run_record.launcher_log_dir``); ``layout.files`` gains its files. The folder's name, or None."""
     from a1x_diagnostics.parsing import LayoutError, discover
@@ -246,7 +239,7 @@ def _read_named_folder(collector: Collector, layout: RunLayout, notes: list[str]
 
     inner.files = [(p, shown(p, src)) for p, src in inner.files if p.resolve() != capture.resolve()]
     collector.note_files(inner)
-    _read_into(collector, inner, deadline)
+    _read_into(collector, inner)
     layout.files = inner.files + layout.files
     layout.unreadable.extend(inner.unreadable)
     notes.append(f"read the log folder the launcher names ({printed}/) from {folder}")
@@ -307,16 +300,30 @@ def check(
     timeout: float | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Report:
-    """Diagnose the run at ``path``; never raises for bad input (the report says UNKNOWN and why)."""
+    """Diagnose the run at ``path``; never raises for bad input (the report says UNKNOWN and why).
+
+    ``timeout``: seconds of wall clock for all of it (finding the files, reading them, the detectors, the
+    report), past which the report is UNKNOWN ("timed out"); None, infinity or ``NO_LIMIT_S`` and more: no
+    limit (``a1x_diagnostics.deadline``)."""
+    doing = ["finding the logs"]
+    notes: list[str] = []
+    try:
+        with bounded(timeout):
+            return _check(str(path), config_path, run, now, progress, doing, notes)
+    except CheckTimeout:
+        limit = limit_of(timeout)
+        return unknown_report(str(path), f"timed out after {limit or 0:g} s while {doing[0]}", run=run, notes=notes)
+
+
+def _check(target: str, config_path: str | os.PathLike[str] | None, run: str | None, now: float | None,
+           progress: Callable[[str], None] | None, doing: list[str], notes: list[str]) -> Report:
+    """``check``'s work; ``doing[0]`` says what it is doing, for a timeout's message."""
     from a1x_diagnostics.parsing import LayoutError, discover
 
-    target = str(path)
-    deadline = None if timeout is None else time.monotonic() + timeout
     # Read first, so that every report, UNKNOWN ones included, says when the --config was not used.
-    notes: list[str] = []
     loaded = _load_toml(Path(config_path), notes) if config_path is not None else None
     try:
-        layout = discover(Path(path), run)
+        layout = discover(Path(target), run)
     except LayoutError as exc:
         return unknown_report(target, str(exc), run=run, notes=notes)
     if not layout.files and layout.closed_loop is None:
@@ -335,21 +342,15 @@ def check(
     if progress is not None:
         size = sum(f.size or 0 for f in collector.store.files.values())
         progress(f"reading {len(layout.files)} file(s), {size / 1e6:.1f} MB")
+    doing[0] = "reading the logs"
     run_name = layout.run_name
-    try:
-        _read_into(collector, layout, deadline)
-        if layout.kind == "single_file" and layout.files[0][1].role is Role.LAUNCHER:
-            run_name = _read_named_folder(collector, layout, notes, deadline) or run_name
-        if collector.closed_loop is not None:
-            from a1x_diagnostics.alpagym.reader import read_into
+    _read_into(collector, layout)
+    if layout.kind == "single_file" and layout.files[0][1].role is Role.LAUNCHER:
+        run_name = _read_named_folder(collector, layout, notes) or run_name
+    if collector.closed_loop is not None:
+        from a1x_diagnostics.alpagym.reader import read_into
 
-            read_into(collector, collector.closed_loop, layout.files, deadline=deadline,
-                      unreadable=layout.unreadable.append)
-    except CheckTimeout:
-        return unknown_report(
-            target, f"timed out after {timeout:g} s while reading the logs" if timeout is not None
-            else "timed out while reading the logs", run=layout.run_name, notes=notes
-        )
+        read_into(collector, collector.closed_loop, layout.files, unreadable=layout.unreadable.append)
     if layout.kind == "run_dir":
         stop = user_stop(layout.target)
         if stop is not None:
@@ -360,12 +361,14 @@ def check(
         reason = _no_events_reason(target, layout)
         return unknown_report(target, reason, run=layout.run_name, files=files, notes=notes)
 
+    doing[0] = "judging the logs (the detectors)"
     assessment = collector.assess(now, loaded)
     findings = assessment.findings
     if collector.closed_loop is not None:
         findings = merge_findings(findings, _closed_loop_lint(collector.closed_loop, loaded, config_path, notes))
     elif loaded is not None:
         findings = merge_findings(findings, _against_logs(_lint(loaded, notes), findings, collector, notes))
+    doing[0] = "writing the report"
     return build_report(
         target=target,
         run=run_name,

@@ -5,6 +5,10 @@ A FIFO given where a TOML is expected blocks ``open()`` until some writer appear
 once parsed. So the path is ``stat``-ed first and refused unless it names a regular file of at most
 ``limit`` bytes; the file is then opened with ``O_NONBLOCK`` (a FIFO swapped in after the ``stat``
 still cannot block) and checked again on the open descriptor.
+
+``open_regular`` opens a log the same way, to be streamed: a regular file of the disk's only. A file of
+``/proc`` or ``/sys`` is a regular file that the kernel writes as it is read (``/proc/self/pagemap``
+says 0 bytes and reads on for terabytes): refused too.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -73,3 +78,38 @@ def read_input(path: str | os.PathLike[str], *, limit: int, what: str = "file") 
     if len(data) > limit:  # it grew since the stat
         raise InputError(f"more than {size_text(limit)}: {too_large}")
     return data
+
+
+_KERNEL_FS: set[int] | None = None
+
+
+def _kernel_devices() -> set[int]:
+    """The devices of ``/proc`` and ``/sys`` (looked up once)."""
+    global _KERNEL_FS
+    if _KERNEL_FS is None:
+        found = set()
+        for root in ("/proc", "/sys"):
+            try:
+                found.add(os.stat(root).st_dev)
+            except OSError:
+                continue
+        _KERNEL_FS = found
+    return _KERNEL_FS
+
+
+def open_regular(path: str | os.PathLike[str]) -> tuple[BinaryIO, os.stat_result]:
+    """``path`` open for reading (binary) and its ``fstat``, without blocking: ``InputError`` unless it is a
+    regular file on a disk (not a FIFO, a device, a folder, nor a file of ``/proc`` or ``/sys``)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        _refuse_kind(st.st_mode)
+        if st.st_dev in _kernel_devices():
+            raise InputError("a file the kernel writes as it is read (/proc, /sys), not a log")
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb"), st

@@ -20,11 +20,13 @@ from datetime import datetime
 from pathlib import Path
 
 from a1x_diagnostics.events import Role, Signal, SignalKind, Source
+from a1x_diagnostics.inputs import InputError, open_regular, read_input
 
 STATE_FILE = "state.json"
 TRAIN_STAGE = "train"
 _STOPPING = "[a1x-tui] stopping:"
 _TAIL_BYTES = 1 << 20  # the stop is near the end of the stage log
+_STATE_MAX_BYTES = 16 << 20
 _LOGS_TS = re.compile(r"logs_\d{8}-\d{6}")
 
 
@@ -48,9 +50,11 @@ def launcher_log_dir(capture: Path, printed: str | None) -> Path | None:
 def user_stop(run_dir: Path) -> Signal | None:
     """The supervisor's record that the user stopped the run's train stage, as an event; None when it did
     not (the stage ran to its end, failed, or this is not a run folder of ours)."""
-    try:
-        state = json.loads((run_dir / STATE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    try:  # read_input: a state.json that is a FIFO or a device must not block --check
+        state = json.loads(read_input(run_dir / STATE_FILE, limit=_STATE_MAX_BYTES, what="run state"))
+    except (InputError, ValueError):
+        return None
+    if not isinstance(state, dict):
         return None
     stage = next((s for s in state.get("stages") or [] if isinstance(s, dict) and s.get("name") == TRAIN_STAGE), None)
     if stage is None or stage.get("status") != "stopped":
@@ -76,11 +80,11 @@ def _iso(value: object) -> datetime | None:
 def _stopping_time(stage_log: Path) -> datetime | None:
     """The time of the stage log's last ``[a1x-tui] stopping:`` line (the stop's SIGTERM)."""
     try:
-        with stage_log.open("rb") as f:
-            f.seek(0, 2)
-            f.seek(max(0, f.tell() - _TAIL_BYTES))
-            tail = f.read().decode("utf-8", "replace")
-    except OSError:
+        f, st = open_regular(stage_log)
+        with f:
+            f.seek(max(0, st.st_size - _TAIL_BYTES))
+            tail = f.read(_TAIL_BYTES).decode("utf-8", "replace")
+    except (OSError, InputError):
         return None
     for line in reversed(tail.splitlines()):
         stamp, _, rest = line.partition(" ")

@@ -22,13 +22,23 @@ from a1x_diagnostics.events import Source
 from a1x_diagnostics.findings import Finding, Outcome, RunOutcome, Status
 from a1x_diagnostics.live._diagnose import Diagnosis, DiagnosisFactory, Evaluation
 from a1x_diagnostics.live._findings import FindingTracker
-from a1x_diagnostics.live._layout import Layout, layout_stamp, resolve
+from a1x_diagnostics.live._layout import Layout, cannot_read, layout_stamp, resolve
 from a1x_diagnostics.live._lines import MAX_LINE_BYTES
 from a1x_diagnostics.live._mounts import filesystem_type, is_network_fs
 from a1x_diagnostics.live._observe import Watcher
 from a1x_diagnostics.live._osfs import OsFileSystem
 from a1x_diagnostics.live._queue import Subscription
-from a1x_diagnostics.live._tail import FileId, FileSystem, FileTail, History, Lines, Opened, Reset, TailOutput
+from a1x_diagnostics.live._tail import (
+    UNREADABLE,
+    FileId,
+    FileSystem,
+    FileTail,
+    History,
+    Lines,
+    Opened,
+    Reset,
+    TailOutput,
+)
 from a1x_diagnostics.live.messages import (
     FileAppeared,
     FileReset,
@@ -42,6 +52,7 @@ from a1x_diagnostics.live.messages import (
     OutcomeChanged,
     RunSwitched,
 )
+from a1x_diagnostics.parsing import LayoutError
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,6 +93,10 @@ class _Followed:
     committed: int | None = None  # number of the partial line already given to the diagnostics
     folder: str = ""
     groups_closed: bool = False  # quiet for ``group_flush`` since its last data: the diagnostics closed its groups
+    blocked: str | None = None  # the note given while its path cannot be looked at or opened (``_blocked``)
+    # Scanning (polling, or a busy run): a scan found nothing new since its last data. Only then can it be
+    # quiet: between two scans a writer may have written much that no one has looked at yet.
+    quiet_scan: bool = True
     history: int = 0  # bytes of history to read (before the live start)
     history_read: int = 0
     shown: deque[str] | None = None  # with ``history_tail``: the last history lines read
@@ -297,6 +312,8 @@ class RunFollower:
             followed = files.get(path)
             if followed is not None:
                 due = followed.last_data + (idle if followed.groups_closed else group)
+                if self.scanning and not followed.quiet_scan:
+                    due = max(due, self._next_scan)  # nothing to settle before the next scan looks
                 if due < deadline:
                     deadline = due
         return max(0.0, deadline - now)
@@ -313,10 +330,11 @@ class RunFollower:
                     self._dirty.update(self._files)
         with self._dirty_lock:
             dirty, self._dirty = self._dirty, set()
+        grown: set[str] = set()
         for path in dirty:
             followed = self._files.get(path)
-            if followed is not None:
-                self._poll(followed)
+            if followed is not None and self._poll(followed):
+                grown.add(path)
         if self.scanning and now >= self._next_scan:
             interval = self.options.poll_interval if self.polling else self.options.scan_interval
             self._next_scan = now + interval
@@ -324,14 +342,23 @@ class RunFollower:
             # for the files of the folders whose entries changed (one stat per folder, not per file).
             changed = self._changed_folders() if self.polling else set()
             quiet = now - 2 * interval
+            # Quiet for a full period: this scan found nothing new, and the last new bytes were read a period
+            # ago (not just now by another look, such as the one that settles files).
+            full = 0.9 * interval
             for path, followed in list(self._files.items()):
-                if path in dirty:
+                if path in dirty:  # looked at in this scan's turn
+                    if path not in grown and now - followed.last_data >= full:
+                        followed.quiet_scan = True
                     continue
                 check = changed is None or followed.folder in changed
                 if not check and followed.last_data < quiet and followed.tail.unchanged():
+                    followed.quiet_scan = True
                     continue  # a quiet file: one fstat
+                looked = time.monotonic()
                 if self._poll(followed, check_path=check):
                     self._grown += 1
+                elif looked - followed.last_data >= full:
+                    followed.quiet_scan = True
         if self._unsettled:
             self._settle(time.monotonic())
         if self._backfill:
@@ -342,18 +369,28 @@ class RunFollower:
     def _changed_folders(self) -> set[str] | None:
         """Folders of followed files whose entries may have changed since the last scan: their
         stamp (``OsFileSystem.folder_stamp``) moved, cannot be read, or changed within
-        ``FOLDER_SETTLE_S``. None: the file system cannot tell, every path is checked."""
+        ``FOLDER_SETTLE_S``. None: the file system cannot tell, every path is checked.
+
+        A folder of the layout (or of a followed file) whose stamp moved since the last scan also
+        has the layout read again now, so a new file (a replica, the next generation of a rotated
+        log) is found within ``poll_interval``, not only at the ``PollingObserver``'s next listing."""
         stamp_of = getattr(self._fs, "folder_stamp", None)
         if stamp_of is None:
             return None
         wall_ns = time.time_ns()
         previous, self._folder_stamps = self._folder_stamps, {}
         changed: set[str] = set()
+        layout = self._layout
         for folder in {f.folder for f in self._files.values()}:
             stamp = stamp_of(folder)
             self._folder_stamps[folder] = stamp
             if stamp is None or stamp != previous.get(folder) or wall_ns - max(stamp[2:]) < FOLDER_SETTLE_S * 1e9:
                 changed.add(folder)
+        for folder in layout.watch_dirs if layout is not None else ():
+            if folder not in self._folder_stamps:
+                self._folder_stamps[folder] = stamp_of(folder)
+        if any(folder in previous and stamp != previous[folder] for folder, stamp in self._folder_stamps.items()):
+            self._layout_dirty = True
         return changed
 
     def _check_write_rate(self, now: float) -> None:
@@ -403,8 +440,22 @@ class RunFollower:
         if periodic_only and before is not None and before == self._layout_stamp and now < self._next_full_rescan:
             return
         self._next_full_rescan = now + self.options.full_rescan_interval
-        layout = resolve(self.path, self.run)
+        try:
+            layout = resolve(self.path, self.run)
+        except LayoutError as exc:
+            if previous is None:
+                raise
+            self._keep(previous, str(exc))
+            return
         self.layout_reads += 1
+        if previous is not None and previous.files and (
+                layout.waiting is not None or (previous.run is not None and layout.run != previous.run)):
+            # The run switches only when the link (or its equivalent) names another run that can be read,
+            # never because the run's folder cannot be seen for a moment (a permission flip, a mount hiccup).
+            hidden = cannot_read(previous.run_dir) or cannot_read(layout.root)
+            if layout.run is None or hidden:
+                self._keep(previous, hidden or layout.waiting or f"{previous.run} cannot be seen")
+                return
         # Kept only if nothing moved while the layout was read: otherwise the next look reads it again.
         after = layout_stamp(layout, settle_s=FOLDER_SETTLE_S)
         same_folders = previous is not None and previous.watch_dirs == layout.watch_dirs
@@ -425,6 +476,13 @@ class RunFollower:
             if path not in self._files:
                 self._add(path, source, from_end=initial)
 
+    def _keep(self, layout: Layout, why: str) -> None:
+        """The layout cannot be read now: keep following what was followed, look again at the next rescan."""
+        self._layout_stamp = None
+        every = self.options.rescan_interval
+        self._error(f"{why}; still following the {len(self._files)} file(s) read so far, looked at again every "
+                    f"{every:g} s", layout.run_dir or layout.root)
+
     def _add(self, path: str, source: Source, *, from_end: bool) -> None:
         if self._already_read(path):
             return
@@ -433,13 +491,13 @@ class RunFollower:
             quiet_for = max(0.0, time.time() - os.stat(path).st_mtime)  # last written before we looked
         except OSError:
             quiet_for = 0.0
-        followed = _Followed(source, tail, last_data=time.monotonic() - quiet_for, folder=os.path.dirname(path))
+        period = self.options.poll_interval if self.polling else self.options.scan_interval
+        followed = _Followed(source, tail, last_data=time.monotonic() - quiet_for, folder=os.path.dirname(path),
+                             quiet_scan=quiet_for >= period)
         self._files[path] = followed
         self.files_seen += 1
         self._publish([FileAppeared(source=source, path=path)])
         self._poll(followed)
-        if not tail.is_open and os.path.exists(path):
-            self._error(f"{path}: cannot be read (permissions?); tried again every few seconds", path)
 
     def _already_read(self, path: str) -> bool:
         """A followed file under another name (renamed away by a rotation): its lines were read.
@@ -447,7 +505,7 @@ class RunFollower:
         Same inode and same first bytes: an inode number alone can be reused by a new file.
         """
         ident = self._fs.identity(path)
-        if ident is None:
+        if ident is None or ident == UNREADABLE:
             return False
         if any(f.tail.ident == ident for f in self._files.values()):
             return True
@@ -486,7 +544,10 @@ class RunFollower:
         """Check one file; True when it had new bytes."""
         tail = followed.tail
         before, head, read_before = tail.ident, tail.head, tail.bytes_read
+        looked = time.monotonic()
         outputs, more = tail.poll(self.options.read_budget, check_path=check_path, verify=verify)
+        if tail.blocked != (followed.blocked is not None):
+            self._blocked(followed)
         if more:
             with self._dirty_lock:
                 self._dirty.add(tail.path)
@@ -496,9 +557,27 @@ class RunFollower:
             self._handle(followed, outputs)
         grew = tail.bytes_read != read_before
         if grew:
-            followed.last_data = time.monotonic()
+            followed.last_data = looked  # what was there when we looked: quiet is counted from here
+            followed.quiet_scan = False
             self._unsettled.add(tail.path)
         return grew
+
+    def _blocked(self, followed: _Followed) -> None:
+        """A file that cannot be looked at (or opened) now is said once, and again after it could be."""
+        if followed.blocked is not None:
+            self._errors_seen.discard(followed.blocked)
+            followed.blocked = None
+            return
+        path = followed.tail.path
+        try:
+            os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+            why = "cannot be read now"
+        except OSError as exc:
+            why = f"cannot be read now ({exc.strerror or exc})"
+        every = self.options.poll_interval if self.polling else self.options.rescan_interval
+        then = "the file open since before is read on" if followed.tail.is_open else "followed once it can be read"
+        followed.blocked = f"{path}: {why}; {then}, looked at again every {every:g} s"
+        self._error(followed.blocked, path)
 
     def _retire(self, ident: FileId, head: bytes) -> None:
         self._retired.pop(ident, None)
@@ -614,6 +693,8 @@ class RunFollower:
             quiet = now - followed.last_data
             if quiet < group_flush or (followed.groups_closed and quiet < idle_flush):
                 continue  # the common case under load: written a moment ago
+            if self.scanning and not followed.quiet_scan:
+                continue  # quiet only until the next scan says so: a traceback is closed after a full period
             tail = followed.tail
             if not tail.caught_up:
                 continue

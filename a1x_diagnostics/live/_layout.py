@@ -32,6 +32,7 @@ class Layout:
     files: dict[str, Source] = field(default_factory=dict)
     watch_dirs: tuple[str, ...] = ()
     waiting: str | None = None  # why there are no files yet (discover's one-line message)
+    run_dir: str | None = None  # the folder of the run's log files (``RunLayout.run_dir``)
 
 
 def resolve(path: str, run: str | None = None) -> Layout:
@@ -60,7 +61,22 @@ def resolve(path: str, run: str | None = None) -> Layout:
             real = real_dirs[folder] = os.path.realpath(folder)
         files[os.path.join(real, name)] = source
     run_dir = os.fspath(layout.run_dir) if layout.run_dir is not None else None
-    return Layout(target, layout.run_name, files, _watch_dirs(target, run_dir, list(files)))
+    return Layout(target, layout.run_name, files, _watch_dirs(target, run_dir, list(files)), run_dir=run_dir)
+
+
+def cannot_read(folder: str | None) -> str | None:
+    """Why ``folder`` cannot be read now (permission denied on it or above, an I/O error), or None: it
+    can, or it is gone (a run folder that was removed is not a run that can no longer be seen)."""
+    if folder is None:
+        return None
+    try:
+        with os.scandir(folder) as entries:
+            next(entries, None)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        return f"{folder}: {exc.strerror or exc}"
+    return None
 
 
 # What ``resolve`` reads beyond the folders' entries: the run folder's spec, and the link a

@@ -19,6 +19,7 @@ So the inotify watcher has two ways of noticing writes, and the follower switche
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterable
@@ -37,6 +38,10 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 from watchdog.observers.polling import PollingObserver
+
+# watchdog logs a folder it cannot list ("Cannot take a snapshot of ..., will retry") through Python's
+# last-resort handler, raw on stderr when no logging is set up; the follower says it itself (a FollowError).
+logging.getLogger("watchdog").addHandler(logging.NullHandler())
 
 STRUCTURE_EVENTS = [FileCreatedEvent, FileDeletedEvent, FileMovedEvent, DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
 ALL_EVENTS = [FileModifiedEvent, *STRUCTURE_EVENTS]

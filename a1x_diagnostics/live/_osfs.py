@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 
-from a1x_diagnostics.live._tail import FileId
+from a1x_diagnostics.live._tail import UNREADABLE, FileId
+
+# What says a path names nothing now; any other error (EACCES, EPERM, EIO, ESTALE) says it cannot be told.
+_GONE = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.ENAMETOOLONG})
 
 
 def folder_stamp(folder: str) -> tuple[int, int, int, int] | None:
@@ -47,8 +51,8 @@ class OsFileSystem:
     def identity(self, path: str) -> FileId | None:
         try:
             st = os.stat(path)
-        except OSError:
-            return None
+        except OSError as exc:
+            return None if exc.errno in _GONE else UNREADABLE
         if not stat.S_ISREG(st.st_mode):
             return None
         return FileId(st.st_dev, st.st_ino)

@@ -11,6 +11,9 @@ The rules, per check of the path:
   opened starts at the beginning of its last (possibly partial) line, so live lines flow at once;
   the lines before that point are read later by ``backfill`` (oldest first, bounded chunks).
   A file that appears later is read from byte 0.
+* Path that cannot be looked at (``UNREADABLE``: a permission flipped on it or a folder above):
+  the open file is read on as before (its descriptor still reads), nothing is reset; ``blocked``
+  says so until the path can be looked at again. A file not open yet is tried again at each check.
 * Path gone or naming another file (rename + new file, delete + re-create): the open handle is
   read to its end first (nothing the writer put in the old file is lost), its held partial line
   becomes a line, then the new file is followed from byte 0.
@@ -52,6 +55,11 @@ class FileId:
     ino: int
 
 
+UNREADABLE = FileId(-1, -1)
+"""``FileSystem.identity`` when the path cannot be looked at now (permission denied on it or a folder
+above, an I/O error): not a sign that the file is gone."""
+
+
 class Handle(Protocol):
     """An open file."""
 
@@ -67,7 +75,8 @@ class Handle(Protocol):
 
 class FileSystem(Protocol):
     def identity(self, path: str) -> FileId | None:
-        """The regular file ``path`` names now, or None (missing, not a regular file, unreadable)."""
+        """The regular file ``path`` names now; None when nothing (or no regular file) is there;
+        ``UNREADABLE`` when it cannot be told (permission denied, an I/O error)."""
         ...
 
     def open(self, path: str) -> Handle | None:
@@ -155,6 +164,7 @@ class FileTail:
         self._next_lineno: int | None = 1
         self._backfill: _Backfill | None = None
         self.bytes_read = 0
+        self.blocked = False  # at the last check the path could not be looked at or opened
 
     # --- state, for the follower and the tests -------------------------------------------------
 
@@ -225,14 +235,21 @@ class FileTail:
         handle = self._handle
         if handle is None:
             ident = self.fs.identity(self.path)
-            if ident is None or not self._open(out):
+            opened = ident is not None and ident != UNREADABLE and self._open(out)
+            self.blocked = ident is not None and not opened
+            if not opened:
                 return out, False
-        elif check_path and (ident := self.fs.identity(self.path)) != handle.ident:
-            self._drain(out)
-            self._close(out)
-            out.append(Reset("replaced" if ident is not None else "deleted"))
-            if ident is None or not self._open(out):
-                return out, False
+        elif check_path:
+            ident = self.fs.identity(self.path)
+            # UNREADABLE: which file the path names cannot be told now; the one open is read on.
+            self.blocked = ident == UNREADABLE
+            if not self.blocked and ident != handle.ident:
+                self._drain(out)
+                self._close(out)
+                out.append(Reset("replaced" if ident is not None else "deleted"))
+                if ident is None or not self._open(out):
+                    self.blocked = ident is not None
+                    return out, False
         assert self._handle is not None
         size = self._check_truncation(out, force=verify)
         more = self._read(out, size, budget)

@@ -126,10 +126,13 @@ def _is_launcher_capture(p: Path) -> bool:
     launcher output, so a note of the user's own (``notes.log``) never becomes evidence."""
     if p.suffix in (".out", ".err"):
         return True
+    from a1x_diagnostics.inputs import InputError, open_regular  # a FIFO named x.log must not block the listing
+
     try:
-        with p.open("rb") as f:
+        f, _ = open_regular(p)
+        with f:
             head = f.read(256 * 1024)
-    except OSError:
+    except (OSError, InputError):
         return False
     return any(m in head for m in _CAPTURE_MARKERS)
 

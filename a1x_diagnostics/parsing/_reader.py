@@ -11,6 +11,7 @@ those of parsing every line (``keep_unknown=False``: no ``LogLine``), whatever t
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from a1x_diagnostics.events import Event, Source
+from a1x_diagnostics.inputs import InputError, open_regular
 from a1x_diagnostics.parsing._layout import LayoutError, RunLayout
 from a1x_diagnostics.parsing._lines import MAX_LINE_BYTES, decode, segments
 from a1x_diagnostics.parsing._markers import scanner_for
@@ -79,13 +81,16 @@ class FileReader:
         return self.parser.flush()
 
 
-def blocks(f: BinaryIO, size: int = BLOCK_BYTES) -> Iterator[tuple[int, bytes]]:
-    """``(first line number, block)`` of whole lines of ``f``; a line longer than ``MAX_LINE_BYTES`` is
-    cut there (the rest skipped, the numbering kept), a last line without a newline is a line."""
+def blocks(f: BinaryIO, size: int = BLOCK_BYTES, limit: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """``(first line number, block)`` of whole lines of ``f`` (its first ``limit`` bytes); a line longer than
+    ``MAX_LINE_BYTES`` is cut there (the rest skipped, the numbering kept), a last line without a newline
+    is a line."""
     lineno = 1
     pending = b""
     overflow = False  # the pending line reached MAX_LINE_BYTES: the rest of it is skipped
-    while chunk := f.read(size):
+    left = -1 if limit is None else limit
+    while left and (chunk := f.read(size if left < 0 else min(size, left))):
+        left -= len(chunk) if left > 0 else 0
         if pending or overflow:
             nl = chunk.find(b"\n")
             if nl < 0:
@@ -115,20 +120,26 @@ def _open_error(path: Path, e: OSError) -> LayoutError:
     return LayoutError(f"{path}: cannot read ({e.strerror or e})")
 
 
+def open_log(path: Path) -> tuple[BinaryIO, os.stat_result]:
+    """A log file open for reading and its ``fstat``, never blocking (``a1x_diagnostics.inputs.open_regular``:
+    a regular file on a disk, not a FIFO, a device or a file of ``/proc``); ``LayoutError`` (one line)."""
+    try:
+        return open_regular(path)
+    except InputError as e:
+        raise LayoutError(f"{path}: {e}") from None
+
+
 def read_file(path: Path, source: Source, *, display_path: str | None = None) -> Iterator[Event]:
     """Events of one log file, streamed; ``LayoutError`` (one line) only if it cannot be opened. A read
     that fails mid-way keeps what was read."""
     path = Path(path)
     if display_path is not None:
         source = Source(display_path, source.role, source.index)
+    f, st = open_log(path)
+    reader = FileReader(source, mtime=st.st_mtime)
     try:
-        mtime = path.stat().st_mtime
-        f = open(path, "rb")  # noqa: SIM115 - closed in finally; a generator must not hold a with-block open
-    except OSError as e:
-        raise _open_error(path, e) from None
-    reader = FileReader(source, mtime=mtime)
-    try:
-        for first, block in blocks(f):
+        # What the file held when it was opened: a file written on meanwhile is read as of then, not chased.
+        for first, block in blocks(f, limit=st.st_size):
             yield from reader.feed(first, block)
     except OSError:
         pass
@@ -159,9 +170,9 @@ class FileTail:
 def file_tail(path: Path, n: int = 20) -> FileTail:
     """The last ``n`` lines of a file, read from the end (at most ``TAIL_MAX_BYTES``)."""
     path = Path(path)
+    f, st = open_log(path)
     try:
-        st = path.stat()
-        with open(path, "rb") as f:
+        with f:
             size = st.st_size
             want = min(size, 64 << 10)
             while True:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +25,7 @@ HYPERSCAN = not os.environ.get("A1X_PURE_READER") and importlib.util.find_spec("
 ENGINE = "hyperscan" if HYPERSCAN else "python"
 """Which engine finds the lines of a large block: ``hyperscan``, or ``python`` (``bytes.find``)."""
 ENGINE_FROM = 256 << 10
+_BUILD = threading.Lock()
 
 
 def minimal(strings: Sequence[str]) -> tuple[bytes, ...]:
@@ -40,24 +42,28 @@ def minimal(strings: Sequence[str]) -> tuple[bytes, ...]:
 class Scanner:
     """The lines of a block holding one of ``strings``."""
 
-    __slots__ = ("_db", "read", "strings")
+    __slots__ = ("_db", "_local", "read", "strings")
 
     def __init__(self, strings: Sequence[str]) -> None:
         self.strings = minimal(strings)
         self._db: Any = None
+        # One Hyperscan scratch space per thread: a scanner is shared (``scanner_for``), and a scratch in use
+        # by one thread's scan raises ``ScratchInUseError`` in another's (a follower beside a ``check``).
+        self._local = threading.local()
         self.read = 0  # bytes searched so far
 
     def _database(self) -> Any:
         """Hyperscan's database of the strings, built at the first large block."""
-        if self._db is None:
-            global _hs
-            if _hs is None:
-                import hyperscan as _hs
-            db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
-            expressions = [re.escape(s.decode("latin-1")).encode("latin-1") for s in self.strings]
-            db.compile(expressions=expressions, ids=list(range(len(expressions))), elements=len(expressions),
-                       flags=[0] * len(expressions))
-            self._db = db
+        with _BUILD:
+            if self._db is None:
+                global _hs
+                if _hs is None:
+                    import hyperscan as _hs
+                db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+                expressions = [re.escape(s.decode("latin-1")).encode("latin-1") for s in self.strings]
+                db.compile(expressions=expressions, ids=list(range(len(expressions))), elements=len(expressions),
+                           flags=[0] * len(expressions))
+                self._db = db
         return self._db
 
     def starts(self, block: bytes) -> list[int]:
@@ -66,7 +72,11 @@ class Scanner:
         self.read += len(block)
         if HYPERSCAN and self.strings and self.read >= ENGINE_FROM:
             add = ends.append
-            self._database().scan(block, match_event_handler=lambda _i, _f, to, _fl, _c: add(to))
+            db = self._db if self._db is not None else self._database()
+            scratch = getattr(self._local, "scratch", None)
+            if scratch is None:
+                scratch = self._local.scratch = _hs.Scratch(db)
+            db.scan(block, match_event_handler=lambda _i, _f, to, _fl, _c: add(to), scratch=scratch)
             ends.sort()
         else:
             find = block.find

@@ -9,12 +9,24 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 DEFAULT_TIMEOUT_S = 120.0
+
+
+def _timeout_seconds(text: str) -> float:
+    """Seconds: 0 or more; ``inf`` (or any value of three years and more) is no limit."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if math.isnan(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a number of seconds, 0 or more (inf: no limit)")
+    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,10 +56,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=_timeout_seconds,
         default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
-        help=f"give up (status unknown) after this long (default: {DEFAULT_TIMEOUT_S:g})",
+        help=f"give up (status unknown) after this long, detectors included (default: {DEFAULT_TIMEOUT_S:g}; "
+        "inf: no limit)",
     )
 
 

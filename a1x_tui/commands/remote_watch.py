@@ -129,13 +129,15 @@ def _show(printer: Any, obj: dict[str, Any], host: str) -> None:
 
 def check(args: argparse.Namespace, remote: RemotePath) -> int:
     """``a1x-tui --check HOST:PATH``: the far side's report, printed here."""
+    from a1x_diagnostics.deadline import limit_of
     from a1x_diagnostics.findings import Report
     from a1x_diagnostics.report import redact_report, render
     from a1x_tui.remote.link import RemoteError, run_once
 
     command = ["--check", "--format", "json", "--timeout", f"{args.timeout:g}"]
+    limit = limit_of(args.timeout)  # inf or 1e10 is no limit here too (no wait can be that long)
     try:
-        done = run_once(remote.host, _words(command, remote, args), timeout=args.timeout + 60)
+        done = run_once(remote.host, _words(command, remote, args), timeout=None if limit is None else limit + 60)
     except RemoteError as exc:
         print(f"a1x-tui --check: {exc}", file=sys.stderr)
         return 3

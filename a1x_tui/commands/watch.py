@@ -11,7 +11,8 @@ JSON types: ``history_complete`` (the run's history is read: findings are evalua
 ``finding_raised`` / ``finding_updated`` (with ``key`` and the ``finding`` as in the ``--check``
 report), ``finding_resolved`` (``key``, ``finding_id``), ``run_switched`` (``logs_latest`` moved),
 ``file_appeared``, ``outcome`` (the run's outcome moved: ``outcome`` as in the ``--check`` report, and the
-``previous`` state), and last ``ended`` (``status``, ``exit_code``, ``open`` keys, ``outcome``, ``reason``).
+``previous`` state), ``follow_error`` (``message``, ``path``: what the follower could not do, also on stderr),
+and last ``ended`` (``status``, ``exit_code``, ``open`` keys, ``outcome``, ``reason``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from a1x_diagnostics.findings import Finding
-    from a1x_diagnostics.live import Message, RunFollower
+    from a1x_diagnostics.live import FollowOptions, Message, RunFollower
 
 
 def _positive_seconds(text: str) -> float:
@@ -136,6 +137,8 @@ class _Printer:
         )
 
         if isinstance(message, FollowError):
+            if self.fmt == "json":  # for an agent: what the follower could not do (a file unreadable for a while...)
+                self.json("follow_error", message=message.message, path=message.path)
             print(f"a1x-tui watch: {message.message}", file=sys.stderr)
             return
         if self.fmt == "json":
@@ -256,6 +259,13 @@ def _may_fill(layout: Any) -> bool:
         return False
 
 
+def follow_options(args: argparse.Namespace) -> FollowOptions:
+    """The follower's options for ``--poll`` and ``--interval``."""
+    from a1x_diagnostics.live import FollowOptions
+
+    return FollowOptions(poll=True if args.poll else None, poll_interval=args.interval, evaluate_interval=args.interval)
+
+
 def refusal(layout: Any, path: str, run: str | None) -> str | None:
     """Why ``path`` is not followed (what ``--check`` calls UNKNOWN), None when it is: a folder that may
     still fill is waited on."""
@@ -277,7 +287,7 @@ def run(args: argparse.Namespace) -> int:
 
         return dashboard(args, event_object)
     from a1x_diagnostics.findings import Status
-    from a1x_diagnostics.live import FollowOptions, RunFollower, engine_diagnosis, resolve_layout
+    from a1x_diagnostics.live import RunFollower, engine_diagnosis, resolve_layout
     from a1x_diagnostics.parsing import LayoutError
 
     try:
@@ -292,10 +302,7 @@ def run(args: argparse.Namespace) -> int:
     factory, notes = engine_diagnosis(args.config, target=args.path)
     for note in notes:
         print(f"a1x-tui watch: {note}", file=sys.stderr)
-    options = FollowOptions(
-        poll=True if args.poll else None, poll_interval=args.interval, evaluate_interval=args.interval
-    )
-    follower = RunFollower(args.path, run=args.run, options=options, diagnosis=factory)
+    follower = RunFollower(args.path, run=args.run, options=follow_options(args), diagnosis=factory)
     how = f"polling: {follower.why_polling}" if follower.polling else "inotify"
     if layout.waiting:
         print(f"a1x-tui watch: no run yet ({layout.waiting}); waiting for one", file=sys.stderr)

@@ -88,8 +88,9 @@ def explain(host: str, code: int | None, stderr: list[str], *, worked: bool) -> 
     return f"{host}: {said}", False
 
 
-def run_once(host: str, words: list[str], *, timeout: float) -> subprocess.CompletedProcess[str]:
-    """The far side's ``a1x-tui WORDS`` to its end; ``RemoteError`` when ssh or the program could not run."""
+def run_once(host: str, words: list[str], *, timeout: float | None) -> subprocess.CompletedProcess[str]:
+    """The far side's ``a1x-tui WORDS`` to its end (``timeout`` None: however long); ``RemoteError`` when ssh or
+    the program could not run."""
     try:
         done = subprocess.run(ssh_argv(host, words), capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL, check=False)

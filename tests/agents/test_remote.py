@@ -74,6 +74,9 @@ def test_check_over_ssh_prints_the_far_side_s_report(sshd: Sshd) -> None:
     text = a1x("--check", f"{sshd.host}:{OOM}", "--config", str(OOM / "rollout_oom.toml"), env=sshd.env)
     assert text.returncode == 2 and text.stdout.startswith("A1X-TUI CRITICAL - crashed: ")
     assert "policy_oom_config" in text.stdout  # --config is read on the far side
+    for huge in ("inf", "1e10"):  # no limit, there as here (issue 37 point 5)
+        done = a1x("--check", f"{sshd.host}:{OOM}", "--timeout", huge, env=sshd.env)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
 
 
 @pytest.mark.slow

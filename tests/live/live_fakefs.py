@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from a1x_diagnostics.live._tail import FileId
+from a1x_diagnostics.live._tail import UNREADABLE, FileId
 
 _inodes = itertools.count(1)
 
@@ -43,15 +43,18 @@ class FakeFs:
         self.files: dict[str, Inode] = {}
         self.reads = 0
         self.open_handles = 0
+        self.hidden: set[str] = set()  # paths that cannot be looked at (a permission flipped on them or above)
 
     # the FileSystem protocol
     def identity(self, path: str) -> FileId | None:
+        if path in self.hidden:
+            return UNREADABLE
         node = self.files.get(path)
         return None if node is None else FileId(1, node.ino)
 
     def open(self, path: str) -> FakeHandle | None:
         node = self.files.get(path)
-        if node is None:
+        if node is None or path in self.hidden:
             return None
         self.open_handles += 1
         return FakeHandle(node, self)

@@ -80,3 +80,25 @@ def test_two_findings_with_the_same_key_in_one_evaluation_are_both_kept() -> Non
     first, second = _finding("stalled"), _finding("stalled", lines=2)
     messages = tracker.update([first, second])
     assert [m.key for m in messages if isinstance(m, FindingRaised)] == ["stalled", "stalled#2"]
+
+
+def test_a_finding_that_changes_its_subject_keeps_its_key_and_is_not_raised_again() -> None:
+    """A replica first named by the launcher's process list, then by the controller's id for it until its
+    own log is read, then by its log again: one finding, raised once (issue 37, point 3)."""
+    tracker = FindingTracker()
+    by_log = _finding("replica_died", "rollout_0", severity=Severity.CRITICAL)
+    by_id = _finding("replica_died", "rollout 0feca14d", severity=Severity.CRITICAL, lines=2)
+    other = _finding("replica_died", "policy_0", severity=Severity.CRITICAL)
+    assert tracker.update([by_log, other]) == [
+        FindingRaised(finding=by_log, key="replica_died@rollout_0"),
+        FindingRaised(finding=other, key="replica_died@policy_0"),
+    ]
+    assert tracker.update([by_id, other]) == [FindingUpdated(finding=by_id, key="replica_died@rollout_0")]
+    assert tracker.update([by_id, other]) == []
+    grown = _finding("replica_died", "rollout_0", severity=Severity.CRITICAL, lines=3)
+    assert tracker.update([grown, other]) == [FindingUpdated(finding=grown, key="replica_died@rollout_0")]
+    assert set(tracker.open) == {"replica_died@rollout_0", "replica_died@policy_0"}
+    # Two subjects vanishing while two appear cannot be paired: resolved and raised, as they are.
+    a, b = _finding("replica_died", "rollout_1"), _finding("replica_died", "rollout_2")
+    got = tracker.update([a, b])
+    assert sorted(type(m).__name__ for m in got) == ["FindingRaised"] * 2 + ["FindingResolved"] * 2

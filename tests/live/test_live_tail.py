@@ -296,3 +296,31 @@ def test_a_one_megabyte_line_arrives_whole_through_bounded_reads() -> None:
     assert tail.partial() is not None and len(tail.partial() or "") == 300_000
     fs.write(P, big[300_000:] + b"\nnext\n")
     assert lines_of(poll(tail)) == [big.decode(), "next"]
+
+
+def test_a_path_that_cannot_be_looked_at_keeps_the_open_file_read_and_resets_nothing() -> None:
+    """A permission flipped on the file's folder for a while: stat answers EACCES, not ENOENT. The file held
+    open is read on through its descriptor; nothing is reset, nothing read twice (issue 37, point 3)."""
+    fs = FakeFs()
+    fs.write(P, b"a\n")
+    tail = FileTail(P, fs, from_end=False)
+    assert lines_of(poll(tail)) == ["a"]
+    fs.hidden.add(P)
+    fs.write(P, b"b\n")
+    assert poll(tail) == [Lines(2, ["b"], 2, diag=True)]
+    assert tail.blocked and tail.is_open
+    fs.hidden.clear()
+    fs.write(P, b"c\n")
+    assert poll(tail) == [Lines(3, ["c"], 4, diag=True)]
+    assert not tail.blocked
+
+
+def test_a_file_that_cannot_be_opened_yet_is_followed_from_its_start_once_it_can() -> None:
+    fs = FakeFs()
+    fs.write(P, b"first\n")
+    fs.hidden.add(P)
+    tail = FileTail(P, fs, from_end=False)
+    assert poll(tail) == [] and tail.blocked and not tail.is_open
+    fs.hidden.clear()
+    assert poll(tail) == [Opened(at_end=False), Lines(1, ["first"], 0, diag=True)]
+    assert not tail.blocked

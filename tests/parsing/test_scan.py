@@ -81,3 +81,29 @@ def test_strings_held_in_another_are_not_looked_for() -> None:
 def test_line_indices_of_decoded_lines() -> None:
     scanner = Scanner(("needle",))
     assert scanner.lines(["a", "a needle", "", "é needle", "b"]) == [1, 3]
+
+
+@pytest.mark.skipif(not scan_module.HYPERSCAN, reason="Hyperscan is not installed here")
+def test_one_scanner_searched_from_several_threads_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scanner is shared (``scanner_for``): a live follower's thread and a ``check`` in another search
+    with it at the same moment. Hyperscan's scratch space is one scan's at a time; each thread has its own."""
+    import threading
+
+    scanner = _scanner(("needle", "other"), "hyperscan", monkeypatch)
+    block = (b"x" * 200 + b"\n" + b"a needle here\n") * 20_000
+    want = _plain(block, ("needle", "other"))
+    failures: list[BaseException] = []
+
+    def search() -> None:
+        try:
+            for _ in range(20):
+                assert scanner.starts(block) == want
+        except BaseException as exc:  # reported below, in the test's thread
+            failures.append(exc)
+
+    threads = [threading.Thread(target=search) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
