@@ -6,7 +6,9 @@ Update after an intended change of the layout: ``python -m pytest tests/ui/test_
 
 from __future__ import annotations
 
+import fcntl
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,24 @@ from a1x_tui.ui.widgets.findings import FindingsPanel
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
 RUN = Path("/runs/20261129-150000-motion")
+
+
+@pytest.fixture
+def fixed_copy() -> Iterator[Any]:
+    """``fixed_copy(run)``: the run copied to the same absolute path in every checkout (the screen names the
+    folder); a lock keeps two test sessions of one machine from replacing it under each other."""
+    root = Path("/tmp/a1x-tui-snapshots")
+    root.mkdir(exist_ok=True)
+    with (root / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+
+        def copy(run: Path) -> Path:
+            fixed = root / run.name
+            shutil.rmtree(fixed, ignore_errors=True)
+            shutil.copytree(run, fixed, symlinks=True)
+            return fixed
+
+        yield copy
 
 
 def dashboard_app() -> A1xApp:
@@ -57,11 +77,8 @@ def test_dashboard_with_a_failed_stage(snap_compare: Any, size: tuple[int, int])
     assert snap_compare(dashboard_app(), terminal_size=size, run_before=failed)
 
 
-def test_dashboard_read_only_at_80x24(snap_compare: Any) -> None:
-    # The screen names the attached folder: give it the same absolute path in every checkout.
-    fixed = Path("/tmp/a1x-tui-snapshots") / COLLAPSE_RUN.name
-    shutil.rmtree(fixed, ignore_errors=True)
-    shutil.copytree(COLLAPSE_RUN, fixed, symlinks=True)
+def test_dashboard_read_only_at_80x24(snap_compare: Any, fixed_copy: Any) -> None:
+    fixed = fixed_copy(COLLAPSE_RUN)
     app = A1xApp(target=RunTarget(follow=fixed, run_dir=None, config=None), live=False)
     assert snap_compare(app, terminal_size=(80, 24), run_before=feed)
 
@@ -217,7 +234,7 @@ def test_logs_at_the_end_of_a_run(snap_compare: Any, size: tuple[int, int]) -> N
 
 
 def test_read_only_attach_while_the_history_is_read_then_on_its_verdict(
-    snap_compare: Any, monkeypatch: pytest.MonkeyPatch
+    snap_compare: Any, monkeypatch: pytest.MonkeyPatch, fixed_copy: Any
 ) -> None:
     from a1x_diagnostics.engine import check
     from a1x_diagnostics.live import finding_key
@@ -226,9 +243,7 @@ def test_read_only_attach_while_the_history_is_read_then_on_its_verdict(
 
     monkeypatch.setattr(DashboardScreen, "start_feeds", lambda self: None)  # the messages come from here
     monkeypatch.setattr(DashboardScreen, "_start_following", lambda self: None)
-    fixed = Path("/tmp/a1x-tui-snapshots") / OOM_RUN.name
-    shutil.rmtree(fixed, ignore_errors=True)
-    shutil.copytree(OOM_RUN, fixed, symlinks=True)
+    fixed = fixed_copy(OOM_RUN)
     report = check(fixed, now=FIXED_NOW)
 
     async def reading(pilot: Any) -> None:
