@@ -7,6 +7,8 @@ r"""The catalog of every message shape a1x-tui recognises: one entry a message, 
 ``recipe_hub``  the Alpamayo recipe, the Hugging Face Hub, W&B
 ``other_stacks`` torch, NCCL, vLLM, SGLang, Ray, Hydra
 ``alpagym``     AlpaGym's host: its config-validation refusals
+``closed_loop`` AlpaGym's host, rollout worker and trainer, AlpaSim: closed-loop events (``CL``), read by
+                ``a1x_diagnostics.alpagym.parser`` (with ``alpagym``'s refusals), not by the open-loop readers
 =============== =====================================================================================
 
 A ``Sig`` (``entry.py``) is a line that gives an event: its regex, the event (a ``SignalKind``, or an
@@ -34,11 +36,11 @@ A detector is needed only when the event needs new logic (docs/findings.md, "Add
 from __future__ import annotations
 
 from a1x_diagnostics.events import SignalKind
-from a1x_diagnostics.signatures import alpagym, controller, launcher, other_stacks, recipe_hub, replicas
+from a1x_diagnostics.signatures import alpagym, closed_loop, controller, launcher, other_stacks, recipe_hub, replicas
 from a1x_diagnostics.signatures.entry import OWN, Hit, Sig
 
 GROUPS = {"controller": controller, "replicas": replicas, "launcher": launcher, "recipe_hub": recipe_hub,
-          "other_stacks": other_stacks, "alpagym": alpagym}
+          "other_stacks": other_stacks, "alpagym": alpagym, "closed_loop": closed_loop}
 """Each group's module, in catalog order."""
 
 SIGS: tuple[Sig, ...] = (

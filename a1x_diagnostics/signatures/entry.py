@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from a1x_diagnostics.closed_loop_events import CL
 from a1x_diagnostics.events import Event, Role, SignalKind
 
 # ------------------------------------------------------------------ gates (docs/parsing.md, "Gates")
@@ -70,11 +71,12 @@ class Sig:
     message (both are tests alike). ``wrapper``: the ``error`` group quotes another message, read too.
     ``read_in``: the kind of file the samples were read from (``a1x_diagnostics.events.Role``), when
     it is not the group's own. The regex is searched in a line's message (the text after its prefix).
+    A ``CL`` event is a closed-loop entry (``closed_loop.py``), read by ``a1x_diagnostics.alpagym.parser``.
     """
 
     id: str
     pattern: str
-    event: SignalKind | type[Event]
+    event: SignalKind | type[Event] | CL
     source: str
     samples: tuple[str, ...]
     fields: Mapping[str, Any] = field(default_factory=dict)
