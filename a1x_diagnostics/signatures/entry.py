@@ -103,3 +103,18 @@ class Hit:
     kind: str | None = None
     flags: int = 0
     rendered: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Benign:
+    """An error text that is not a failure (docs/reference/cosmos-rl.md §15, "Healthy runs print alarming
+    lines"): an error group whose text ``pattern`` matches is left out of ``unexplained_error``, for ``reason``
+    (``a1x_diagnostics.detectors._errors.benign_reason``). Nothing else is ignored."""
+
+    id: str
+    pattern: str
+    reason: str
+    source: str
+    samples: tuple[str, ...]
+    rendered: tuple[str, ...] = ()
+    flags: int = 0
