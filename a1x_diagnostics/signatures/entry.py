@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from a1x_diagnostics.closed_loop_events import CL
@@ -59,6 +60,23 @@ documented level: in a controller or replica log, any line holding the entry's n
 Reader = Callable[[re.Match[str]], "Mapping[str, Any] | None"]
 
 
+class Monitor(str, Enum):
+    """What a line of a Slurm batch script's monitor says (``[<time>][<tag>]: message`` in ``slurm_<jobid>.log``,
+    read by ``a1x_diagnostics.parsing.parse_monitor_log``; ``launcher.MONITOR``)."""
+
+    STARTED = "started"
+    NEW_RUN = "new_run"
+    RESUME = "resume"
+    RESUME_SKIPPED = "resume_skipped"
+    RETRY = "retry"
+    NO_RETRIES = "no_retries"
+    AUTORESUME = "autoresume"
+    STEP_FAILED = "step_failed"
+    FINAL = "final"
+    SIGNAL = "signal"
+    ABORT = "abort"
+
+
 @dataclass(frozen=True)
 class Sig:
     """A message shape and the event it gives.
@@ -71,12 +89,13 @@ class Sig:
     message (both are tests alike). ``wrapper``: the ``error`` group quotes another message, read too.
     ``read_in``: the kind of file the samples were read from (``a1x_diagnostics.events.Role``), when
     it is not the group's own. The regex is searched in a line's message (the text after its prefix).
-    A ``CL`` event is a closed-loop entry (``closed_loop.py``), read by ``a1x_diagnostics.alpagym.parser``.
+    A ``CL`` event is a closed-loop entry (``closed_loop.py``), read by ``a1x_diagnostics.alpagym.parser``; a
+    ``Monitor`` one a Slurm monitor line (``launcher.MONITOR``, its fields the named groups, numbers as ints).
     """
 
     id: str
     pattern: str
-    event: SignalKind | type[Event] | CL
+    event: SignalKind | type[Event] | CL | Monitor
     source: str
     samples: tuple[str, ...]
     fields: Mapping[str, Any] = field(default_factory=dict)
