@@ -79,6 +79,10 @@ SIGS = (
     Sig("rate_limited.http_429", r"HTTP 429\b(?P<detail>.*)$", S.RATE_LIMITED,
         source="huggingface/huggingface_hub (its retry log line; docs/reference/alpamayo-recipe.md §14 row 4)",
         samples=("Got HTTP 429 from https://huggingface.co/api/datasets/nvidia/PhysicalAI-Autonomous-Vehicles; retrying in 8s",)),
+    Sig("hub_fetch_progress.fetching_files", r"Fetching \d+ files:\s*\d+%\|[^|]*\|\s*(?P<done>\d+)/(?P<total>\d+)", S.HUB_FETCH_PROGRESS,
+        source="huggingface/huggingface_hub@v0.36.2:src/huggingface_hub/_snapshot_download.py:284 (the tqdm bar of snapshot_download, "
+               "on stderr, redrawn with \\r; docs/reference/alpamayo-recipe.md §5)",
+        samples=(), rendered=("Fetching 12 files:  42%|████▏     | 5/12 [00:03<00:04,  1.50it/s]",)),
     Sig("rate_limited.too_many_requests", r"Too Many Requests(?P<detail>.*)$", S.RATE_LIMITED,
         source="huggingface/huggingface_hub:utils/_http.py (docs/reference/alpamayo-recipe.md §14 row 4)",
         samples=("huggingface_hub.errors.HfHubHTTPError: Too Many Requests (Request ID: Root=1-6740a1b2-5c1e2f9a0d3b4e7f8a9b0c1d)",)),
