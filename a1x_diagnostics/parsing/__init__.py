@@ -55,6 +55,7 @@ _EXPORTS = {
     "parse_lines": "_parser",
     "read_line": "_parser",
     "Scanner": "_scan",
+    "shape_of": "_shapes",
     "controller_logs": "_runs",
     "is_slurm_dir": "_runs",
     "latest_logs_dir": "_runs",
@@ -119,6 +120,7 @@ __all__ = [
     "role_logs",
     "run_name",
     "scanner_for",
+    "shape_of",
     "slurm_runs",
     "split_segments",
 ]
@@ -148,6 +150,7 @@ if TYPE_CHECKING:
         slurm_runs,
     )
     from a1x_diagnostics.parsing._scan import Scanner
+    from a1x_diagnostics.parsing._shapes import shape_of
     from a1x_diagnostics.parsing._slurm_job import (
         MonitorLine,
         Part,

@@ -97,6 +97,12 @@ def test_evidence_and_diff_are_shown_compactly() -> None:
         text="[rank0]:[cosmos] 2026-11-29 15:31:28,001 - cosmos - ERROR - [Rollout] Failed in rollout",
     )
     assert evidence_prompt(ev).plain == "rollout_0.log:28  15:31:28 ERROR [Rollout] Failed in rollout"
+    # other loggers' prefixes are shortened the way the log reader peels them
+    vllm = Evidence(file="rollout_0.log", line=3,
+                    text="(EngineCore_DP0 pid=563) ERROR 12-23 23:34:23 [core.py:708] EngineCore failed to start.")
+    assert evidence_prompt(vllm).plain == "rollout_0.log:3  ERROR EngineCore failed to start."
+    plain = Evidence(file="rollout_0.log", line=4, text="RuntimeError: boom")
+    assert evidence_prompt(plain).plain == "rollout_0.log:4  RuntimeError: boom"
     styles = {span.style for span in DiffView("--- a/t\n+++ b/t\n-x = 1\n+x = 2\n").text().spans}
     assert {"red", "green", "bold"} <= styles
 

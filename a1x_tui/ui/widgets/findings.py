@@ -7,7 +7,6 @@ worker and handed in with ``show_plan``).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -22,6 +21,7 @@ from textual.widgets.option_list import Option
 
 from a1x_diagnostics.detectors import clip_text
 from a1x_diagnostics.findings import Evidence, Finding, Severity
+from a1x_diagnostics.parsing import shape_of
 from a1x_diagnostics.printable import printable
 from a1x_tui.ui.messages import FixPlanned
 from a1x_tui.ui.widgets.diff import DiffView
@@ -51,21 +51,22 @@ def ordered(open_: dict[str, Finding], resolved: dict[str, Finding]) -> list[Sho
     return shown
 
 
-_COSMOS_PREFIX = re.compile(r"^(?:\[rank\d+\]:)?\[cosmos\] \d{4}-\d\d-\d\d (\d\d:\d\d:\d\d),\d{3} - [\w.]+ - (\w+) - ")
 EVIDENCE_CHARS = 180
 
 
 def evidence_prompt(ev: Evidence) -> Text:
-    """``rollout_0.log:28  15:30:00 ERROR [Rollout] Failed in ...`` (the cosmos prefix shortened)."""
+    """``rollout_0.log:28  15:30:00 ERROR [Rollout] Failed in ...``: a line's prefix (cosmos, vLLM, glog...,
+    as the log reader peels it) shortened to its time and level."""
     where = ev.file.rsplit("/", 1)[-1]
     if ev.line is not None:
         where += f":{ev.line}"
     text = Text(f"{where}  ", style="bold")
     line = printable(ev.text.strip())
-    m = _COSMOS_PREFIX.match(line)
-    if m:
-        text.append(f"{m.group(1)} {m.group(2)} ", style="dim")
-        line = line[m.end() :]
+    shape = shape_of(line)
+    if shape.level is not None and shape.msg != shape.body:
+        stamp = f"{shape.ts:%H:%M:%S} " if shape.ts is not None else ""
+        text.append(f"{stamp}{shape.level} ", style="dim")
+        line = shape.msg
     text.append(clip_text(line, EVIDENCE_CHARS))
     return text
 
