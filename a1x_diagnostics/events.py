@@ -335,6 +335,7 @@ class SignalKind(str, Enum):
     GRADER_MISSING = "grader_missing"  # path:str
     GATED_REPO = "gated_repo"  # url:str
     RATE_LIMITED = "rate_limited"  # HTTP 429
+    HUB_FETCH_PROGRESS = "hub_fetch_progress"  # done:int, total:int (huggingface_hub's 'Fetching N files' bar)
     PTH_LOAD_FAILED = "pth_load_failed"  # loading model_rank_*.pth directly
     MODEL_TYPE_UNSUPPORTED = "model_type_unsupported"  # model_type:str
     RECIPE_UNSUPPORTED_PARALLELISM = "recipe_unsupported_parallelism"  # what: tp|cp|pp|compile

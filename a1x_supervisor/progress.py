@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-import re
-
-from a1x_diagnostics.events import Role, Step
+from a1x_diagnostics.events import Role, Signal, SignalKind, Step
 from a1x_diagnostics.parsing import read_line
 from a1x_supervisor.stage import Progress
-
-# huggingface_hub's aggregate bar (docs/reference/alpamayo-recipe.md §5: 'Fetching {N} files', N = matched files):
-# 'Fetching 12 files:  42%|████▏     | 5/12 [00:03<00:04,  1.50it/s]'
-_FETCHING_RE = re.compile(r"Fetching (\d+) files:\s*(\d+)%\|[^|]*\|\s*(\d+)/(\d+)")
-_PERCENT_RE = re.compile(r"(\d{1,3})%\|")
 
 
 class LastLine:
@@ -23,14 +16,15 @@ class LastLine:
 
 
 class HfDownload:
-    """``download`` / ``convert`` / ``grader``: the 'Fetching N files' bar, else the last line."""
+    """``download`` / ``convert`` / ``grader``: huggingface_hub's 'Fetching N files' bar (the catalog's entry
+    ``hub_fetch_progress``, docs/reference/alpamayo-recipe.md §5), else the last line."""
 
     def feed(self, line: str) -> Progress | None:
-        m = _FETCHING_RE.search(line)
-        if m:
-            done, total = int(m.group(3)), int(m.group(4))
-            return Progress(f"fetching files {done}/{total}", current=done, total=total, unit="files")
-        if _PERCENT_RE.search(line):
+        if "%|" in line:  # a tqdm bar: huggingface_hub's aggregate one (the catalog's entry) or a per-file byte bar
+            for event in read_line(line, Role.STAGE):
+                if isinstance(event, Signal) and event.kind is SignalKind.HUB_FETCH_PROGRESS:
+                    done, total = event.fields["done"], event.fields["total"]
+                    return Progress(f"fetching files {done}/{total}", current=done, total=total, unit="files")
             return None  # per-file byte bars: too noisy to show
         text = line.strip()
         return Progress(text[:160]) if text else None

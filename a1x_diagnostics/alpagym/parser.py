@@ -26,6 +26,7 @@ from a1x_diagnostics.closed_loop_events import CL, ClosedLoop
 from a1x_diagnostics.events import Event, Role, Signal, SignalKind, Source
 from a1x_diagnostics.parsing import regex_needles
 from a1x_diagnostics.signatures.alpagym import SIGS as HOST_REFUSALS
+from a1x_diagnostics.signatures.closed_loop import SIGS as CLOSED_LOOP
 from a1x_diagnostics.signatures.entry import Sig
 
 _RANK = re.compile(r"\[rank(\d+)\]: ?")
@@ -85,132 +86,55 @@ def _refusal(sig: Sig) -> Reader:
     return read
 
 
-# (regex searched in the message, kind, reader of the fields). Each regex's needles are read from it
-# (``a1x_diagnostics.parsing.regex_needles``: a line it matches holds one), never written beside it; a
-# regex ``A|B`` gets an entry per needle, in place, as the open-loop rules do (docs/parsing.md).
-# Order matters: the first rule whose regex matches names the line.
+# The fields of a closed-loop entry's named groups, typed by name (docs/reference/alpagym.md §4); others stay strings.
+_INTS = frozenset({"policy_replicas", "rollout_replicas", "runtime_index", "port", "capacity", "count", "code", "last",
+                   "http", "n_sim_steps", "closed_loop_steps", "expected_valid_steps", "produced", "max_concurrent",
+                   "payloads", "seed", "recorded_steps", "attempt", "retries_left", "prompt_idx", "collected", "target",
+                   "of", "step", "total", "received", "group_size", "valid_steps", "padded_steps", "stale", "kept",
+                   "min_allowed", "steps", "worker"})
+_FLOATS = frozenset({"loss_avg", "kl_avg", "clip_fraction", "grad_norm", "lr", "reward", "sim_s", "wall_s", "total_s"})
+
+
+def _value(name: str, text: str) -> Any:
+    if name in _INTS:
+        return _i(text)
+    if name in _FLOATS:
+        return _f(text)
+    if name == "validation":
+        return text == "True"
+    if name == "metrics":
+        return _dict(text)
+    return _clip(text) if name in ("error", "message") else text
+
+
+def _reader(sig: Sig) -> Reader:
+    """A closed-loop entry's fields: its ``fields=``, then its named groups, typed (``_value``)."""
+    const = dict(sig.fields)
+
+    def read(m: re.Match[str]) -> Fields:
+        out = dict(const)
+        out.update({k: _value(k, v) for k, v in m.groupdict().items() if v is not None})
+        return out
+
+    return read
+
+
+def _rule(sig: Sig) -> tuple[CL, Reader]:
+    if isinstance(sig.event, CL):
+        return sig.event, _reader(sig)
+    return CL.HOST_CONFIG_REJECTED, _refusal(sig)
+
+
+# The catalog's closed-loop entries (a1x_diagnostics/signatures/closed_loop.py), then the host's refusals
+# (signatures/alpagym.py): (needle, regex, kind, reader). Each regex's needles are read from it
+# (``a1x_diagnostics.parsing.regex_needles``); a regex ``A|B`` gets a rule per needle, in place, as the open-loop
+# rules do (docs/parsing.md). Order matters: the first rule whose regex matches names the line.
+RULE_SIGS: tuple[Sig, ...] = (*CLOSED_LOOP, *HOST_REFUSALS)
 _RULES: tuple[tuple[str, re.Pattern[str], CL, Reader], ...] = tuple(
     (needle, regex, kind, reader)
-    for pattern, kind, reader in (
-        # --- host (packages/host/src/alpagym_host/run_lifecycle.py, alpasim_wizard.py, cli.py)
-        (r"Starting AlpaGym run: backend=(\S+) run_dir=(\S+) .*?policy_replicas=(\d+) "
-         r"rollout_replicas=(\d+)", CL.RUN_STARTED,
-         lambda m: {"backend": m[1], "run_dir": m[2], "policy_replicas": _i(m[3]), "rollout_replicas": _i(m[4])}),
-        (r"Starting AlpaSim Wizard: runtime_index=(\d+) host=(\S+)", CL.WIZARD_STARTED,
-         lambda m: {"runtime_index": _i(m[1]), "host": m[2]}),
-        (r"AlpaSim RuntimeService is ready at (\S+)", CL.RUNTIME_READY,
-         lambda m: {"endpoint": m[1]}),
-        (r"Published AlpaSim runtime: id=(\S+) host=(\S+) port=(\d+) capacity=(\d+)",
-         CL.RUNTIME_PUBLISHED, lambda m: {"id": m[1], "host": m[2], "port": _i(m[3]), "capacity": _i(m[4])}),
-        (r"Starting Cosmos launcher: ", CL.COSMOS_STARTED, lambda m: {}),
-        (r"Cosmos launcher completed\s*$", CL.COSMOS_COMPLETED, lambda m: {}),
-        (r"Stopping (\d+) AlpaSim Wizard process", CL.WIZARD_STOPPING,
-         lambda m: {"count": _i(m[1])}),
-        (r"AlpaSim Wizard exited before readiness with code (-?\d+)",
-         CL.BRINGUP_FAILED, lambda m: {"reason": "wizard_exited", "code": _i(m[1])}),
-        (r"Timed out waiting for AlpaSim RuntimeService at (\S+)",
-         CL.BRINGUP_FAILED, lambda m: {"reason": "runtime_timeout", "path": m[1]}),
-        (r"AlpaSim runtime (\d+) reported no scenes", CL.BRINGUP_FAILED,
-         lambda m: {"reason": "no_scenes", "runtime_index": _i(m[1])}),
-        (r"AlpaSim runtimes reported different scene lists",
-         CL.BRINGUP_FAILED, lambda m: {"reason": "scene_lists_differ"}),
-        (r"execution\.backend=local_process requires", CL.BRINGUP_FAILED,
-         lambda m: {"reason": "no_docker"}),
-        (r"CUDA_ERROR_UNSUPPORTED_PTX_VERSION", CL.BRINGUP_FAILED,
-         lambda m: {"reason": "driver_too_old"}),
-        (r"No module named '(alpasim_grpc[\w.]*)'", CL.BRINGUP_FAILED,
-         lambda m: {"reason": "grpc_stubs_missing", "module": m[1]}),
-        (r"NCCL master endpoint was not published", CL.BRINGUP_FAILED,
-         lambda m: {"reason": "nccl_master_missing"}),
-        (r"Could not find an available port in range (\d+)-(\d+)",
-         CL.PORT_IN_USE, lambda m: {"what": "sim_ports", "port": _i(m[1]), "last": _i(m[2])}),
-        (r"Address already in use", CL.PORT_IN_USE,
-         lambda m: {"what": "bind", "port": None}),
-        (r"AlpaSim rollout horizon does not match the trainer packer "
-         r"budget: n_sim_steps=(\d+) .*?= (\d+) closed-loop policy steps, but expected_valid_steps=(\d+)",
-         CL.HORIZON_MISMATCH,
-         lambda m: {"where": "config", "n_sim_steps": _i(m[1]), "closed_loop_steps": _i(m[2]),
-                    "expected_valid_steps": _i(m[3])}),
-        (r"AlpaGym replay session=(\w+) produced (\d+) policy outputs, exceeding "
-         r"expected_valid_steps=(\d+)", CL.HORIZON_MISMATCH,
-         lambda m: {"where": "packer", "uuid": m[1], "produced": _i(m[2]), "expected_valid_steps": _i(m[3])}),
-        (r"nvidia/PhysicalAI-Autonomous-Vehicles-NuRec, but no token was found", CL.NUREC_ACCESS,
-         lambda m: {"reason": "no_token", "http": None}),
-        (r"cannot access the gated dataset \S+ \(HTTP (\d+)\)", CL.NUREC_ACCESS,
-         lambda m: {"reason": "denied", "http": _i(m[1])}),
-        (r"Could not reach HuggingFace while validating",
-         CL.NUREC_ACCESS, lambda m: {"reason": "unreachable", "http": None}),
-        (r"Could not validate HuggingFace access to \S+ \(HTTP (\d+)\)",
-         CL.NUREC_ACCESS, lambda m: {"reason": "unreachable", "http": _i(m[1])}),
-        # the host's config-validation refusals: the catalog's entries (a1x_diagnostics/signatures/alpagym.py)
-        *((sig.pattern, CL.HOST_CONFIG_REJECTED, _refusal(sig)) for sig in HOST_REFUSALS),
-        # --- Cosmos-RL's launcher: the controller port it chose (cosmos_rl/launcher/launch_all.py)
-        (r"Controller will be launched locally on port (\d+)",
-         CL.CONTROLLER_PORT, lambda m: {"port": _i(m[1])}),
-        (r"Using local IP: \S+ so launching controller on port (\d+)",
-         CL.CONTROLLER_PORT, lambda m: {"port": _i(m[1])}),
-        # --- the rollout worker (packages/runtime/src/alpagym_runtime/...)
-        (r"Streaming rollout backend ready: runtime=(.*?) driver=.*"
-         r"max_concurrent_rollouts=(\d+)", CL.BACKEND_READY, lambda m: {"runtime": m[1], "max_concurrent": _i(m[2])}),
-        (r"rollout_generation: (\d+) payloads, is_validation=(\w+)", CL.GENERATION,
-         lambda m: {"payloads": _i(m[1]), "validation": m[2] == "True"}),
-        (r"Started AlpaGym driver session=(\S+) seed=(-?\d+)", CL.SESSION_STARTED,
-         lambda m: {"uuid": m[1], "seed": _i(m[2])}),
-        (r"Closed AlpaGym driver session=(\S+) recorded_steps=(\d+)",
-         CL.SESSION_CLOSED, lambda m: {"uuid": m[1], "recorded_steps": _i(m[2])}),
-        (r"Retrying payload uuid=(\S+) scene=(\S+) attempt=(\d+) retries_left=(-?\d+): ?(.*)",
-         CL.EPISODE_RETRY,
-         lambda m: {"uuid": m[1], "scene": m[2], "attempt": _i(m[3]), "retries_left": _i(m[4]), "error": _clip(m[5])}),
-        (r"Dropping payload after exhausted retries: scene=(\S+) "
-         r"last_uuid=(\S+): ?(.*)", CL.EPISODE_DROPPED, lambda m: {"scene": m[1], "uuid": m[2], "error": _clip(m[3])}),
-        (r"Rollout payload exhausted retries: prompt_idx=(\d+) "
-         r"collected=(\d+)/(\d+)", CL.PAYLOAD_EXHAUSTED,
-         lambda m: {"prompt_idx": _i(m[1]), "collected": _i(m[2]), "target": _i(m[3])}),
-        (r"non-finite trajectory; re-running inference \((\d+)/(\d+)\)",
-         CL.NONFINITE, lambda m: {"what": "trajectory_retry", "attempt": _i(m[1]), "of": _i(m[2])}),
-        (r"non-finite trajectory after (\d+) retries", CL.NONFINITE,
-         lambda m: {"what": "trajectory", "attempt": _i(m[1])}),
-        (r"model returned non-finite log_probs", CL.NONFINITE,
-         lambda m: {"what": "log_probs"}),
-        (r"rollout payload contains non-finite old_logprobs", CL.NONFINITE,
-         lambda m: {"what": "old_logprobs"}),
-        (r"model returned non-finite kl_div", CL.NONFINITE,
-         lambda m: {"what": "kl_div"}),
-        (r"\[GRPO:grad-guard\] non-finite reduced gradient", CL.NONFINITE,
-         lambda m: {"what": "grad"}),
-        (r"InferenceEngine forward pass failed; killing process",
-         CL.ENGINE_FAILED, lambda m: {}),
-        # --- the trainer and packer (alpagym_runtime.cosmos.trainer / packer / rollout_filter)
-        (r"AlpaGym trainer step start current_step=(\d+) total_steps=(\d+) "
-         r"received_rollouts=(\d+) group_size=(\d+)", CL.TRAINER_STEP_START,
-         lambda m: {"step": _i(m[1]), "total": _i(m[2]), "received": _i(m[3]), "group_size": _i(m[4])}),
-        (r"AlpaGym trainer step end current_step=(\d+) .*?loss_avg=(\S+) kl_avg=(\S+) "
-         r".*?clip_fraction=(\S+) grad_norm=(\S+) lr=(\S+)", CL.TRAINER_STEP_END,
-         lambda m: {"step": _i(m[1]), "loss_avg": _f(m[2]), "kl_avg": _f(m[3]), "clip_fraction": _f(m[4]),
-                    "grad_norm": _f(m[5]), "lr": _f(m[6])}),
-        (r"Packed AlpaGym replay artifact session=(\S+) .*?valid_steps=(\d+) "
-         r"padded_steps=(\d+) reward=(\S+)", CL.PACKED,
-         lambda m: {"uuid": m[1], "valid_steps": _i(m[2]), "padded_steps": _i(m[3]), "reward": _f(m[4])}),
-        (r"Using (\d+)/(\d+) stale rollouts \(min_allowed_version=(-?\d+)",
-         CL.STALE_USED, lambda m: {"stale": _i(m[1]), "kept": _i(m[2]), "min_allowed": _i(m[3])}),
-        (r"has no trainable samples after filtering: current_step=(\d+)",
-         CL.NO_SAMPLES, lambda m: {"step": _i(m[1])}),
-        # --- AlpaSim's runtime (src/runtime/alpasim_runtime/event_loop.py, worker/*.py; src/eval)
-        (r"Session STARTING: uuid=(\S+) scene=(\S+) steps=(\d+)", CL.SIM_STARTED,
-         lambda m: {"uuid": m[1], "scene": m[2], "steps": _i(m[3])}),
-        (r"Session COMPLETED: uuid=(\S+) scene=(\S+) simulated ([\d.]+) sim seconds in ([\d.]+) "
-         r"wall clock seconds .*?\(total rollout ([\d.]+)s", CL.SIM_COMPLETED,
-         lambda m: {"uuid": m[1], "scene": m[2], "sim_s": _f(m[3]), "wall_s": _f(m[4]), "total_s": _f(m[5])}),
-        (r"Rollout FAILED: job=(\S+) scene=(\S+) uuid=(\S+) error=(.*)", CL.SIM_FAILED,
-         lambda m: {"job": m[1], "scene": m[2], "uuid": m[3], "error": _clip(m[4])}),
-        (r"Worker (\d+) died with exit code (-?\d+)", CL.SIM_WORKER_DIED,
-         lambda m: {"worker": _i(m[1]), "code": _i(m[2])}),
-        (r"Evaluation failed in subprocess for session (\S+)",
-         CL.SIM_EVAL_FAILED, lambda m: {"uuid": m[1]}),
-        (r"Aggregated metrics for (\S+): (\{.*\})", CL.SIM_METRICS,
-         lambda m: {"uuid": m[1], "metrics": _dict(m[2])}),
-    )
-    for regex, needles in (regex_needles(pattern),)
+    for sig in RULE_SIGS
+    for kind, reader in (_rule(sig),)
+    for regex, needles in (regex_needles(sig.pattern, sig.flags),)
     for needle in needles
 )
 # Error lines of the two formatted families that no rule names: ERROR_LINE for ``unexplained_error``.

@@ -8,7 +8,8 @@ the groups that no finding quotes are reported as ``unexplained_error`` (``detec
 a run is never called healthy while it prints errors nobody looked at.
 
 Healthy runs print errors that are not failures (docs/reference/cosmos-rl.md §15, "Healthy runs print
-alarming lines"). ``BENIGN`` lists them, each with the reason it is harmless; nothing else is ignored.
+alarming lines"). The catalog's ``Benign`` entries list them, each with the reason it is harmless and where it
+comes from; nothing else is ignored.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from a1x_diagnostics import signatures
 from a1x_diagnostics.events import Event, Signal, SignalKind, Traceback
 
 MAX_GROUPS = 256  # signatures kept; errors beyond are only counted
@@ -24,31 +26,13 @@ SIGNATURE_CHARS = 160
 
 
 @dataclass(frozen=True, slots=True)
-class Benign:
+class _Benign:
     pattern: re.Pattern[str]
     reason: str
 
 
-def _b(pattern: str, reason: str) -> Benign:
-    return Benign(re.compile(pattern), reason)
-
-
-BENIGN: tuple[Benign, ...] = (
-    _b(
-        r"Failed to import \w+ Rollout\. Please make sure \w+ is installed",
-        "Cosmos-RL tries every optional rollout backend at import and logs this for each one that is not "
-        "installed (vLLM in a run using another backend); the configured backend is the one that matters",
-    ),
-    _b(
-        r"is part of \S+ signature, but not documented",
-        "transformers' docstring check at import of an unused model class (healthy runs print it for Gemma "
-        "and PaliGemma)",
-    ),
-    _b(
-        r"^\[?(?:ERROR|CRITICAL)\]? ?`\w+` is part of ",
-        "the same transformers docstring check, in its other wording",
-    ),
-)
+BENIGN: tuple[_Benign, ...] = tuple(_Benign(re.compile(b.pattern, b.flags), b.reason) for b in signatures.BENIGN)
+"""The catalog's benign texts (``Benign`` entries of ``a1x_diagnostics/signatures/``), compiled."""
 
 
 def benign_reason(text: str) -> str | None:

@@ -417,7 +417,7 @@ class LineParser:
             ev = _prefetch_event(shape, Ctx(self.source, lineno, text, shape.ts, shape.level, shape.rank))
             if ev is not None:
                 return [ev]
-        elif family != "tqdm":
+        else:  # tqdm bars too: huggingface_hub's 'Fetching N files' is the catalog's (recipe_hub.py)
             ctx = Ctx(self.source, lineno, text, shape.ts, shape.level, shape.rank)
             events = classify_gated(text, shape.msg, ctx) if self._gated else classify_with(RULES, shape.msg, ctx)
             if events:

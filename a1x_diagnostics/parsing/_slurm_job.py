@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from a1x_diagnostics.parsing._runs import PINNED_LOG_RE, numbered
+from a1x_diagnostics.signatures.entry import Monitor
+from a1x_diagnostics.signatures.launcher import MONITOR
 
 _ROLE_LOG = re.compile(r"^(?P<name>[a-z][a-z-]*(?:_[a-z][a-z-]*)*)_(?P<t>\d+)\.(?P<stream>out|err)$")
 _MONITOR = re.compile(r"^\[(?P<ts>[^\]]+)\]\[(?P<tag>[\w-]+)\]: (?P<msg>.*)$")
@@ -145,19 +147,9 @@ class MonitorLine:
     data: Mapping[str, Any] = field(default_factory=dict)
 
 
-_MONITOR_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("retry", re.compile(r"^Job failed with status (?P<status>-?\d+)\. Retries remaining: (?P<left>\d+)\. Requeuing")),
-    ("no_retries", re.compile(r"^Job failed with status (?P<status>-?\d+)\. No retries remaining")),
-    ("autoresume", re.compile(r"^Received signal (?P<signal>\S+), will requeue for autoresume")),
-    ("step_failed", re.compile(r"^(?P<step>[\w-]+) failed with exit code (?P<code>-?\d+)\. Terminating other")),
-    ("final", re.compile(r"^Final exit status: (?P<status>-?\d+)")),
-    ("new_run", re.compile(r"^New run dir: (?P<path>\S+)")),
-    ("resume", re.compile(r"^Resuming from checkpoint step (?P<step>\d+): (?P<path>\S+)")),
-    ("resume_skipped", re.compile(r"^Checkpoint of step (?P<step>\d+) is not complete, not resuming from it")),
-    ("signal", re.compile(r"^Signal (?P<signal>\S+) caught")),
-    ("abort", re.compile(r"^Abort file detected")),
-    ("started", re.compile(r"^Job (?:(?P<job>\d+) )?started on (?P<host>\S+)")),
-)
+# The monitor's messages: the catalog's entries (a1x_diagnostics/signatures/launcher.py MONITOR), first match wins.
+_MONITOR_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (sig.event.value, re.compile(sig.pattern, sig.flags)) for sig in MONITOR if isinstance(sig.event, Monitor))
 
 
 def _maybe_int(value: str | None) -> int | str | None:
@@ -174,7 +166,7 @@ def parse_monitor_log(text: str) -> list[MonitorLine]:
         msg = m.group("msg")
         kind, data = "other", {}
         for name, pattern in _MONITOR_KINDS:
-            km = pattern.match(msg)
+            km = pattern.search(msg)
             if km:
                 kind = name
                 data = {k: _maybe_int(v) for k, v in km.groupdict().items()}

@@ -7,15 +7,18 @@ r"""The catalog of every message shape a1x-tui recognises: one entry a message, 
 ``recipe_hub``  the Alpamayo recipe, the Hugging Face Hub, W&B
 ``other_stacks`` torch, NCCL, vLLM, SGLang, Ray, Hydra
 ``alpagym``     AlpaGym's host: its config-validation refusals
+``closed_loop`` AlpaGym's host, rollout worker and trainer, AlpaSim: closed-loop events (``CL``), read by
+                ``a1x_diagnostics.alpagym.parser`` (with ``alpagym``'s refusals), not by the open-loop readers
 =============== =====================================================================================
 
 A ``Sig`` (``entry.py``) is a line that gives an event: its regex, the event (a ``SignalKind``, or an
 event class with typed fields), its gate in controller and replica logs, where the message comes from
 (``repo@rev:file:line`` or the issue it was seen in) and real sample lines. A ``Hit`` is a text that
 marks a traceback or an unclaimed error line with an error id the detectors ask for (``oom``,
-``nccl``...). The readers derive everything else from the entries (``a1x_diagnostics.parsing``):
-the needle looked up before each regex, the strings a scanner looks for, which entries a line of a
-replica log may hold. Entries are tried in catalog order (``SIGS``); the first that matches wins.
+``nccl``...). A ``Benign`` is an error text that is not a failure (``BENIGN``), with the reason why.
+The readers derive everything else from the entries (``a1x_diagnostics.parsing``): the needle looked up
+before each regex, the strings a scanner looks for, which entries a line of a replica log may hold.
+Entries are tried in catalog order (``SIGS``); the first that matches wins.
 
 **Adding a message**: one entry with a real sample line (or, where no recording shows it, a line rendered
 from the source's format string, in ``rendered``), in the file of who prints it, e.g. in ``replicas.py``::
@@ -34,11 +37,11 @@ A detector is needed only when the event needs new logic (docs/findings.md, "Add
 from __future__ import annotations
 
 from a1x_diagnostics.events import SignalKind
-from a1x_diagnostics.signatures import alpagym, controller, launcher, other_stacks, recipe_hub, replicas
-from a1x_diagnostics.signatures.entry import OWN, Hit, Sig
+from a1x_diagnostics.signatures import alpagym, closed_loop, controller, launcher, other_stacks, recipe_hub, replicas
+from a1x_diagnostics.signatures.entry import OWN, Benign, Hit, Sig
 
 GROUPS = {"controller": controller, "replicas": replicas, "launcher": launcher, "recipe_hub": recipe_hub,
-          "other_stacks": other_stacks, "alpagym": alpagym}
+          "other_stacks": other_stacks, "alpagym": alpagym, "closed_loop": closed_loop}
 """Each group's module, in catalog order."""
 
 SIGS: tuple[Sig, ...] = (
@@ -50,6 +53,9 @@ quotes any error; an NCCL or HTTP failure of Cosmos-RL may quote torch's text)."
 
 HITS: tuple[Hit, ...] = tuple(h for g in GROUPS.values() for h in g.HITS)
 """Every text entry, in the order they are tried (a hit id is given once per text: its first entry)."""
+
+BENIGN: tuple[Benign, ...] = tuple(b for g in GROUPS.values() for b in getattr(g, "BENIGN", ()))
+"""Every error text that is not a failure, in the order they are asked (``detectors._errors.benign_reason``)."""
 
 HIT_OF_KIND: dict[SignalKind, str] = {
     SignalKind.MISSING_ENV_VAR: "missing_env_var",
@@ -73,4 +79,4 @@ HIT_OF_KIND: dict[SignalKind, str] = {
 }
 """The hit id a signal of each kind counts as (the same vocabulary as the ``Hit`` entries)."""
 
-__all__ = ["GROUPS", "HITS", "HIT_OF_KIND", "OWN", "SIGS", "Hit", "Sig"]
+__all__ = ["BENIGN", "GROUPS", "HITS", "HIT_OF_KIND", "OWN", "SIGS", "Benign", "Hit", "Sig"]

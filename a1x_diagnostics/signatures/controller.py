@@ -101,7 +101,7 @@ LATE = (
         source="cosmos-rl@89f2e5b5:controller.py:846 (docs/reference/cosmos-rl.md §4.7)",
         samples=("[cosmos] 2025-06-09 22:14:29,220 - cosmos - INFO - [Controller] will clean hang replicas: ['3f2a8c1e-5b7d-4e9a-9c1f-0a1b2c3d4e5f']",)),
     Sig("no_policy_replicas.no_policy_replicas_registered_assuming", r"No policy replicas registered\. Assuming training is finished", S.NO_POLICY_REPLICAS, gate=CONTROLLER,
-        source="docs/reference/cosmos-rl.md §4.3 (controller WARNING); seen in tests/fixtures/cosmos/v0.4.4/policy_killed",
+        source="nvidia-cosmos/cosmos-rl@v0.4.4:cosmos_rl/dispatcher/controller.py:390 (docs/reference/cosmos-rl.md §4.3; seen in tests/fixtures/cosmos/v0.4.4/policy_killed)",
         samples=(
             "[cosmos] 2026-11-29 14:58:17,247 - cosmos - WARNING - [Controller] No policy replicas registered. Assuming training is finished; signaling end of rollouts.",
             "[cosmos] 2026-11-29 13:50:54,243 - cosmos - WARNING - [Controller] No policy replicas registered. Assuming training is finished; signaling end of rollouts.",

@@ -10,8 +10,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
+from a1x_diagnostics.closed_loop_events import CL
 from a1x_diagnostics.events import Event, Role, SignalKind
 
 # ------------------------------------------------------------------ gates (docs/parsing.md, "Gates")
@@ -58,6 +60,23 @@ documented level: in a controller or replica log, any line holding the entry's n
 Reader = Callable[[re.Match[str]], "Mapping[str, Any] | None"]
 
 
+class Monitor(str, Enum):
+    """What a line of a Slurm batch script's monitor says (``[<time>][<tag>]: message`` in ``slurm_<jobid>.log``,
+    read by ``a1x_diagnostics.parsing.parse_monitor_log``; ``launcher.MONITOR``)."""
+
+    STARTED = "started"
+    NEW_RUN = "new_run"
+    RESUME = "resume"
+    RESUME_SKIPPED = "resume_skipped"
+    RETRY = "retry"
+    NO_RETRIES = "no_retries"
+    AUTORESUME = "autoresume"
+    STEP_FAILED = "step_failed"
+    FINAL = "final"
+    SIGNAL = "signal"
+    ABORT = "abort"
+
+
 @dataclass(frozen=True)
 class Sig:
     """A message shape and the event it gives.
@@ -70,11 +89,13 @@ class Sig:
     message (both are tests alike). ``wrapper``: the ``error`` group quotes another message, read too.
     ``read_in``: the kind of file the samples were read from (``a1x_diagnostics.events.Role``), when
     it is not the group's own. The regex is searched in a line's message (the text after its prefix).
+    A ``CL`` event is a closed-loop entry (``closed_loop.py``), read by ``a1x_diagnostics.alpagym.parser``; a
+    ``Monitor`` one a Slurm monitor line (``launcher.MONITOR``, its fields the named groups, numbers as ints).
     """
 
     id: str
     pattern: str
-    event: SignalKind | type[Event]
+    event: SignalKind | type[Event] | CL | Monitor
     source: str
     samples: tuple[str, ...]
     fields: Mapping[str, Any] = field(default_factory=dict)
@@ -101,3 +122,18 @@ class Hit:
     kind: str | None = None
     flags: int = 0
     rendered: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Benign:
+    """An error text that is not a failure (docs/reference/cosmos-rl.md §15, "Healthy runs print alarming
+    lines"): an error group whose text ``pattern`` matches is left out of ``unexplained_error``, for ``reason``
+    (``a1x_diagnostics.detectors._errors.benign_reason``). Nothing else is ignored."""
+
+    id: str
+    pattern: str
+    reason: str
+    source: str
+    samples: tuple[str, ...]
+    rendered: tuple[str, ...] = ()
+    flags: int = 0

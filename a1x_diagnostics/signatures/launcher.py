@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from a1x_diagnostics.events import Role
 from a1x_diagnostics.events import SignalKind as S
-from a1x_diagnostics.signatures.entry import OWN, Hit, Sig
+from a1x_diagnostics.signatures.entry import OWN, Hit, Monitor, Sig
 
 # Failures that quote another error (read too): tried before other stacks' entries.
 WRAPPERS = (
@@ -73,7 +73,7 @@ SIGS = (
             "[cosmos] 2026-12-05 21:45:03,710 - cosmos - ERROR - Process 1209 failed with return code 86",
         )),
     Sig("process_failed.terminating_other_processes", r"(?P<process>Policy|Rollout|Controller|Reference) failed with exit code (?P<rc>-?\d+)\. Terminating other processes", S.PROCESS_FAILED,
-        source="cosmos-rl@89f2e5b5:tools/slurm/cosmos_rl_slurm_launch.py (docs/reference/cosmos-rl.md §11.1)",
+        source="nvidia-cosmos/cosmos-rl@89f2e5b5:cosmos_rl/tools/slurm/cosmos_rl_job_multi_node.sh:589, :603, :621 (docs/reference/cosmos-rl.md §11.1)",
         samples=("[2025-06-09 01:02:03.456 PM UTC][cosmos-rl-sbatch]: Rollout failed with exit code 137. Terminating other processes.",)),
     Sig("process_completed.completed_successfully", r"Process (?P<process>\S+) completed successfully", S.PROCESS_COMPLETED,
         source="cosmos-rl@89f2e5b5:launch_all.py:968 (docs/reference/cosmos-rl.md §2.7)",
@@ -191,4 +191,50 @@ HITS = (
     Hit("hit.child_failed", "child_failed", ("ChildFailedError",),
         source="docs/reference/cosmos-rl.md §3.4; docs/reference/foreign-errors.md E2",
         samples=("[rank0]: torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",)),
+)
+
+# The monitor of a Slurm batch script: Cosmos-RL's template (tag cosmos-rl-sbatch) and ours (a1x-tui-sbatch,
+# a1x_supervisor/slurm/sbatch.py) print '[<time>][<tag>]: message' lines into slurm_<jobid>.log
+# (docs/reference/cosmos-rl.md §11.1; docs/slurm.md). parsing.parse_monitor_log reads the message with these
+# entries (the regex anchored at its start); the supervisor takes the job's exit status from them.
+_SBATCH = "nvidia-cosmos/cosmos-rl@89f2e5b5:cosmos_rl/tools/slurm/cosmos_rl_job_multi_node.sh:"
+_OURS = "a1x_supervisor/slurm/sbatch.py:"
+_T = "[2026-03-01 11:00:00.123 AM UTC]"
+MONITOR = (
+    Sig("monitor.retry", r"^Job failed with status (?P<status>-?\d+)\. Retries remaining: (?P<left>\d+)\. Requeuing", Monitor.RETRY,
+        source=_SBATCH + "302; ours: " + _OURS + "661 (docs/reference/cosmos-rl.md §11.1)", samples=(),
+        rendered=(_T + "[cosmos-rl-sbatch]: Job failed with status 1. Retries remaining: 2. Requeuing...",)),
+    Sig("monitor.no_retries", r"^Job failed with status (?P<status>-?\d+)\. No retries remaining", Monitor.NO_RETRIES,
+        source=_SBATCH + "310; ours: " + _OURS + "664 (docs/reference/cosmos-rl.md §11.1)", samples=(),
+        rendered=(_T + "[a1x-tui-sbatch]: Job failed with status 137. No retries remaining.",)),
+    Sig("monitor.autoresume", r"^Received signal (?P<signal>\S+), will requeue for autoresume", Monitor.AUTORESUME,
+        source=_SBATCH + "224; ours: " + _OURS + "653 (docs/reference/cosmos-rl.md §11.1)", samples=(),
+        rendered=(_T + "[cosmos-rl-sbatch]: Received signal SIGUSR1, will requeue for autoresume",
+                  _T + "[a1x-tui-sbatch]: Received signal SIGUSR1, will requeue for autoresume into /lustre/runs/j/slurm/part_1")),
+    Sig("monitor.step_failed", r"^(?P<step>[\w-]+) failed with exit code (?P<code>-?\d+)\. Terminating other", Monitor.STEP_FAILED,
+        source=_SBATCH + "589, :603, :621; ours: " + _OURS + "611 (docs/reference/cosmos-rl.md §11.1)", samples=(),
+        rendered=(_T + "[cosmos-rl-sbatch]: Policy failed with exit code 1. Terminating other processes.",
+                  _T + "[a1x-tui-sbatch]: rollout-0 failed with exit code 137. Terminating other processes.")),
+    Sig("monitor.final", r"^Final exit status: (?P<status>-?\d+)", Monitor.FINAL,
+        source=_SBATCH + "660; ours: " + _OURS + "669 (docs/reference/cosmos-rl.md §11.1)", samples=(),
+        rendered=(_T + "[a1x-tui-sbatch]: Final exit status: 137",)),
+    Sig("monitor.new_run", r"^New run dir: (?P<path>\S+)", Monitor.NEW_RUN,
+        source=_SBATCH + "343; ours: " + _OURS + "503 (docs/reference/cosmos-rl.md §11.1)", samples=(),
+        rendered=(_T + "[cosmos-rl-sbatch]: New run dir: /lustre/runs/j/slurm/part_0/run_0",)),
+    Sig("monitor.resume", r"^Resuming from checkpoint step (?P<step>\d+): (?P<path>\S+)", Monitor.RESUME,
+        source=_OURS + "520 (ours only: Cosmos-RL's template resumes nothing itself; docs/slurm.md)", samples=(),
+        rendered=(_T + "[a1x-tui-sbatch]: Resuming from checkpoint step 210: /o/t/checkpoints/step_210/policy",)),
+    Sig("monitor.resume_skipped", r"^Checkpoint of step (?P<step>\d+) is not complete, not resuming from it", Monitor.RESUME_SKIPPED,
+        source=_OURS + "316 (ours only; docs/slurm.md)", samples=(),
+        rendered=(_T + "[a1x-tui-sbatch]: Checkpoint of step 215 is not complete, not resuming from it: /o/s",)),
+    Sig("monitor.signal", r"^Signal (?P<signal>\S+) caught", Monitor.SIGNAL,
+        source=_SBATCH + "146; ours: " + _OURS + "266, :271 (docs/reference/cosmos-rl.md §11.1)", samples=(),
+        rendered=(_T + "[cosmos-rl-sbatch]: Signal SIGUSR1 caught. Will terminate job and potentially requeue.",)),
+    Sig("monitor.abort", r"^Abort file detected", Monitor.ABORT,
+        source=_SBATCH + "218; ours: " + _OURS + "648 (docs/reference/cosmos-rl.md §11.1)", samples=(),
+        rendered=(_T + "[a1x-tui-sbatch]: Abort file detected (/lustre/runs/j/ABORT-AUTORESUME), will not requeue",)),
+    Sig("monitor.started", r"^Job (?:(?P<job>\d+) )?started on (?P<host>\S+)", Monitor.STARTED,
+        source=_SBATCH + "323; ours: " + _OURS + "502 (docs/reference/cosmos-rl.md §11.1)", samples=(),
+        rendered=(_T + "[cosmos-rl-sbatch]: Job started on node001",
+                  _T + "[a1x-tui-sbatch]: Job 4213377 started on node-017 (restart 0)")),
 )

@@ -7,7 +7,7 @@ to add one."""
 from __future__ import annotations
 
 from a1x_diagnostics.events import SignalKind as S
-from a1x_diagnostics.signatures.entry import FOREIGN, OWN, Hit, Sig
+from a1x_diagnostics.signatures.entry import FOREIGN, OWN, Benign, Hit, Sig
 from a1x_diagnostics.signatures.fields import verl_zero_advantages
 
 SIGS = (
@@ -426,4 +426,18 @@ HITS = (
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which 1.02 GiB is free.",
             "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
         )),
+)
+
+BENIGN = (
+    Benign("benign.transformers_docstring_check", r"is part of \S+ signature, but not documented",
+           "transformers' docstring check at import of an unused model class (healthy runs print it for Gemma "
+           "and PaliGemma)",
+           source="huggingface/transformers@v5.17.0:src/transformers/utils/auto_docstring.py:3482 (v4.57.1: :1448, with 🚨 "
+                  "for [ERROR]; Cosmos-RL's pi05 models at import; docs/reference/cosmos-rl.md §15)",
+           samples=("[ERROR] `cache_position` is part of GemmaModel.forward's signature, but not documented. Make sure to add it to the docstring of the function in /scratch/crl_run.x4D9/site/cosmos_rl/policy/model/pi05/transformers_replace/modeling_gemma.py.",)),
+    Benign("benign.transformers_docstring_check.kwargs", r"^\[?(?:ERROR|CRITICAL)\]? ?`\w+` is part of ",
+           "the same transformers docstring check, in its other wording",
+           source="huggingface/transformers@v5.17.0:src/transformers/utils/auto_docstring.py:3855 (a typed-kwargs parameter; "
+                  "docs/reference/cosmos-rl.md §15)",
+           samples=(), rendered=("[ERROR] `do_pad` is part of ImagesKwargs, but not documented. Make sure to add it to the docstring of the function in /opt/venv/lib/python3.12/site-packages/transformers/image_processing_utils_fast.py.",)),
 )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from a1x_diagnostics.events import Checkpoint, CheckpointPhase, ConfigDump, PromptRejected, Role, SyncPhase, WeightSync
 from a1x_diagnostics.events import SignalKind as S
-from a1x_diagnostics.signatures.entry import NCCL, OWN, POLICY, ROLLOUT, WEIGHT_SYNC_THREAD, Hit, Sig
+from a1x_diagnostics.signatures.entry import NCCL, OWN, POLICY, ROLLOUT, WEIGHT_SYNC_THREAD, Benign, Hit, Sig
 from a1x_diagnostics.signatures.fields import config_literal, milliseconds, step_of_path
 
 SIGS = (
@@ -403,4 +403,13 @@ HITS = (
     Hit("hit.http.query_commands", "http", ("Failed in query commands from controller",), kind="query_commands",
         source="docs/reference/cosmos-rl.md §6.3",
         samples=("[Rollout] Failed in query commands from controller for replica 3f2a8c1e-5b7d-4e9a-9c1f-0a1b2c3d4e5f",)),
+)
+
+BENIGN = (
+    Benign("benign.optional_rollout_backend", r"Failed to import \w+ Rollout\. Please make sure \w+ is installed",
+           "Cosmos-RL tries every optional rollout backend at import and logs this for each one that is not "
+           "installed (vLLM in a run using another backend); the configured backend is the one that matters",
+           source="nvidia-cosmos/cosmos-rl@v0.4.4:cosmos_rl/rollout/__init__.py:33 (every process imports it; docs/reference/cosmos-rl.md §15)",
+           samples=("[cosmos] 2026-12-05 21:43:15,329 - cosmos - ERROR - Failed to import VLLM Rollout. Please make sure vllm is installed. Error: No module named 'vllm'",
+                    "[rank0]:[cosmos] 2026-11-29 13:42:34,182 - cosmos - ERROR - Failed to import VLLM Rollout. Please make sure vllm is installed. Error: No module named 'vllm'")),
 )

@@ -36,8 +36,10 @@ def test_carriage_returns_split_a_line_into_segments_with_one_number(tmp_path: P
     bar = "\r".join(f"Fetching 5 files: {p}%|{'#' * (p // 20)}| {p // 20}/5" for p in (0, 40, 100))
     f = write(tmp_path / "convert.log", f"{bar}\r\n{STAT}\r\n")
     got = events(f, Role.STAGE)
-    assert [(type(e).__name__, e.line) for e in got] == [("LogLine", 1)] * 3 + [("Stat", 2)]
-    assert {e.family for e in got[:3]} == {"tqdm"}  # type: ignore[attr-defined]
+    assert [(type(e).__name__, e.line) for e in got] == [("Signal", 1)] * 3 + [("Stat", 2)]
+    # each redraw of huggingface_hub's bar is the catalog's hub_fetch_progress (recipe_hub.py), read in its segment
+    assert [(e.kind, e.fields) for e in got[:3]] == [  # type: ignore[attr-defined]
+        (SignalKind.HUB_FETCH_PROGRESS, {"done": d, "total": 5}) for d in (0, 2, 5)]
 
 
 def test_non_utf8_bytes_are_replaced_not_fatal(tmp_path: Path) -> None:

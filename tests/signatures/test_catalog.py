@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
+from a1x_diagnostics.detectors._errors import benign_reason
 from a1x_diagnostics.detectors._probes import probe_text
 from a1x_diagnostics.events import Event, Role, Signal, SignalKind, Source
 from a1x_diagnostics.parsing import LineParser, _rules
-from a1x_diagnostics.signatures import GROUPS, HIT_OF_KIND, HITS, SIGS, Hit, Sig
+from a1x_diagnostics.signatures import BENIGN, GROUPS, HIT_OF_KIND, HITS, SIGS, Benign, Hit, Sig
 
 GROUP_ROLE = {"controller": Role.CONTROLLER, "replicas": Role.ROLLOUT, "launcher": Role.LAUNCHER,
               "recipe_hub": Role.STAGE, "other_stacks": Role.LAUNCHER, "alpagym": Role.LAUNCHER}
@@ -82,10 +83,19 @@ def test_each_hit_sample_is_marked_with_its_hit_by_this_entry(hit: Hit) -> None:
         assert got[0].fields.get("kind") == hit.kind, (hit.id, sample, got[0].fields)
 
 
+@pytest.mark.parametrize("benign", BENIGN, ids=lambda b: b.id)
+def test_each_benign_sample_is_harmless_for_this_entry_s_reason(benign: Benign) -> None:
+    """The detectors ask the catalog (``detectors._errors.benign_reason``); the first entry that matches answers."""
+    assert benign.samples or benign.rendered, benign.id
+    for sample in (*benign.samples, *benign.rendered):
+        assert benign_reason(sample) == benign.reason, (benign.id, sample)
+        assert next(b for b in BENIGN if re.search(b.pattern, sample, b.flags)) is benign, (benign.id, sample)
+
+
 def test_ids_are_unique_and_every_entry_says_where_it_comes_from() -> None:
-    ids = [e.id for e in (*SIGS, *HITS)]
+    ids = [e.id for e in (*SIGS, *HITS, *BENIGN)]
     assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
-    for entry in (*SIGS, *HITS):
+    for entry in (*SIGS, *HITS, *BENIGN):
         assert SOURCE.search(entry.source), f"{entry.id}: source {entry.source!r}"
 
 
