@@ -249,7 +249,7 @@ LATE = (
 
 HITS = (
     Hit("hit.redis_missing", "redis_missing", ("redis-server", "redis server",), pattern=r"Failed to start redis server with command: .* with return code 127|redis-server: (?:command )?not found|No such file or directory: '?redis-server",
-        source="docs/reference/cosmos-rl.md §2.3, §8.3; docs/reference/alpamayo-recipe.md §14 row 17",
+        source="nvidia-cosmos/cosmos-rl@89f2e5b5:cosmos_rl/dispatcher/controller.py:203 (the shell's 'redis-server: command not found' before it; docs/reference/cosmos-rl.md §2.3, §8.3; docs/reference/alpamayo-recipe.md §14 row 17)",
         samples=(
             "RuntimeError: Failed to start redis server with command: redis-server /tmp/redis.conf with return code 127",
             "/bin/sh: 1: redis-server: not found",
