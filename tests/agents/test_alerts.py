@@ -75,6 +75,7 @@ def test_with_w_and_b_out_of_reach_one_line_and_the_watch_goes_on(tmp_path: Path
     assert KEY not in done.stdout + done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow  # more than a few seconds (the fast lane, README)
 def test_without_the_package_one_line_and_the_watch_goes_on(tmp_path: Path) -> None:
     fake = tmp_path / "wandb"
     fake.mkdir()

@@ -199,6 +199,7 @@ def test_fix_preview_then_apply_writes_only_the_diff_that_was_seen(tmp_path: Pat
     assert "Traceback" not in session(body)
 
 
+@pytest.mark.slow  # more than a few seconds (the fast lane, README)
 def test_findings_since_follows_a_run_as_it_is_written(tmp_path: Path) -> None:
     run = tmp_path / "run"
     shutil.copytree(OOM, run, symlinks=True)

@@ -107,6 +107,7 @@ def test_the_skill_has_what_agents_read() -> None:
         assert any(c.startswith(f"a1x-tui {word} ") for c in commands), word
 
 
+@pytest.mark.slow  # more than a few seconds (the fast lane, README)
 def test_every_command_the_skill_shows_works(tmp_path: Path) -> None:
     env = _world(tmp_path)
     local = [c for c in _commands(_skill()) if "$HOST" not in c]

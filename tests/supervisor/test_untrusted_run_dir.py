@@ -102,6 +102,7 @@ def test_a_run_directory_others_may_write_to_is_refused(forged: tuple[Path, subp
     _untouched(victim, outside)
 
 
+@pytest.mark.slow  # more than a few seconds (the fast lane, README)
 def test_stop_in_a_private_directory_with_forged_records_signals_nothing_and_follows_no_link(
     forged: tuple[Path, subprocess.Popen[bytes], Path],
 ) -> None:

@@ -60,6 +60,7 @@ async def open_evidence(pilot: Any, screen: DashboardScreen, finding: int, evide
 
 
 # -- 36.2: evidence is one key away -------------------------------------------------------------------
+@pytest.mark.slow  # more than a few seconds (the fast lane, README)
 @run_async
 async def test_enter_on_every_evidence_line_opens_its_file_at_that_line_first_time_and_every_time() -> None:
     app = A1xApp(target=resolve_target(OOM_RUN))  # live: the real verdict, follower and diagnostics
